@@ -1,0 +1,45 @@
+//! # acker-core
+//!
+//! An allocation-free, `#![no_std]` implementation of Apache Storm's guaranteed-message-processing
+//! mechanism: the acker that tracks every tuple tree with a 64-bit XOR ("ack val"), the bolt-side
+//! anchoring that produces the XOR contributions, and the spout-side pending set that turns the
+//! acker's decisions into `ack(msg_id)` / `fail(msg_id)` calls.
+//!
+//! Nothing here reads a clock, allocates, spawns or does I/O: time is an injected `now_ns`
+//! (nanoseconds of the caller's clock, starting at 0) and randomness comes from seeded xoshiro
+//! streams, so the same inputs always give the same outputs.
+//!
+//! ## Module map
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`ids`] | [`RootId`], [`EdgeId`], [`TaskId`] and the seeded, never-zero [`IdGenerator`] |
+//! | [`message`] | the messages into an acker ([`AckerMessage`]) and its decisions ([`Decision`]) |
+//! | [`table`] | [`AckerTable`]: the single-owner acker table, 20 bytes a root, fixed capacity |
+//! | [`routing`] | [`acker_index`]: which acker task owns a root |
+//! | [`anchor`] | bolt side: [`Anchors`] carried by a tuple and the [`InputTracker`] that anchors emits and acks inputs |
+//! | [`pending`] | spout side: [`SpoutPending`], max spout pending, timeouts and complete latency |
+//!
+//! ## Embedding
+//!
+//! See `examples/embed.rs` for an engine driving the table and anchoring from its own message
+//! loop.
+#![no_std]
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod anchor;
+pub mod ids;
+pub mod message;
+pub mod pending;
+pub mod routing;
+pub mod table;
+
+pub use anchor::{AnchorError, Anchors, InputHandle, InputMessages, InputSlot, InputTracker};
+pub use ids::{EdgeId, IdGenerator, RootId, TaskId};
+pub use message::{AckerMessage, Decision};
+pub use pending::{
+    Completed, PendingError, PendingSlot, SpoutConfig, SpoutEmit, SpoutPending, TimedOut,
+};
+pub use routing::acker_index;
+pub use table::{AckerTable, ConfigError, EntryView, Slot, TableError};
