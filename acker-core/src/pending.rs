@@ -428,13 +428,12 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> Iterator for Timed
 #[cfg(test)]
 mod tests {
     use super::*;
-    extern crate std;
-    use std::vec;
-    use std::vec::Vec;
 
-    fn pending(max: usize, acks: usize) -> SpoutPending<u32, Vec<PendingSlot<u32>>> {
+    type Slots = [PendingSlot<u32>; 128];
+
+    fn pending(max: usize, acks: usize) -> SpoutPending<u32, Slots> {
         SpoutPending::new(
-            vec![PendingSlot::default(); 2 * max],
+            core::array::from_fn(|_| PendingSlot::default()),
             SpoutConfig {
                 spout_task: 5,
                 num_ackers: acks,
@@ -444,6 +443,14 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    fn collect(it: impl Iterator<Item = u32>) -> heapless::Vec<u32, 64> {
+        let mut v = heapless::Vec::new();
+        for x in it {
+            v.push(x).unwrap();
+        }
+        v
     }
 
     #[test]
@@ -459,28 +466,79 @@ mod tests {
     }
 
     #[test]
+    fn config_errors() {
+        let cfg = SpoutConfig {
+            spout_task: 0,
+            num_ackers: 1,
+            max_spout_pending: 129,
+            message_timeout_ns: Some(1),
+            seed: 0,
+        };
+        let slots = || -> Slots { core::array::from_fn(|_| PendingSlot::default()) };
+        assert!(matches!(
+            SpoutPending::new(slots(), cfg),
+            Err(PendingError::Config)
+        ));
+        let zero = SpoutConfig {
+            max_spout_pending: 0,
+            ..cfg
+        };
+        assert!(matches!(
+            SpoutPending::new(slots(), zero),
+            Err(PendingError::Config)
+        ));
+        let no_timeout = SpoutConfig {
+            max_spout_pending: 4,
+            message_timeout_ns: Some(0),
+            ..cfg
+        };
+        assert!(matches!(
+            SpoutPending::new(slots(), no_timeout),
+            Err(PendingError::Config)
+        ));
+    }
+
+    #[test]
     fn timeout_between_t_and_2t() {
         let mut p = pending(8, 1);
         p.emit(Some(1), &mut [0], 500).unwrap();
         assert_eq!(p.tick(1999).count(), 0);
         let SpoutEmit::Tracked { root, .. } = p.emit(Some(2), &mut [0], 1999).unwrap() else {
-            panic!()
+            panic!("tracked emit expected")
         };
-        assert_eq!(p.tick(2000).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(collect(p.tick(2000)).as_slice(), &[1]);
         assert!(p.reset(root, 2500));
         assert_eq!(p.tick(3999).count(), 0);
-        assert_eq!(p.tick(4000).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(collect(p.tick(4000)).as_slice(), &[2]);
         assert_eq!(p.timed_out(), 2);
         assert!(p.is_empty());
     }
 
     #[test]
+    fn timeouts_off_never_time_out() {
+        let mut p: SpoutPending<u32, Slots> = SpoutPending::new(
+            core::array::from_fn(|_| PendingSlot::default()),
+            SpoutConfig {
+                spout_task: 5,
+                num_ackers: 1,
+                max_spout_pending: 4,
+                message_timeout_ns: None,
+                seed: 9,
+            },
+        )
+        .unwrap();
+        p.emit(Some(1), &mut [0], 0).unwrap();
+        assert_eq!(p.tick(u64::MAX).count(), 0);
+        assert_eq!(p.len(), 1);
+    }
+
+    #[test]
     fn many_removals_keep_every_root_findable() {
         let mut p = pending(64, 1);
-        let mut roots = Vec::new();
+        let mut roots: heapless::Vec<(RootId, u32), 64> = heapless::Vec::new();
         for m in 0..64u32 {
             if let SpoutEmit::Tracked { root, .. } = p.emit(Some(m), &mut [], 0).unwrap() {
-                roots.push((root, m));
+                roots.push((root, m)).unwrap();
             }
         }
         for (k, &(root, m)) in roots.iter().enumerate() {
@@ -495,5 +553,7 @@ mod tests {
         }
         assert!(p.is_empty());
         assert_eq!(p.ignored(), 0);
+        assert_eq!(p.failed(roots[0].0), None);
+        assert_eq!(p.ignored(), 1);
     }
 }

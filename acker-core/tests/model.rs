@@ -1,0 +1,419 @@
+//! Model-based tests: random tuple DAGs built with the real anchoring API, their acker messages
+//! delivered in random orders (acks before inits, duplicates, fails, resets, ticks interleaved)
+//! to the real `AckerTable` and to a plain reference model with the same rules.
+
+use std::collections::BTreeSet;
+
+use acker_core::{
+    AckerMessage, AckerTable, AnchorError, Anchors, Decision, IdGenerator, InputHandle, InputSlot,
+    InputTracker, RootId, Slot, TableError, TaskId,
+};
+use hashbrown::HashMap;
+use quickcheck::{QuickCheck, TestResult};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+const T: u64 = 1_000;
+
+/// The reference model: a plain map with the rules of DESIGN.md, and Storm's restamping on
+/// create / fail / reset.
+#[derive(Debug)]
+struct Model {
+    map: HashMap<RootId, ModelEntry>,
+    capacity: usize,
+    clock_epoch: u64,
+    epoch: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ModelEntry {
+    ack_val: u64,
+    spout_task: Option<TaskId>,
+    failed: bool,
+    stamp: u64,
+}
+
+impl Model {
+    fn new(capacity: usize) -> Self {
+        Self {
+            map: HashMap::new(),
+            capacity,
+            clock_epoch: 0,
+            epoch: 0,
+        }
+    }
+
+    fn tick(&mut self, now_ns: u64) {
+        let ce = now_ns / T;
+        if ce > self.clock_epoch {
+            self.epoch += (ce - self.clock_epoch).min(3);
+            self.clock_epoch = ce;
+            let epoch = self.epoch;
+            self.map.retain(|_, e| epoch - e.stamp < 3);
+        }
+    }
+
+    fn entry(&mut self, root: RootId, restamp: bool) -> Result<&mut ModelEntry, TableError> {
+        if root == 0 {
+            return Err(TableError::ZeroRoot);
+        }
+        let full = self.map.len() >= self.capacity;
+        let epoch = self.epoch;
+        if !self.map.contains_key(&root) {
+            if full {
+                return Err(TableError::Full);
+            }
+            self.map.insert(
+                root,
+                ModelEntry {
+                    ack_val: 0,
+                    spout_task: None,
+                    failed: false,
+                    stamp: epoch,
+                },
+            );
+        }
+        let e = self.map.get_mut(&root).unwrap();
+        if restamp {
+            e.stamp = epoch;
+        }
+        Ok(e)
+    }
+
+    fn apply(&mut self, m: AckerMessage) -> Result<Decision, TableError> {
+        let root = m.root();
+        let reset = matches!(m, AckerMessage::ResetTimeout { .. });
+        match m {
+            AckerMessage::Init {
+                root,
+                xor,
+                spout_task,
+            } => {
+                if root != 0 && self.map.get(&root).is_some_and(|e| e.spout_task.is_some()) {
+                    return Err(TableError::DuplicateInit);
+                }
+                let e = self.entry(root, false)?;
+                e.ack_val ^= xor;
+                e.spout_task = Some(spout_task);
+            }
+            AckerMessage::Ack { root, xor } => self.entry(root, false)?.ack_val ^= xor,
+            AckerMessage::Fail { root } => self.entry(root, true)?.failed = true,
+            AckerMessage::ResetTimeout { root } => {
+                self.entry(root, true)?;
+            }
+        }
+        let e = self.map[&root];
+        let Some(spout_task) = e.spout_task else {
+            return Ok(Decision::Pending);
+        };
+        Ok(if e.ack_val == 0 {
+            self.map.remove(&root);
+            Decision::Completed { spout_task }
+        } else if e.failed {
+            self.map.remove(&root);
+            Decision::Failed { spout_task }
+        } else if reset {
+            Decision::Reset { spout_task }
+        } else {
+            Decision::Pending
+        })
+    }
+}
+
+/// A random tuple DAG and the acker messages its processing produced.
+struct Built {
+    messages: Vec<AckerMessage>,
+    roots: Vec<RootId>,
+    /// Roots of a tuple that was failed.
+    failed: BTreeSet<RootId>,
+    /// Roots of a tuple that was never acked nor failed.
+    silent: BTreeSet<RootId>,
+}
+
+fn build(rng: &mut Xoshiro256PlusPlus, n_roots: usize) -> Built {
+    let mut ids = IdGenerator::from_seed(rng.next_u64());
+    let mut tracker: InputTracker<6, Vec<InputSlot<6>>> =
+        InputTracker::new(vec![InputSlot::default(); 64], rng.next_u64()).unwrap();
+    let mut b = Built {
+        messages: Vec::new(),
+        roots: Vec::new(),
+        failed: BTreeSet::new(),
+        silent: BTreeSet::new(),
+    };
+    let mut queue: Vec<Anchors<6>> = Vec::new();
+    for _ in 0..n_roots {
+        let root = ids.next_id();
+        b.roots.push(root);
+        let mut xor = 0;
+        for _ in 0..rng.next_u64() % 4 {
+            let e = ids.next_id();
+            xor ^= e;
+            queue.push(Anchors::spout(root, e));
+        }
+        b.messages.push(AckerMessage::Init {
+            root,
+            xor,
+            spout_task: (rng.next_u64() % 3) as TaskId,
+        });
+    }
+    let mut budget = 40usize;
+    while !queue.is_empty() {
+        // Receive one or two tuples at once, so that emits may be multi-anchored.
+        let k = if queue.len() >= 2 && rng.next_u64() % 3 == 0 {
+            2
+        } else {
+            1
+        };
+        let handles: Vec<InputHandle> = (0..k)
+            .map(|_| {
+                let i = (rng.next_u64() % queue.len() as u64) as usize;
+                let anchors = queue.swap_remove(i);
+                tracker.receive(&anchors).unwrap()
+            })
+            .collect();
+        let children = if budget > 0 { rng.next_u64() % 3 } else { 0 };
+        for _ in 0..children {
+            budget = budget.saturating_sub(1);
+            let h0 = handles[0];
+            let hl = handles[k - 1];
+            let anchors: Vec<InputHandle> = match rng.next_u64() % 10 {
+                0 => vec![],       // unanchored
+                1 => vec![h0, hl], // multi-anchored (or the same input twice)
+                2 => vec![h0, h0], // the same input twice
+                _ => vec![handles[(rng.next_u64() % k as u64) as usize]],
+            };
+            match tracker.emit(&anchors) {
+                Ok(a) => queue.push(a),
+                Err(AnchorError::TooManyRoots) => {}
+                Err(e) => panic!("unexpected anchoring error {e:?}"),
+            }
+        }
+        if rng.next_u64() % 8 == 0 {
+            b.messages
+                .extend(tracker.reset_timeout(handles[0]).unwrap());
+        }
+        for h in handles {
+            let roots: Vec<RootId> = tracker.anchors(h).unwrap().roots().collect();
+            match rng.next_u64() % 25 {
+                0 => {
+                    b.failed.extend(&roots);
+                    b.messages.extend(tracker.fail(h).unwrap());
+                }
+                1 => {
+                    b.silent.extend(&roots);
+                }
+                _ => b.messages.extend(tracker.ack(h).unwrap()),
+            }
+        }
+    }
+    b
+}
+
+fn shuffle<X>(rng: &mut Xoshiro256PlusPlus, v: &mut [X]) {
+    for i in (1..v.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    Message(AckerMessage),
+    Tick(u64),
+}
+
+/// Every decision, error and length of the table equals the model's, whatever the order,
+/// duplicates, ticks and capacity.
+fn differential(seed: u64, n_roots: u8, capacity: u8, duplicates: bool) -> TestResult {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let n_roots = 1 + n_roots as usize % 12;
+    let capacity = 1 + capacity as usize % 24;
+    let built = build(&mut rng, n_roots);
+    let mut events: Vec<Event> = built.messages.iter().map(|&m| Event::Message(m)).collect();
+    if duplicates {
+        for m in &built.messages {
+            if rng.next_u64() % 6 == 0 {
+                events.push(Event::Message(*m));
+            }
+        }
+    }
+    // Now and then a message from another tree entirely (an orphan).
+    for _ in 0..rng.next_u64() % 3 {
+        events.push(Event::Message(AckerMessage::Ack {
+            root: 1 + rng.next_u64() % 5,
+            xor: rng.next_u64(),
+        }));
+    }
+    // And fails of random trees from outside the DAG, so that acks racing fails are exercised
+    // (an ack wins when the ack val is 0 at the decision).
+    for _ in 0..rng.next_u64() % 3 {
+        let root = built.roots[(rng.next_u64() % built.roots.len() as u64) as usize];
+        events.push(Event::Message(AckerMessage::Fail { root }));
+    }
+    shuffle(&mut rng, &mut events);
+    let mut now = 0;
+    let mut with_ticks = Vec::with_capacity(events.len() * 2);
+    for e in events {
+        if rng.next_u64() % 5 == 0 {
+            now += rng.next_u64() % (2 * T);
+            with_ticks.push(Event::Tick(now));
+        }
+        with_ticks.push(e);
+    }
+
+    let mut table = AckerTable::new(vec![Slot::EMPTY; capacity], T).unwrap();
+    let mut model = Model::new(capacity);
+    let mut fulls = 0;
+    for (k, e) in with_ticks.iter().enumerate() {
+        match *e {
+            Event::Tick(now) => {
+                table.tick(now);
+                model.tick(now);
+            }
+            Event::Message(m) => {
+                let model_len = model.map.len();
+                let want = model.apply(m);
+                let got = table.apply(m);
+                if got != want {
+                    return TestResult::error(format!(
+                        "event {k} {m:?}: table {got:?}, model {want:?}"
+                    ));
+                }
+                if got == Err(TableError::Full) {
+                    fulls += 1;
+                    if model_len != capacity {
+                        return TestResult::error("Full below capacity");
+                    }
+                }
+            }
+        }
+        if table.len() != model.map.len() {
+            return TestResult::error(format!(
+                "event {k} {e:?}: table len {}, model len {}",
+                table.len(),
+                model.map.len()
+            ));
+        }
+        for (&root, me) in &model.map {
+            let te = table.get(root);
+            let ok = te.is_some_and(|te| {
+                te.ack_val == me.ack_val && te.spout_task == me.spout_task && te.failed == me.failed
+            });
+            if !ok {
+                return TestResult::error(format!(
+                    "event {k}: entry {root} differs: {te:?} vs {me:?}"
+                ));
+            }
+        }
+    }
+    let _ = fulls;
+    TestResult::passed()
+}
+
+#[test]
+fn table_equals_model() {
+    QuickCheck::new()
+        .tests(2000)
+        .quickcheck(differential as fn(u64, u8, u8, bool) -> TestResult);
+}
+
+/// Without duplicates, expiry or a full table: a tree completes exactly when the last of its
+/// init and acks arrives — never before — if and only if every tuple of it was acked; a tree
+/// with a failed tuple fails exactly once, when both its init and a fail have arrived.
+fn no_early_completion(seed: u64, n_roots: u8) -> TestResult {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let n_roots = 1 + n_roots as usize % 12;
+    let built = build(&mut rng, n_roots);
+    let mut messages = built.messages.clone();
+    shuffle(&mut rng, &mut messages);
+    // Room for every root plus the orphans late messages of decided trees create.
+    let mut table = AckerTable::new(vec![Slot::EMPTY; 4 * messages.len() + 4], T).unwrap();
+
+    let mut decided: HashMap<RootId, (usize, Decision)> = HashMap::new();
+    for (k, &m) in messages.iter().enumerate() {
+        match table.apply(m).unwrap() {
+            Decision::Pending | Decision::Reset { .. } => {}
+            d => {
+                if decided.insert(m.root(), (k, d)).is_some() {
+                    return TestResult::error(format!("root {} decided twice", m.root()));
+                }
+            }
+        }
+    }
+    for &root in &built.roots {
+        let last_xor = messages
+            .iter()
+            .rposition(|m| {
+                m.root() == root
+                    && matches!(m, AckerMessage::Init { .. } | AckerMessage::Ack { .. })
+            })
+            .unwrap();
+        let init_at = messages
+            .iter()
+            .position(|m| m.root() == root && matches!(m, AckerMessage::Init { .. }))
+            .unwrap();
+        let first_fail = messages
+            .iter()
+            .position(|m| m.root() == root && matches!(m, AckerMessage::Fail { .. }));
+        let task = match messages[init_at] {
+            AckerMessage::Init { spout_task, .. } => spout_task,
+            _ => unreachable!(),
+        };
+        let want = if built.failed.contains(&root) {
+            Some((
+                init_at.max(first_fail.unwrap()),
+                Decision::Failed { spout_task: task },
+            ))
+        } else if built.silent.contains(&root) {
+            None
+        } else {
+            Some((last_xor, Decision::Completed { spout_task: task }))
+        };
+        let got = decided.get(&root).copied();
+        if got != want {
+            return TestResult::error(format!("root {root}: decided {got:?}, expected {want:?}"));
+        }
+    }
+    TestResult::passed()
+}
+
+#[test]
+fn trees_complete_exactly_when_every_edge_is_acked() {
+    QuickCheck::new()
+        .tests(2000)
+        .quickcheck(no_early_completion as fn(u64, u8) -> TestResult);
+}
+
+/// A long random run at high load with frequent expiry: the Robin Hood table, its incremental
+/// sweep and its reuse of expired slots stay equal to the model over many epochs.
+#[test]
+fn long_run_at_high_load_equals_model() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let capacity = 97;
+    let mut table = AckerTable::new(vec![Slot::EMPTY; capacity], T).unwrap();
+    let mut model = Model::new(capacity);
+    let mut now = 0;
+    for step in 0..400_000u64 {
+        let root = 1 + rng.next_u64() % 300;
+        let m = match rng.next_u64() % 10 {
+            0 => AckerMessage::Init {
+                root,
+                xor: rng.next_u64() % 4,
+                spout_task: 1,
+            },
+            1 => AckerMessage::Fail { root },
+            2 => AckerMessage::ResetTimeout { root },
+            _ => AckerMessage::Ack {
+                root,
+                xor: rng.next_u64() % 4,
+            },
+        };
+        assert_eq!(table.apply(m), model.apply(m), "step {step}: {m:?}");
+        if rng.next_u64() % 50 == 0 {
+            now += rng.next_u64() % (T / 2);
+            table.tick(now);
+            model.tick(now);
+        }
+        assert_eq!(table.len(), model.map.len(), "step {step}");
+    }
+}
