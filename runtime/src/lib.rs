@@ -1,2 +1,42 @@
-//! placeholder
+//! # acker-runtime
+//!
+//! Apache Storm's programming model on top of [`acker_core`]: spouts, bolts and ackers as pure
+//! single-threaded state machines (executors), a Storm-like topology API, and a thread-per-core
+//! shell that runs the executors on pinned threads joined by bounded lock-free rings.
+//!
+//! ## Module map
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`message`] | [`Value`] / [`Values`], data [`Tuple`]s, [`Message`]s between executors, the [`Outbox`] |
+//! | [`topology`] | [`TopologyBuilder`], [`Grouping`], [`Config`], [`Topology`], the task [`Plan`] and [`Placement`] |
+//! | [`executor`] | the [`Spout`], [`Bolt`], [`BasicBolt`] traits and collectors; the [`Executor`] state machines |
+//! | [`local`] | [`LocalShell`](local::LocalShell): a minimal single-threaded FIFO shell for tests |
+//!
+//! The same executors run in the seeded simulator (`acker-sim`): a shell only moves
+//! [`Envelope`]s from one executor's [`Outbox`] to the executor of their `dest` task, and feeds
+//! ticks and the current time.
 #![deny(missing_docs)]
+
+pub mod executor;
+pub mod local;
+pub mod message;
+pub mod topology;
+
+#[doc(hidden)]
+pub use smallvec;
+
+pub use executor::{
+    latency_histogram, task_seed, AckerExecutor, BasicBolt, BasicBoltAdapter, BasicOutputCollector,
+    Bolt, BoltExecutor, BuildError, EmitError, Executor, ExecutorCounters, FailedException, Input,
+    OutputCollector, Spout, SpoutExecutor, SpoutOutputCollector, TopologyContext,
+};
+pub use message::{
+    Envelope, Message, MessageId, Notice, Outbox, StreamId, Tuple, TupleAnchors, Value, Values,
+    DEFAULT_STREAM, MAX_ROOTS,
+};
+pub use topology::{
+    BoltDeclarer, BoltFactory, Config, ConfigError, Grouping, Placement, Plan, SpoutDeclarer,
+    SpoutFactory, TaskInfo, TaskKind, Topology, TopologyBuilder, TopologyError, ACKER_COMPONENT,
+    DEFAULT_PENDING_CAPACITY,
+};

@@ -1,0 +1,277 @@
+//! The messages executors exchange, and the outbox they write them into.
+//!
+//! Every executor (spout, bolt, acker) is handed one [`Message`] at a time and writes what it wants
+//! sent into an [`Outbox`] as [`Envelope`]s addressed by destination task id. A shell (the
+//! thread-per-core shell in [`crate::shell`], or the simulator) carries each envelope to the
+//! executor of its `dest` task. Four kinds of message exist, as in Storm's executors:
+//!
+//! | message | from → to | Storm equivalent |
+//! | --- | --- | --- |
+//! | [`Message::Tuple`] | spout/bolt → bolt | a data tuple on a stream, carrying its anchors (`MessageId`) |
+//! | [`Message::Acker`] | spout/bolt → acker | `__ack_init`, `__ack_ack`, `__ack_fail`, `__ack_reset_timeout` |
+//! | [`Message::Notice`] | acker → spout | the acker's `Completed` / `Failed` / `Reset` notice for a root |
+//! | [`Message::Tick`] | shell → any | `__tick`: time has moved on (timeouts, acker expiry) |
+//!
+//! Payloads are [`Values`]: up to two [`Value`]s are stored inline, so a tuple of integers or short
+//! words allocates nothing.
+
+use std::sync::Arc;
+
+use acker_core::{AckerMessage, Anchors, RootId, TaskId};
+use compact_str::CompactString;
+use smallvec::SmallVec;
+
+/// The most trees one tuple may belong to (the `R` of [`acker_core::Anchors`]). An emit anchored
+/// to inputs that together belong to more trees is refused with
+/// [`acker_core::AnchorError::TooManyRoots`] (Storm has no such bound; real topologies rarely
+/// multi-anchor to more than a handful of trees).
+pub const MAX_ROOTS: usize = 4;
+
+/// The anchors a data tuple carries: up to [`MAX_ROOTS`] (root id, edge XOR) pairs.
+pub type TupleAnchors = Anchors<MAX_ROOTS>;
+
+/// A stream's index among its component's declared output streams (0-based, in declaration order).
+pub type StreamId = u16;
+
+/// The name of the stream a plain `emit` goes to (Storm's `Utils.DEFAULT_STREAM_ID`).
+pub const DEFAULT_STREAM: &str = "default";
+
+/// The user's message id of a spout tuple (Storm's `Object msgId`; here a `u64`, such as a line
+/// number or an offset).
+pub type MessageId = u64;
+
+/// One field value of a tuple.
+///
+/// Equality and hashing (for fields grouping) look at the content: `Str("a")` equals
+/// `Shared("a")`.
+#[derive(Clone, Debug)]
+pub enum Value {
+    /// A signed integer.
+    Int(i64),
+    /// A string, stored inline up to 24 bytes (no allocation for short words).
+    Str(CompactString),
+    /// A shared, immutable string: cloning it (for several destination tasks) only bumps a
+    /// reference count.
+    Shared(Arc<str>),
+}
+
+impl Value {
+    /// The integer, if this is an [`Value::Int`].
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is a [`Value::Str`] or [`Value::Shared`].
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s.as_str()),
+            Value::Shared(s) => Some(s),
+            Value::Int(_) => None,
+        }
+    }
+
+    /// A fixed 64-bit hash of the content (FNV-1a over a type tag and the bytes), the same on every
+    /// machine and run: used by fields grouping.
+    pub fn stable_hash(&self, mut h: u64) -> u64 {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut feed = |bytes: &[u8]| {
+            for &b in bytes {
+                h ^= b as u64;
+                h = h.wrapping_mul(PRIME);
+            }
+        };
+        match self {
+            Value::Int(i) => {
+                feed(&[1]);
+                feed(&i.to_le_bytes());
+            }
+            Value::Str(_) | Value::Shared(_) => {
+                feed(&[2]);
+                feed(self.as_str().unwrap_or_default().as_bytes());
+            }
+        }
+        h
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Int(_), _) | (_, Value::Int(_)) => false,
+            _ => self.as_str() == other.as_str(),
+        }
+    }
+}
+
+impl Eq for Value {}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+impl From<i32> for Value {
+    fn from(v: i32) -> Self {
+        Value::Int(v as i64)
+    }
+}
+impl From<u32> for Value {
+    fn from(v: u32) -> Self {
+        Value::Int(v as i64)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::Str(CompactString::new(v))
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Str(CompactString::from(v))
+    }
+}
+impl From<CompactString> for Value {
+    fn from(v: CompactString) -> Self {
+        Value::Str(v)
+    }
+}
+impl From<Arc<str>> for Value {
+    fn from(v: Arc<str>) -> Self {
+        Value::Shared(v)
+    }
+}
+
+/// A tuple's values (Storm's `Values`): two are stored inline, more spill to the heap.
+pub type Values = SmallVec<[Value; 2]>;
+
+/// Builds [`Values`] from expressions convertible into [`Value`]:
+/// `values![42]`, `values!["word", 1]`.
+#[macro_export]
+macro_rules! values {
+    ($($v:expr),* $(,)?) => {
+        $crate::smallvec::smallvec![$($crate::Value::from($v)),*]
+    };
+}
+
+/// A data tuple in flight: the stream it was emitted on, the task that emitted it, its values and
+/// the anchors of this copy (empty when untracked).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tuple {
+    /// The stream, as an index among the source component's declared streams.
+    pub stream: StreamId,
+    /// The task that emitted this copy.
+    pub source_task: TaskId,
+    /// The values, in the order of the stream's declared fields.
+    pub values: Values,
+    /// The (root, edge XOR) pairs of this copy; empty for an untracked tuple.
+    pub anchors: TupleAnchors,
+}
+
+/// What an acker tells a spout task about one of its roots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Notice {
+    /// The tree completed: the spout calls `ack(msg_id)`.
+    Completed {
+        /// The root id.
+        root: RootId,
+    },
+    /// The tree failed: the spout calls `fail(msg_id)`.
+    Failed {
+        /// The root id.
+        root: RootId,
+    },
+    /// A bolt asked for more time: the spout restarts the root's timeout.
+    Reset {
+        /// The root id.
+        root: RootId,
+    },
+}
+
+/// One message into an executor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// A data tuple, for a bolt task.
+    Tuple(Tuple),
+    /// A message into an acker task (init, ack, fail, reset-timeout).
+    Acker(AckerMessage),
+    /// An acker's decision, for the spout task that emitted the root.
+    Notice(Notice),
+    /// The clock moved on: spouts time out pending tuples, ackers expire old entries. The time is
+    /// the `now_ns` passed with it.
+    Tick,
+}
+
+impl Message {
+    /// Whether this is a control message (acker message, notice or tick) rather than data.
+    /// Control messages never wait behind data in a shell that gives them their own lane.
+    pub fn is_control(&self) -> bool {
+        !matches!(self, Message::Tuple(_))
+    }
+}
+
+/// A message addressed to a task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// The destination task id.
+    pub dest: TaskId,
+    /// The message.
+    pub message: Message,
+}
+
+/// Where an executor writes the messages it wants sent, in order.
+///
+/// The shell drains it after each call. Its buffer is kept between calls, so once it has grown to
+/// the largest burst one call produces, pushing allocates nothing.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    envelopes: Vec<Envelope>,
+}
+
+impl Outbox {
+    /// An empty outbox.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty outbox with room for `capacity` envelopes before it grows.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            envelopes: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Appends a message for task `dest`.
+    #[inline]
+    pub fn push(&mut self, dest: TaskId, message: Message) {
+        self.envelopes.push(Envelope { dest, message });
+    }
+
+    /// Number of envelopes waiting.
+    pub fn len(&self) -> usize {
+        self.envelopes.len()
+    }
+
+    /// Whether no envelope is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.envelopes.is_empty()
+    }
+
+    /// The waiting envelopes, oldest first.
+    pub fn as_slice(&self) -> &[Envelope] {
+        &self.envelopes
+    }
+
+    /// Removes and yields every waiting envelope, oldest first (the buffer is kept).
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Envelope> {
+        self.envelopes.drain(..)
+    }
+
+    /// Drops every waiting envelope.
+    pub fn clear(&mut self) {
+        self.envelopes.clear();
+    }
+}

@@ -1,0 +1,851 @@
+//! The Storm-like topology API: [`TopologyBuilder`], groupings, named streams with declared
+//! fields, the run [`Config`], and the task [`Plan`] that builds every task's executor.
+//!
+//! ```
+//! use acker_runtime::{values, BasicBolt, BasicOutputCollector, Config, FailedException, Input,
+//!     Spout, SpoutOutputCollector, TopologyBuilder};
+//! struct Numbers(i64);
+//! impl Spout for Numbers {
+//!     fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+//!         self.0 += 1;
+//!         let _ = c.emit(values![self.0], Some(self.0 as u64));
+//!     }
+//! }
+//! struct Double;
+//! impl BasicBolt for Double {
+//!     fn execute(&mut self, input: &Input, c: &mut BasicOutputCollector<'_, '_>) -> Result<(), FailedException> {
+//!         let n = input.values()[0].as_int().unwrap_or(0);
+//!         c.emit(values![2 * n]).map_err(|e| FailedException::new(e.to_string()))?;
+//!         Ok(())
+//!     }
+//! }
+//! let mut b = TopologyBuilder::new();
+//! b.set_spout("numbers", || Numbers(0), 1).output_fields(&["n"]);
+//! b.set_basic_bolt("double", || Double, 2).fields_grouping("numbers", &["n"]).output_fields(&["n2"]);
+//! let topology = b.build().unwrap();
+//! let plan = topology.plan(&Config::default()).unwrap();
+//! assert_eq!(plan.tasks().len(), 1 + 2 + 1); // spout, two bolt tasks, one acker
+//! ```
+//!
+//! Task ids are given in this order: the tasks of every spout (in declaration order), then of every
+//! bolt (in declaration order), then the acker tasks (`__acker`), so acker task `i` is
+//! `plan.acker_tasks().start + i`.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use acker_core::TaskId;
+
+use crate::executor::{BasicBolt, BasicBoltAdapter, Bolt, Spout};
+use crate::message::{StreamId, DEFAULT_STREAM};
+
+/// The component id of the acker tasks, reserved (as in Storm).
+pub const ACKER_COMPONENT: &str = "__acker";
+
+/// How many roots a spout task may have pending when `max_spout_pending` is not set: the runtime
+/// needs a bound for its fixed-capacity pending set (Storm's default is unbounded).
+pub const DEFAULT_PENDING_CAPACITY: usize = 16_384;
+
+/// How a stream's tuples are spread over the tasks of a subscribing bolt (Storm's groupings).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Grouping {
+    /// Each tuple to one task, in turn (round-robin from a seeded start), spreading load evenly.
+    Shuffle,
+    /// Tuples with equal values in these fields always go to the same task (fixed hash).
+    Fields(Vec<String>),
+    /// Every tuple to every task.
+    All,
+    /// Every tuple to the task with the lowest id.
+    Global,
+    /// As shuffle, but among the tasks in the same worker (core) as the emitter when there are any.
+    LocalOrShuffle,
+    /// The emitter names the task with `emit_direct`; plain emits do not reach this subscriber.
+    Direct,
+}
+
+/// A build-time error in a topology; [`TopologyBuilder::build`] returns the first one found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopologyError {
+    /// Two components share an id (or a component uses the reserved `__acker`).
+    DuplicateComponent(String),
+    /// A component was declared with parallelism 0.
+    ZeroParallelism(String),
+    /// A bolt subscribes to a component that does not exist.
+    UnknownComponent {
+        /// The subscribing bolt.
+        bolt: String,
+        /// The missing source component.
+        source: String,
+    },
+    /// A bolt subscribes to a stream its source does not declare.
+    UnknownStream {
+        /// The subscribing bolt.
+        bolt: String,
+        /// The source component.
+        source: String,
+        /// The missing stream.
+        stream: String,
+    },
+    /// A fields grouping names a field the stream does not declare (or names no field).
+    UndeclaredField {
+        /// The subscribing bolt.
+        bolt: String,
+        /// The source component.
+        source: String,
+        /// The stream.
+        stream: String,
+        /// The missing field (empty when the grouping names no field).
+        field: String,
+    },
+    /// A component declares the same stream twice.
+    DuplicateStream {
+        /// The component.
+        component: String,
+        /// The stream.
+        stream: String,
+    },
+    /// The topology has no spout.
+    NoSpout,
+    /// More tasks than task ids (65,536, including ackers) or streams than stream ids.
+    TooManyTasks,
+}
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopologyError::DuplicateComponent(c) => write!(f, "duplicate component id {c:?}"),
+            TopologyError::ZeroParallelism(c) => write!(f, "component {c:?} has parallelism 0"),
+            TopologyError::UnknownComponent { bolt, source } => {
+                write!(
+                    f,
+                    "bolt {bolt:?} subscribes to unknown component {source:?}"
+                )
+            }
+            TopologyError::UnknownStream {
+                bolt,
+                source,
+                stream,
+            } => write!(
+                f,
+                "bolt {bolt:?} subscribes to stream {stream:?} that {source:?} does not declare"
+            ),
+            TopologyError::UndeclaredField {
+                bolt,
+                source,
+                stream,
+                field,
+            } => write!(
+                f,
+                "bolt {bolt:?} groups {source:?}/{stream:?} on undeclared field {field:?}"
+            ),
+            TopologyError::DuplicateStream { component, stream } => {
+                write!(
+                    f,
+                    "component {component:?} declares stream {stream:?} twice"
+                )
+            }
+            TopologyError::NoSpout => write!(f, "topology has no spout"),
+            TopologyError::TooManyTasks => write!(f, "topology has more than 65536 tasks"),
+        }
+    }
+}
+
+impl std::error::Error for TopologyError {}
+
+/// A run configuration, with Storm's meanings and defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Acker tasks (`topology.acker.executors`); 0 = at-most-once: spout tuples are acked as soon
+    /// as emitted and nothing is tracked. Default 1.
+    pub num_ackers: usize,
+    /// The message timeout T in ns (`topology.message.timeout.secs`, default 30 s): a pending
+    /// spout tuple not completed T to 2T after emit (or last reset) is failed.
+    pub message_timeout_ns: u64,
+    /// `topology.enable.message.timeouts` (default true). Off: a lost tuple stays pending forever.
+    pub enable_message_timeouts: bool,
+    /// `topology.max.spout.pending` per spout task; `None` (Storm's default, unbounded) means
+    /// [`DEFAULT_PENDING_CAPACITY`] here, since pending sets have a fixed capacity.
+    pub max_spout_pending: Option<usize>,
+    /// How often the shell sends a [`crate::Message::Tick`] to every executor, in ns (default 1 s).
+    pub tick_interval_ns: u64,
+    /// Roots one acker task can hold; `None` = 4 × (all spout tasks' pending capacity) / ackers,
+    /// at least 1024. A message that finds the table full is dropped and counted (the tree then
+    /// times out and is replayed, as a lost message would).
+    pub acker_capacity_roots: Option<usize>,
+    /// Most inputs a bolt task may hold unacked at once (default 1024). A tuple arriving when all
+    /// are open is failed at once and counted.
+    pub max_open_inputs: usize,
+    /// The seed every executor's xoshiro stream is derived from (with its task id).
+    pub seed: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            num_ackers: 1,
+            message_timeout_ns: 30_000_000_000,
+            enable_message_timeouts: true,
+            max_spout_pending: None,
+            tick_interval_ns: 1_000_000_000,
+            acker_capacity_roots: None,
+            max_open_inputs: 1024,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// An unusable [`Config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// `max_spout_pending` is `Some(0)`.
+    ZeroMaxSpoutPending,
+    /// `message_timeout_ns` is 0 with timeouts on.
+    ZeroTimeout,
+    /// `tick_interval_ns` is 0.
+    ZeroTickInterval,
+    /// `max_open_inputs` or `acker_capacity_roots` is 0.
+    ZeroCapacity,
+    /// The tasks plus the ackers exceed 65,536 task ids.
+    TooManyTasks,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConfigError::ZeroMaxSpoutPending => "max spout pending must be at least 1",
+            ConfigError::ZeroTimeout => "message timeout must be positive",
+            ConfigError::ZeroTickInterval => "tick interval must be positive",
+            ConfigError::ZeroCapacity => "max open inputs and acker capacity must be positive",
+            ConfigError::TooManyTasks => "tasks plus ackers exceed 65536 task ids",
+        })
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Warnings about a legal but risky configuration (the shell prints them to stderr):
+    /// as Storm does, it warns when timeouts are off and max spout pending is set, since a lost
+    /// tuple then holds a pending slot forever and can stop the spout for good.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if !self.enable_message_timeouts && self.max_spout_pending.is_some() && self.num_ackers > 0
+        {
+            w.push(
+                "message timeouts are off and max spout pending is set: a lost tuple keeps its \
+                 pending slot forever and may stop the spout"
+                    .to_string(),
+            );
+        }
+        w
+    }
+
+    /// The pending capacity of one spout task (`max_spout_pending` or the default bound).
+    pub fn pending_capacity(&self) -> usize {
+        self.max_spout_pending.unwrap_or(DEFAULT_PENDING_CAPACITY)
+    }
+
+    /// The message timeout as the core takes it: `None` when timeouts are off.
+    pub fn timeout_ns(&self) -> Option<u64> {
+        self.enable_message_timeouts
+            .then_some(self.message_timeout_ns)
+    }
+}
+
+/// Builds a spout instance; called once per task, and again when a task restarts.
+pub type SpoutFactory = Arc<dyn Fn() -> Box<dyn Spout> + Send + Sync>;
+/// Builds a bolt instance; called once per task, and again when a task restarts.
+pub type BoltFactory = Arc<dyn Fn() -> Box<dyn Bolt> + Send + Sync>;
+
+#[derive(Clone)]
+enum Logic {
+    Spout(SpoutFactory),
+    Bolt(BoltFactory),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct StreamDecl {
+    name: String,
+    fields: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Subscription {
+    source: String,
+    stream: String,
+    grouping: Grouping,
+}
+
+#[derive(Clone)]
+struct ComponentDecl {
+    id: String,
+    logic: Logic,
+    parallelism: usize,
+    streams: Vec<StreamDecl>,
+    subscriptions: Vec<Subscription>,
+}
+
+/// Assembles spouts and bolts into a [`Topology`] (Storm's `TopologyBuilder`).
+///
+/// Declarations are recorded as given; every check happens in [`build`](Self::build).
+#[derive(Default)]
+pub struct TopologyBuilder {
+    components: Vec<ComponentDecl>,
+}
+
+/// Declares the output streams of a spout just added (Storm's `declareOutputFields`).
+pub struct SpoutDeclarer<'a> {
+    c: &'a mut ComponentDecl,
+}
+
+/// Declares the inputs (groupings) and output streams of a bolt just added.
+pub struct BoltDeclarer<'a> {
+    c: &'a mut ComponentDecl,
+}
+
+fn fields(f: &[&str]) -> Vec<String> {
+    f.iter().map(|s| s.to_string()).collect()
+}
+
+impl SpoutDeclarer<'_> {
+    /// Declares the default stream with these fields.
+    pub fn output_fields(self, names: &[&str]) -> Self {
+        self.output_stream(DEFAULT_STREAM, names)
+    }
+
+    /// Declares a named stream with these fields.
+    pub fn output_stream(self, stream: &str, names: &[&str]) -> Self {
+        self.c.streams.push(StreamDecl {
+            name: stream.to_string(),
+            fields: fields(names),
+        });
+        self
+    }
+}
+
+impl BoltDeclarer<'_> {
+    /// Declares the default stream with these fields.
+    pub fn output_fields(self, names: &[&str]) -> Self {
+        self.output_stream(DEFAULT_STREAM, names)
+    }
+
+    /// Declares a named stream with these fields.
+    pub fn output_stream(self, stream: &str, names: &[&str]) -> Self {
+        self.c.streams.push(StreamDecl {
+            name: stream.to_string(),
+            fields: fields(names),
+        });
+        self
+    }
+
+    /// Subscribes to `stream` of `source` with `grouping`.
+    pub fn grouping(self, source: &str, stream: &str, grouping: Grouping) -> Self {
+        self.c.subscriptions.push(Subscription {
+            source: source.to_string(),
+            stream: stream.to_string(),
+            grouping,
+        });
+        self
+    }
+
+    /// Shuffle grouping on `source`'s default stream.
+    pub fn shuffle_grouping(self, source: &str) -> Self {
+        self.grouping(source, DEFAULT_STREAM, Grouping::Shuffle)
+    }
+
+    /// Fields grouping on `source`'s default stream.
+    pub fn fields_grouping(self, source: &str, names: &[&str]) -> Self {
+        self.grouping(source, DEFAULT_STREAM, Grouping::Fields(fields(names)))
+    }
+
+    /// All grouping on `source`'s default stream.
+    pub fn all_grouping(self, source: &str) -> Self {
+        self.grouping(source, DEFAULT_STREAM, Grouping::All)
+    }
+
+    /// Global grouping on `source`'s default stream.
+    pub fn global_grouping(self, source: &str) -> Self {
+        self.grouping(source, DEFAULT_STREAM, Grouping::Global)
+    }
+
+    /// Local-or-shuffle grouping on `source`'s default stream.
+    pub fn local_or_shuffle_grouping(self, source: &str) -> Self {
+        self.grouping(source, DEFAULT_STREAM, Grouping::LocalOrShuffle)
+    }
+
+    /// Direct grouping on `source`'s default stream.
+    pub fn direct_grouping(self, source: &str) -> Self {
+        self.grouping(source, DEFAULT_STREAM, Grouping::Direct)
+    }
+}
+
+impl TopologyBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn add(&mut self, id: &str, logic: Logic, parallelism: usize) -> &mut ComponentDecl {
+        self.components.push(ComponentDecl {
+            id: id.to_string(),
+            logic,
+            parallelism,
+            streams: Vec::new(),
+            subscriptions: Vec::new(),
+        });
+        self.components.last_mut().expect("just pushed")
+    }
+
+    /// Adds a spout with `parallelism` tasks; `factory` builds one instance per task.
+    pub fn set_spout<S, F>(&mut self, id: &str, factory: F, parallelism: usize) -> SpoutDeclarer<'_>
+    where
+        S: Spout + 'static,
+        F: Fn() -> S + Send + Sync + 'static,
+    {
+        let f: SpoutFactory = Arc::new(move || Box::new(factory()) as Box<dyn Spout>);
+        SpoutDeclarer {
+            c: self.add(id, Logic::Spout(f), parallelism),
+        }
+    }
+
+    /// Adds a bolt with `parallelism` tasks; `factory` builds one instance per task.
+    pub fn set_bolt<B, F>(&mut self, id: &str, factory: F, parallelism: usize) -> BoltDeclarer<'_>
+    where
+        B: Bolt + 'static,
+        F: Fn() -> B + Send + Sync + 'static,
+    {
+        let f: BoltFactory = Arc::new(move || Box::new(factory()) as Box<dyn Bolt>);
+        BoltDeclarer {
+            c: self.add(id, Logic::Bolt(f), parallelism),
+        }
+    }
+
+    /// Adds a basic bolt (Storm's `IBasicBolt`): every emit is anchored to the input, which is
+    /// acked when `execute` returns `Ok` and failed when it returns an error.
+    pub fn set_basic_bolt<B, F>(
+        &mut self,
+        id: &str,
+        factory: F,
+        parallelism: usize,
+    ) -> BoltDeclarer<'_>
+    where
+        B: BasicBolt + 'static,
+        F: Fn() -> B + Send + Sync + 'static,
+    {
+        let f: BoltFactory =
+            Arc::new(move || Box::new(BasicBoltAdapter::new(factory())) as Box<dyn Bolt>);
+        BoltDeclarer {
+            c: self.add(id, Logic::Bolt(f), parallelism),
+        }
+    }
+
+    /// Checks the declarations and freezes them into a [`Topology`].
+    ///
+    /// # Errors
+    /// The first [`TopologyError`] found: duplicate component id (or `__acker`), parallelism 0,
+    /// duplicate stream, no spout, a subscription to an unknown component or stream, a fields
+    /// grouping on an undeclared (or no) field, too many tasks.
+    pub fn build(&self) -> Result<Topology, TopologyError> {
+        let mut seen = BTreeSet::new();
+        for c in &self.components {
+            if c.id == ACKER_COMPONENT || !seen.insert(c.id.as_str()) {
+                return Err(TopologyError::DuplicateComponent(c.id.clone()));
+            }
+            if c.parallelism == 0 {
+                return Err(TopologyError::ZeroParallelism(c.id.clone()));
+            }
+            let mut names = BTreeSet::new();
+            for s in &c.streams {
+                if !names.insert(s.name.as_str()) {
+                    return Err(TopologyError::DuplicateStream {
+                        component: c.id.clone(),
+                        stream: s.name.clone(),
+                    });
+                }
+            }
+            if c.streams.len() > StreamId::MAX as usize {
+                return Err(TopologyError::TooManyTasks);
+            }
+        }
+        // Spouts first, then bolts, each in declaration order.
+        let mut ordered: Vec<&ComponentDecl> = self
+            .components
+            .iter()
+            .filter(|c| matches!(c.logic, Logic::Spout(_)))
+            .collect();
+        if ordered.is_empty() {
+            return Err(TopologyError::NoSpout);
+        }
+        ordered.extend(
+            self.components
+                .iter()
+                .filter(|c| matches!(c.logic, Logic::Bolt(_))),
+        );
+        let find = |id: &str| ordered.iter().position(|c| c.id == id);
+        let mut total = 0usize;
+        for c in &ordered {
+            total = total.saturating_add(c.parallelism);
+        }
+        if total > TaskId::MAX as usize {
+            return Err(TopologyError::TooManyTasks);
+        }
+        let mut components = Vec::with_capacity(ordered.len());
+        let mut next_task = 0usize;
+        for c in &ordered {
+            components.push(Component {
+                id: c.id.clone(),
+                logic: c.logic.clone(),
+                tasks: next_task as TaskId..(next_task + c.parallelism) as TaskId,
+                streams: c.streams.clone(),
+                routes: vec![Vec::new(); c.streams.len()],
+            });
+            next_task += c.parallelism;
+        }
+        for (ci, c) in ordered.iter().enumerate() {
+            for sub in &c.subscriptions {
+                let Some(si) = find(&sub.source) else {
+                    return Err(TopologyError::UnknownComponent {
+                        bolt: c.id.clone(),
+                        source: sub.source.clone(),
+                    });
+                };
+                let Some(stream) = components[si]
+                    .streams
+                    .iter()
+                    .position(|s| s.name == sub.stream)
+                else {
+                    return Err(TopologyError::UnknownStream {
+                        bolt: c.id.clone(),
+                        source: sub.source.clone(),
+                        stream: sub.stream.clone(),
+                    });
+                };
+                let kind = match &sub.grouping {
+                    Grouping::Shuffle => RouteKind::Shuffle,
+                    Grouping::All => RouteKind::All,
+                    Grouping::Global => RouteKind::Global,
+                    Grouping::LocalOrShuffle => RouteKind::LocalOrShuffle,
+                    Grouping::Direct => RouteKind::Direct,
+                    Grouping::Fields(names) => {
+                        let declared = &components[si].streams[stream].fields;
+                        if names.is_empty() {
+                            return Err(TopologyError::UndeclaredField {
+                                bolt: c.id.clone(),
+                                source: sub.source.clone(),
+                                stream: sub.stream.clone(),
+                                field: String::new(),
+                            });
+                        }
+                        let mut idx = Vec::with_capacity(names.len());
+                        for n in names {
+                            match declared.iter().position(|d| d == n) {
+                                Some(i) => idx.push(i),
+                                None => {
+                                    return Err(TopologyError::UndeclaredField {
+                                        bolt: c.id.clone(),
+                                        source: sub.source.clone(),
+                                        stream: sub.stream.clone(),
+                                        field: n.clone(),
+                                    })
+                                }
+                            }
+                        }
+                        RouteKind::Fields(idx)
+                    }
+                };
+                let dest = components[ci].tasks.clone();
+                components[si].routes[stream].push(RouteDecl {
+                    dest_component: ci,
+                    dest_tasks: dest,
+                    kind,
+                });
+            }
+        }
+        Ok(Topology {
+            inner: Arc::new(TopologyInner {
+                components,
+                num_tasks: next_task,
+            }),
+        })
+    }
+}
+
+/// How one subscription picks destination tasks, with field names resolved to indices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RouteKind {
+    Shuffle,
+    Fields(Vec<usize>),
+    All,
+    Global,
+    LocalOrShuffle,
+    Direct,
+}
+
+/// One subscription to a stream, resolved.
+#[derive(Clone, Debug)]
+pub(crate) struct RouteDecl {
+    pub(crate) dest_component: usize,
+    pub(crate) dest_tasks: Range<TaskId>,
+    pub(crate) kind: RouteKind,
+}
+
+pub(crate) struct Component {
+    pub(crate) id: String,
+    logic: Logic,
+    pub(crate) tasks: Range<TaskId>,
+    streams: Vec<StreamDecl>,
+    /// Per output stream: its subscribers.
+    pub(crate) routes: Vec<Vec<RouteDecl>>,
+}
+
+pub(crate) struct TopologyInner {
+    pub(crate) components: Vec<Component>,
+    num_tasks: usize,
+}
+
+/// A checked, immutable topology (cheap to clone: the declarations are shared).
+#[derive(Clone)]
+pub struct Topology {
+    pub(crate) inner: Arc<TopologyInner>,
+}
+
+impl fmt::Debug for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Topology")
+            .field(
+                "components",
+                &self
+                    .inner
+                    .components
+                    .iter()
+                    .map(|c| (&c.id, c.tasks.clone()))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// What a task runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TaskKind {
+    /// A spout task.
+    Spout,
+    /// A bolt task.
+    Bolt,
+    /// An acker task.
+    Acker,
+}
+
+/// One task of a [`Plan`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskInfo {
+    /// The task id.
+    pub task: TaskId,
+    /// The component id (`__acker` for ackers).
+    pub component: String,
+    /// Spout, bolt or acker.
+    pub kind: TaskKind,
+    /// The task's index within its component (0-based).
+    pub index: usize,
+}
+
+impl Topology {
+    /// Number of user tasks (spouts and bolts; ackers come from the [`Config`]).
+    pub fn num_tasks(&self) -> usize {
+        self.inner.num_tasks
+    }
+
+    /// The component ids, spouts first, then bolts, each in declaration order.
+    pub fn component_ids(&self) -> Vec<String> {
+        self.inner.components.iter().map(|c| c.id.clone()).collect()
+    }
+
+    /// The declared fields of `component`'s `stream`, if both exist.
+    pub fn stream_fields(&self, component: &str, stream: &str) -> Option<Vec<String>> {
+        let c = self.inner.components.iter().find(|c| c.id == component)?;
+        c.streams
+            .iter()
+            .find(|s| s.name == stream)
+            .map(|s| s.fields.clone())
+    }
+
+    /// Lays the topology out for `config`: user tasks then `config.num_ackers` acker tasks.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for an unusable configuration.
+    pub fn plan(&self, config: &Config) -> Result<Plan, ConfigError> {
+        if config.max_spout_pending == Some(0) {
+            return Err(ConfigError::ZeroMaxSpoutPending);
+        }
+        if config.enable_message_timeouts && config.message_timeout_ns == 0 {
+            return Err(ConfigError::ZeroTimeout);
+        }
+        if config.tick_interval_ns == 0 {
+            return Err(ConfigError::ZeroTickInterval);
+        }
+        if config.max_open_inputs == 0 || config.acker_capacity_roots == Some(0) {
+            return Err(ConfigError::ZeroCapacity);
+        }
+        let total = self.inner.num_tasks.saturating_add(config.num_ackers);
+        if total > TaskId::MAX as usize {
+            return Err(ConfigError::TooManyTasks);
+        }
+        let mut tasks = Vec::with_capacity(total);
+        for c in &self.inner.components {
+            let kind = match c.logic {
+                Logic::Spout(_) => TaskKind::Spout,
+                Logic::Bolt(_) => TaskKind::Bolt,
+            };
+            for (index, t) in c.tasks.clone().enumerate() {
+                tasks.push(TaskInfo {
+                    task: t,
+                    component: c.id.clone(),
+                    kind,
+                    index,
+                });
+            }
+        }
+        let base = self.inner.num_tasks;
+        for i in 0..config.num_ackers {
+            tasks.push(TaskInfo {
+                task: (base + i) as TaskId,
+                component: ACKER_COMPONENT.to_string(),
+                kind: TaskKind::Acker,
+                index: i,
+            });
+        }
+        let spout_tasks = tasks.iter().filter(|t| t.kind == TaskKind::Spout).count();
+        let acker_capacity = config.acker_capacity_roots.unwrap_or_else(|| {
+            (4 * spout_tasks * config.pending_capacity() / config.num_ackers.max(1)).max(1024)
+        });
+        Ok(Plan {
+            topology: self.clone(),
+            config: config.clone(),
+            tasks,
+            acker_capacity,
+        })
+    }
+}
+
+/// Which worker (core) each task runs in: local-or-shuffle grouping prefers destination tasks in
+/// the emitter's worker. [`Placement::single`] puts every task in worker 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    worker_of_task: Vec<u16>,
+}
+
+impl Placement {
+    /// Every task in one worker.
+    pub fn single(num_tasks: usize) -> Self {
+        Self {
+            worker_of_task: vec![0; num_tasks],
+        }
+    }
+
+    /// Task `t` in worker `t % workers` (the thread-per-core shell's rule); `workers` 0 counts as 1.
+    pub fn round_robin(num_tasks: usize, workers: usize) -> Self {
+        let w = workers.max(1);
+        Self {
+            worker_of_task: (0..num_tasks).map(|t| (t % w) as u16).collect(),
+        }
+    }
+
+    /// From an explicit worker index per task (index = task id).
+    pub fn from_workers(worker_of_task: Vec<u16>) -> Self {
+        Self { worker_of_task }
+    }
+
+    /// The worker of `task` (0 for a task beyond the list).
+    pub fn worker(&self, task: TaskId) -> u16 {
+        self.worker_of_task.get(task as usize).copied().unwrap_or(0)
+    }
+}
+
+/// A topology laid out into tasks under a [`Config`]: builds the executor of any task, fresh.
+///
+/// Cheap to clone. The simulator builds every executor from it and, to model a crash and restart,
+/// drops one and builds it again (its state is lost; the user's factory gives a new instance).
+#[derive(Clone)]
+pub struct Plan {
+    pub(crate) topology: Topology,
+    pub(crate) config: Config,
+    tasks: Vec<TaskInfo>,
+    pub(crate) acker_capacity: usize,
+}
+
+impl fmt::Debug for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Plan")
+            .field("tasks", &self.tasks)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Plan {
+    /// Every task, by task id (index = task id).
+    pub fn tasks(&self) -> &[TaskInfo] {
+        &self.tasks
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The acker task ids (empty with 0 ackers).
+    pub fn acker_tasks(&self) -> Range<TaskId> {
+        let base = self.topology.inner.num_tasks as TaskId;
+        base..base + self.config.num_ackers as TaskId
+    }
+
+    /// Roots one acker task can hold.
+    pub fn acker_capacity_roots(&self) -> usize {
+        self.acker_capacity
+    }
+
+    pub(crate) fn component_of(&self, task: TaskId) -> Option<usize> {
+        self.topology
+            .inner
+            .components
+            .iter()
+            .position(|c| c.tasks.contains(&task))
+    }
+
+    pub(crate) fn spout_factory(&self, component: usize) -> Option<&SpoutFactory> {
+        match &self.topology.inner.components[component].logic {
+            Logic::Spout(f) => Some(f),
+            Logic::Bolt(_) => None,
+        }
+    }
+
+    pub(crate) fn bolt_factory(&self, component: usize) -> Option<&BoltFactory> {
+        match &self.topology.inner.components[component].logic {
+            Logic::Bolt(f) => Some(f),
+            Logic::Spout(_) => None,
+        }
+    }
+
+    pub(crate) fn stream_names(&self, component: usize) -> Vec<String> {
+        self.topology.inner.components[component]
+            .streams
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    pub(crate) fn stream_field_counts(&self, component: usize) -> Vec<usize> {
+        self.topology.inner.components[component]
+            .streams
+            .iter()
+            .map(|s| s.fields.len())
+            .collect()
+    }
+}
