@@ -1,0 +1,392 @@
+//! `acker-run`: runs topologies on the thread-per-core shell.
+//!
+//! - `acker-run wordcount [--input PATH] [--cores N] [--ackers N] [--max-spout-pending N]
+//!   [--timeout-secs S] [--fail-rate P --seed S] [--json]`: word count with guaranteed processing
+//!   (built-in deterministic sentences without `--input`).
+//! - `acker-run bench pipeline [--seconds S] [--ackers N] [--cores N]`: spout → identity bolt →
+//!   null bolt on integers; acked trees per second.
+//! - `acker-run bench wordcount --input PATH [--min-mb M]`: word count on the input repeated to
+//!   at least M MB, against a plain single-thread split-and-count loop.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use acker_runtime::shell::{self, RunReport, ShellOptions};
+use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
+use acker_runtime::{
+    values, BasicBolt, BasicOutputCollector, Config, FailedException, Input, Spout,
+    SpoutOutputCollector, TopologyBuilder,
+};
+use clap::{Args, Parser, Subcommand};
+
+/// Lines of the built-in input.
+const BUILTIN_LINES: usize = 200_000;
+
+#[derive(Parser)]
+#[command(
+    name = "acker-run",
+    version,
+    about = "Run Storm-style topologies with XOR acking on pinned cores"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Word count with guaranteed processing.
+    Wordcount(WordcountArgs),
+    /// Benchmarks (throughput figures for benches/RESULTS.md).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// Threads, one pinned per core (default: every available core).
+    #[arg(long)]
+    cores: Option<usize>,
+    /// Acker tasks (0 = at-most-once).
+    #[arg(long, default_value_t = 1)]
+    ackers: usize,
+    /// Max spout pending per spout task (default: unbounded up to the runtime's pending capacity).
+    #[arg(long)]
+    max_spout_pending: Option<usize>,
+    /// Message timeout in seconds (0 turns timeouts off).
+    #[arg(long, default_value_t = 30)]
+    timeout_secs: u64,
+    /// Topology seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct WordcountArgs {
+    /// Text file to count (default: built-in deterministic sentences).
+    #[arg(long)]
+    input: Option<std::path::PathBuf>,
+    /// Probability that the split bolt fails a line the first time it sees it.
+    #[arg(long, default_value_t = 0.0)]
+    fail_rate: f64,
+    /// Print one JSON object instead of the human summary.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// spout → identity bolt → null bolt on integer payloads.
+    Pipeline {
+        /// How long the spout runs.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Word count on the input repeated to at least `--min-mb` MB, against a plain loop.
+    Wordcount {
+        /// Text file to repeat.
+        #[arg(long)]
+        input: std::path::PathBuf,
+        /// Minimum size of the repeated text, MB.
+        #[arg(long, default_value_t = 100)]
+        min_mb: usize,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}
+
+fn config(run: &RunArgs) -> Config {
+    Config {
+        num_ackers: run.ackers,
+        message_timeout_ns: run.timeout_secs.max(1) * 1_000_000_000,
+        enable_message_timeouts: run.timeout_secs > 0,
+        max_spout_pending: run.max_spout_pending,
+        seed: run.seed,
+        ..Config::default()
+    }
+}
+
+fn cores(run: &RunArgs) -> usize {
+    run.cores.unwrap_or_else(|| {
+        core_affinity::get_core_ids()
+            .map(|v| v.len())
+            .unwrap_or(1)
+            .max(1)
+    })
+}
+
+fn percentiles_us(r: &RunReport) -> (f64, f64, f64) {
+    let h = &r.complete_latency_ns;
+    if h.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    (
+        h.value_at_quantile(0.5) as f64 / 1e3,
+        h.value_at_quantile(0.99) as f64 / 1e3,
+        h.max() as f64 / 1e3,
+    )
+}
+
+fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
+    if !(0.0..1.0).contains(&args.fail_rate) {
+        return Err(format!(
+            "--fail-rate must be in [0, 1), got {}",
+            args.fail_rate
+        ));
+    }
+    let text = match &args.input {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| format!("cannot read input {}: {e}", p.display()))?,
+        None => generate_sentences(BUILTIN_LINES, args.run.seed),
+    };
+    let lines = Lines::from_text(&text);
+    drop(text);
+    let n = cores(&args.run);
+    let (topology, outputs) =
+        wordcount::topology(lines.clone(), n, args.fail_rate).map_err(|e| e.to_string())?;
+    let plan = topology
+        .plan(&config(&args.run))
+        .map_err(|e| e.to_string())?;
+    let report = shell::run(
+        &plan,
+        &ShellOptions {
+            cores: Some(n),
+            ..ShellOptions::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let counts: BTreeMap<String, u64> =
+        std::mem::take(&mut *outputs.counts.lock().unwrap_or_else(|p| p.into_inner()));
+    let words_total: u64 = counts.values().sum();
+    let top = top_words(&counts, 10);
+    let spout = report.spout_totals();
+    let stats = &outputs.stats;
+    let (p50, p99, max) = percentiles_us(&report);
+    let elapsed_ms = report.elapsed.as_secs_f64() * 1e3;
+    if args.json {
+        let v = serde_json::json!({
+            "lines_total": lines.len(),
+            "lines_emitted": stats.lines_emitted.load(Ordering::Relaxed),
+            "acked": spout.acked,
+            "failed": spout.failed,
+            "timed_out": spout.timed_out,
+            "replays": stats.replays.load(Ordering::Relaxed),
+            "words_total": words_total,
+            "distinct_words": counts.len(),
+            "top": top.iter().map(|(w, c)| serde_json::json!({"word": w, "count": c})).collect::<Vec<_>>(),
+            "elapsed_ms": elapsed_ms,
+            "words_per_sec": words_total as f64 / report.elapsed.as_secs_f64().max(1e-9),
+            "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
+            "cores": report.cores,
+            "ackers": args.run.ackers,
+            "undecided": report.undecided_roots,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "word count on {} ({} non-empty lines), {} cores, {} acker(s)",
+            args.input
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| format!("built-in sentences (seed {})", args.run.seed)),
+            lines.len(),
+            report.cores,
+            args.run.ackers
+        );
+        println!("words: {words_total} total, {} distinct", counts.len());
+        println!("top 10:");
+        for (w, c) in &top {
+            println!("  {c:>10}  {w}");
+        }
+        println!(
+            "lines: {} emitted, {} replayed; trees: {} acked, {} failed, {} timed out",
+            stats.lines_emitted.load(Ordering::Relaxed),
+            stats.replays.load(Ordering::Relaxed),
+            spout.acked,
+            spout.failed,
+            spout.timed_out
+        );
+        println!(
+            "elapsed {:.1} ms: {:.0} lines/s, {:.0} words/s",
+            elapsed_ms,
+            spout.acked as f64 / report.elapsed.as_secs_f64().max(1e-9),
+            words_total as f64 / report.elapsed.as_secs_f64().max(1e-9)
+        );
+        println!("complete latency: p50 {p50:.1} us, p99 {p99:.1} us, max {max:.1} us");
+    }
+    Ok(())
+}
+
+/// Emits increasing integers forever, tracked by message id.
+struct IntSpout(u64);
+impl Spout for IntSpout {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        self.0 += 1;
+        let _ = c.emit(values![self.0 as i64], Some(self.0));
+    }
+}
+
+/// Re-emits its input, anchored.
+struct Identity;
+impl BasicBolt for Identity {
+    fn execute(
+        &mut self,
+        input: &Input,
+        c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        let v = input.values()[0].clone();
+        c.emit(values![v])
+            .map_err(|e| FailedException::new(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// Drops its input (acked by the basic-bolt adapter).
+struct Null;
+impl BasicBolt for Null {
+    fn execute(
+        &mut self,
+        _input: &Input,
+        _c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        Ok(())
+    }
+}
+
+fn pipeline_cmd(seconds: f64, run: RunArgs) -> Result<(), String> {
+    let mut b = TopologyBuilder::new();
+    b.set_spout("ints", || IntSpout(0), 1).output_fields(&["n"]);
+    b.set_basic_bolt("identity", || Identity, 1)
+        .shuffle_grouping("ints")
+        .output_fields(&["n"]);
+    b.set_basic_bolt("null", || Null, 1)
+        .shuffle_grouping("identity");
+    let plan = b
+        .build()
+        .map_err(|e| e.to_string())?
+        .plan(&config(&run))
+        .map_err(|e| e.to_string())?;
+    let report = shell::run(
+        &plan,
+        &ShellOptions {
+            cores: Some(cores(&run)),
+            max_duration: Some(Duration::from_secs_f64(seconds)),
+            drain_timeout: Some(Duration::from_secs(60)),
+            ..ShellOptions::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let trees = report.spout_totals().acked;
+    let null_executed = report
+        .components
+        .get("null")
+        .map(|c| c.executed)
+        .unwrap_or(0);
+    let secs = report.elapsed.as_secs_f64();
+    let (p50, p99, max) = percentiles_us(&report);
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "pipeline",
+            "cores": report.cores,
+            "ackers": run.ackers,
+            "elapsed_s": secs,
+            "trees_acked": trees,
+            "trees_per_sec": trees as f64 / secs,
+            "null_executed": null_executed,
+            "tuples_through_per_sec": null_executed as f64 / secs,
+            "failed": report.spout_totals().failed,
+            "timed_out": report.spout_totals().timed_out,
+            "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
+        })
+    );
+    Ok(())
+}
+
+fn bench_wordcount_cmd(
+    input: std::path::PathBuf,
+    min_mb: usize,
+    run: RunArgs,
+) -> Result<(), String> {
+    let base = std::fs::read_to_string(&input)
+        .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
+    if base.is_empty() {
+        return Err(format!("input {} is empty", input.display()));
+    }
+    let mut text = String::with_capacity(min_mb * 1_000_000 + base.len());
+    while text.len() < min_mb * 1_000_000 {
+        text.push_str(&base);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    // Baseline: plain single-thread split-and-count.
+    let t0 = Instant::now();
+    let plain = plain_count(&text);
+    let plain_secs = t0.elapsed().as_secs_f64();
+    let plain_words: u64 = plain.values().sum();
+    let plain_distinct = plain.len();
+    drop(plain);
+
+    let lines = Lines::from_text(&text);
+    drop(text);
+    let n = cores(&run);
+    let (topology, outputs) = wordcount::topology(lines, n, 0.0).map_err(|e| e.to_string())?;
+    let plan = topology.plan(&config(&run)).map_err(|e| e.to_string())?;
+    let report = shell::run(
+        &plan,
+        &ShellOptions {
+            cores: Some(n),
+            ..ShellOptions::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let counts = outputs.counts.lock().unwrap_or_else(|p| p.into_inner());
+    let words: u64 = counts.values().sum();
+    let secs = report.elapsed.as_secs_f64();
+    let (p50, p99, max) = percentiles_us(&report);
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "wordcount",
+            "bytes": min_mb * 1_000_000,
+            "cores": report.cores,
+            "ackers": run.ackers,
+            "plain_words": plain_words,
+            "plain_secs": plain_secs,
+            "plain_words_per_sec": plain_words as f64 / plain_secs,
+            "topology_words": words,
+            "topology_distinct": counts.len(),
+            "plain_distinct": plain_distinct,
+            "topology_secs": secs,
+            "topology_words_per_sec": words as f64 / secs,
+            "ratio": (words as f64 / secs) / (plain_words as f64 / plain_secs),
+            "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
+        })
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Wordcount(a) => wordcount_cmd(a),
+        Command::Bench(BenchCommand::Pipeline { seconds, run }) => pipeline_cmd(seconds, run),
+        Command::Bench(BenchCommand::Wordcount { input, min_mb, run }) => {
+            bench_wordcount_cmd(input, min_mb, run)
+        }
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("acker-run: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,624 @@
+//! The thread-per-core shell: runs a [`Plan`]'s executors on pinned threads joined by bounded
+//! lock-free single-producer single-consumer rings.
+//!
+//! # How it runs
+//!
+//! - **Cores.** One thread per core ([`ShellOptions::cores`], default: every core
+//!   `core_affinity` reports), thread `i` pinned to the `i`-th core id (wrapping round when more
+//!   threads than cores are asked for).
+//! - **Placement.** Task `t` runs on thread `t % cores` ([`Placement::round_robin`]), so every
+//!   component with parallelism ≥ cores spreads over all of them; local-or-shuffle grouping
+//!   prefers tasks on the same thread.
+//! - **Rings.** One bounded SPSC ring ([`rtrb`], cache-padded head and tail) per ordered pair of
+//!   distinct threads, [`ShellOptions::ring_capacity`] envelopes each. A message for a task on the
+//!   same thread goes to that thread's local FIFO instead.
+//! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
+//!   (one index update), and pushes its outgoing envelopes to each ring in chunks after each batch.
+//! - **Back-pressure, never drops, never deadlocks.** A thread never blocks. Outgoing envelopes
+//!   wait in a per-destination staging queue until the ring has room. While any thread has more
+//!   than one ring's worth of staged envelopes (or any staged envelope at all on its own spouts'
+//!   thread), every spout stops calling `next_tuple` (Storm 2's back-pressure signal), so the
+//!   staged amount stays bounded by what was already in flight. Because every thread keeps draining
+//!   every input ring whatever its output state, acks (bolt → acker), decisions (acker → spout)
+//!   and data always move: the cycle spout → bolt → acker → spout cannot deadlock even with every
+//!   ring full, and a full ring only ever stops the spouts.
+//! - **Clock.** Only this shell reads a clock: `now_ns` is the `Instant` elapsed since the run
+//!   started, read once per loop turn. Every executor gets a [`Message::Tick`] every
+//!   [`Config::tick_interval_ns`](crate::Config::tick_interval_ns) (spout timeouts, acker expiry).
+//! - **Shutdown.** When every spout [`is_done`](crate::Spout::is_done) or
+//!   [`ShellOptions::max_duration`] has passed, spouts stop; the threads keep draining until no
+//!   spout has a pending tree (each was completed, failed or timed out) and no envelope is in
+//!   flight anywhere (two identical quiet snapshots), then call `close` / `cleanup` and report.
+//!
+//! In steady state the shell allocates nothing per tuple: rings, staging queues, local FIFOs and
+//! outboxes keep their buffers, and the latency histogram is preallocated.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use acker_core::TaskId;
+use crossbeam_utils::CachePadded;
+use hdrhistogram::Histogram;
+use rtrb::{Consumer, Producer, RingBuffer};
+
+use crate::executor::{latency_histogram, BuildError, Executor, ExecutorCounters};
+use crate::message::{Envelope, Message, Outbox};
+use crate::topology::{Placement, Plan, TaskInfo, TaskKind};
+
+/// How the shell runs a plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellOptions {
+    /// Threads (one per core); `None` = every available core.
+    pub cores: Option<usize>,
+    /// Envelopes per ring (at least 1).
+    pub ring_capacity: usize,
+    /// Most envelopes popped from one ring, or spout calls made, in one batch (at least 1).
+    pub batch: usize,
+    /// Stop the spouts after this long even if they are not done (then drain).
+    pub max_duration: Option<Duration>,
+    /// After the spouts stop, give up waiting for pending trees after this long (they are
+    /// reported as undecided). `None`: wait for every decision or timeout.
+    pub drain_timeout: Option<Duration>,
+    /// Pin each thread to a core (default true).
+    pub pin_threads: bool,
+}
+
+impl Default for ShellOptions {
+    fn default() -> Self {
+        Self {
+            cores: None,
+            ring_capacity: 4096,
+            batch: 256,
+            max_duration: None,
+            drain_timeout: None,
+            pin_threads: true,
+        }
+    }
+}
+
+/// Why a run could not start or finish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShellError {
+    /// `cores` is `Some(0)`, or `ring_capacity` / `batch` is 0.
+    BadOptions(&'static str),
+    /// An executor could not be built.
+    Build(BuildError),
+    /// A core thread panicked (in user code); the message is the panic payload when it is text.
+    Panicked(String),
+}
+
+impl fmt::Display for ShellError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShellError::BadOptions(s) => write!(f, "bad shell options: {s}"),
+            ShellError::Build(e) => write!(f, "cannot build executor: {e}"),
+            ShellError::Panicked(s) => write!(f, "a core thread panicked: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for ShellError {}
+
+/// What a run did.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// Threads used.
+    pub cores: usize,
+    /// Wall time from start to the end of the drain.
+    pub elapsed: Duration,
+    /// Wall time until the spouts stopped.
+    pub spouts_stopped_after: Duration,
+    /// Counters per task, by task id.
+    pub tasks: Vec<(TaskInfo, ExecutorCounters)>,
+    /// Counters summed per component (acker tasks under `__acker`).
+    pub components: BTreeMap<String, ExecutorCounters>,
+    /// Complete latency (ns) of every tree acked by an acker, all spouts merged.
+    pub complete_latency_ns: Histogram<u64>,
+    /// Roots still pending at the spouts when the drain gave up (0 after a full drain).
+    pub undecided_roots: u64,
+    /// Configuration warnings (also printed to stderr).
+    pub warnings: Vec<String>,
+}
+
+impl RunReport {
+    /// The counters of every spout task, summed.
+    pub fn spout_totals(&self) -> ExecutorCounters {
+        self.kind_totals(TaskKind::Spout)
+    }
+
+    /// The counters of every task of `kind`, summed.
+    pub fn kind_totals(&self, kind: TaskKind) -> ExecutorCounters {
+        let mut c = ExecutorCounters::default();
+        for (t, x) in &self.tasks {
+            if t.kind == kind {
+                c.add(x);
+            }
+        }
+        c
+    }
+
+    /// Spout trees acked per second of elapsed wall time.
+    pub fn acked_per_sec(&self) -> f64 {
+        self.spout_totals().acked as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Per-thread status the coordinator reads.
+#[derive(Default)]
+struct Status {
+    sent: AtomicU64,
+    received: AtomicU64,
+    /// Local queue, staging and outbox all empty at the last publish.
+    quiet: AtomicBool,
+    pending_roots: AtomicU64,
+    spouts_done: AtomicBool,
+    /// Bumped at every publish, so the coordinator sees fresh snapshots.
+    publishes: AtomicU64,
+}
+
+struct Shared {
+    start: Instant,
+    stop_spouts: AtomicBool,
+    finish: AtomicBool,
+    /// Threads whose staging is above the back-pressure threshold.
+    backpressure: AtomicUsize,
+    status: Vec<CachePadded<Status>>,
+}
+
+struct CoreResult {
+    tasks: Vec<(TaskId, ExecutorCounters)>,
+    latency: Histogram<u64>,
+}
+
+struct Core<'a> {
+    me: usize,
+    shared: &'a Shared,
+    executors: Vec<Executor>,
+    /// task id → (thread, index in that thread's executors).
+    where_is: &'a [(usize, usize)],
+    inbound: Vec<Consumer<Envelope>>,
+    /// Indexed by destination thread (`None` for self).
+    outbound: Vec<Option<Producer<Envelope>>>,
+    staging: Vec<VecDeque<Envelope>>,
+    local: VecDeque<Envelope>,
+    outbox: Outbox,
+    batch: usize,
+    bp_threshold: usize,
+    under_backpressure: bool,
+    sent: u64,
+    received: u64,
+    tick_interval_ns: u64,
+}
+
+impl Core<'_> {
+    #[inline]
+    fn route_outbox(&mut self) {
+        for env in self.outbox.drain() {
+            let (core, _) = self.where_is[env.dest as usize];
+            if core == self.me {
+                self.local.push_back(env);
+            } else {
+                self.staging[core].push_back(env);
+            }
+        }
+    }
+
+    #[inline]
+    fn deliver(&mut self, env: Envelope, now_ns: u64) {
+        let (_, idx) = self.where_is[env.dest as usize];
+        self.executors[idx].handle(env.message, now_ns, &mut self.outbox);
+        self.route_outbox();
+    }
+
+    /// Pushes staged envelopes into the rings; returns how many moved.
+    fn flush(&mut self) -> usize {
+        let mut moved = 0;
+        let mut staged = 0;
+        for (dest, q) in self.staging.iter_mut().enumerate() {
+            if q.is_empty() {
+                continue;
+            }
+            if let Some(p) = self.outbound[dest].as_mut() {
+                let n = p.slots().min(q.len());
+                if n > 0 {
+                    if let Ok(chunk) = p.write_chunk_uninit(n) {
+                        let k = chunk.fill_from_iter(q.drain(..n));
+                        moved += k;
+                    }
+                }
+            }
+            staged += q.len();
+        }
+        self.sent += moved as u64;
+        let over = staged > self.bp_threshold;
+        if over != self.under_backpressure {
+            self.under_backpressure = over;
+            if over {
+                self.shared.backpressure.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.shared.backpressure.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        moved
+    }
+
+    fn staged(&self) -> usize {
+        self.staging.iter().map(|q| q.len()).sum()
+    }
+
+    fn publish(&self) {
+        let s = &self.shared.status[self.me];
+        s.sent.store(self.sent, Ordering::Release);
+        s.received.store(self.received, Ordering::Release);
+        let quiet = self.local.is_empty() && self.outbox.is_empty() && self.staged() == 0;
+        s.quiet.store(quiet, Ordering::Release);
+        let pending: usize = self
+            .executors
+            .iter()
+            .filter(|e| e.kind() == TaskKind::Spout)
+            .map(|e| e.pending_roots())
+            .sum();
+        s.pending_roots.store(pending as u64, Ordering::Release);
+        let done = self.executors.iter().all(|e| e.is_done());
+        s.spouts_done.store(done, Ordering::Release);
+        s.publishes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn run(mut self) -> CoreResult {
+        let mut next_tick_ns = self.tick_interval_ns;
+        let mut idle_turns: u32 = 0;
+        let spouts: Vec<usize> = (0..self.executors.len())
+            .filter(|&i| self.executors[i].kind() == TaskKind::Spout)
+            .collect();
+        loop {
+            let now_ns = self.shared.start.elapsed().as_nanos() as u64;
+            let mut work = self.flush();
+
+            // Every input ring, in one chunk each.
+            for src in 0..self.inbound.len() {
+                let avail = self.inbound[src].slots().min(self.batch);
+                if avail == 0 {
+                    continue;
+                }
+                if let Ok(c) = self.inbound[src].read_chunk(avail) {
+                    // Move the messages out first so the executors can be borrowed mutably.
+                    let mut iter = c.into_iter();
+                    for _ in 0..avail {
+                        let Some(env) = iter.next() else { break };
+                        let (_, idx) = self.where_is[env.dest as usize];
+                        self.executors[idx].handle(env.message, now_ns, &mut self.outbox);
+                        for out in self.outbox.drain() {
+                            let (core, _) = self.where_is[out.dest as usize];
+                            if core == self.me {
+                                self.local.push_back(out);
+                            } else {
+                                self.staging[core].push_back(out);
+                            }
+                        }
+                    }
+                }
+                self.received += avail as u64;
+                work += avail;
+                self.flush();
+            }
+
+            // The local FIFO: what is there now (new local messages wait for the next turn).
+            let n = self.local.len().min(self.batch.max(1) * 4);
+            for _ in 0..n {
+                if let Some(env) = self.local.pop_front() {
+                    self.deliver(env, now_ns);
+                }
+            }
+            work += n;
+
+            // Ticks from the real clock.
+            if now_ns >= next_tick_ns {
+                for i in 0..self.executors.len() {
+                    self.executors[i].handle(Message::Tick, now_ns, &mut self.outbox);
+                    self.route_outbox();
+                }
+                next_tick_ns = now_ns + self.tick_interval_ns;
+            }
+
+            // Spouts, unless stopped or back-pressured.
+            if !spouts.is_empty()
+                && !self.shared.stop_spouts.load(Ordering::Acquire)
+                && self.shared.backpressure.load(Ordering::Acquire) == 0
+                && self.staged() == 0
+            {
+                for &i in &spouts {
+                    for _ in 0..self.batch {
+                        if self.executors[i].is_done()
+                            || !self.executors[i].next_tuple(now_ns, &mut self.outbox)
+                        {
+                            break;
+                        }
+                        work += 1;
+                        self.route_outbox();
+                        if self.staged() > self.bp_threshold {
+                            break;
+                        }
+                    }
+                }
+                self.flush();
+            }
+
+            if work == 0 {
+                idle_turns = idle_turns.saturating_add(1);
+                if idle_turns % 16 == 1 {
+                    self.publish();
+                }
+                if self.shared.finish.load(Ordering::Acquire) {
+                    break;
+                }
+                if idle_turns < 64 {
+                    std::hint::spin_loop();
+                } else if idle_turns < 4096 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            } else {
+                if idle_turns > 0 {
+                    // Leaving idle: mark not quiet at once.
+                    self.shared.status[self.me]
+                        .quiet
+                        .store(false, Ordering::Release);
+                }
+                idle_turns = 0;
+            }
+        }
+        let mut latency = latency_histogram();
+        let mut tasks = Vec::with_capacity(self.executors.len());
+        for e in &mut self.executors {
+            e.shutdown();
+            if let Some(h) = e.complete_latency_ns() {
+                let _ = latency.add(h);
+            }
+            tasks.push((e.task(), e.counters()));
+        }
+        CoreResult { tasks, latency }
+    }
+}
+
+/// Runs `plan` on pinned threads until every spout is done (or `max_duration`), then drains and
+/// reports. Prints [`Config::warnings`](crate::Config::warnings) to stderr.
+///
+/// # Errors
+/// [`ShellError::BadOptions`] for zero cores / ring capacity / batch, [`ShellError::Build`] if an
+/// executor cannot be built, [`ShellError::Panicked`] if user code panicked on a core thread.
+pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError> {
+    let available = core_affinity::get_core_ids().unwrap_or_default();
+    let cores = match options.cores {
+        Some(0) => return Err(ShellError::BadOptions("cores must be at least 1")),
+        Some(n) => n,
+        None => available.len().max(1),
+    };
+    if options.ring_capacity == 0 {
+        return Err(ShellError::BadOptions("ring capacity must be at least 1"));
+    }
+    if options.batch == 0 {
+        return Err(ShellError::BadOptions("batch must be at least 1"));
+    }
+    let warnings = plan.config().warnings();
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    let num_tasks = plan.tasks().len();
+    let placement = Placement::round_robin(num_tasks, cores);
+    let mut counts = vec![0usize; cores];
+    let where_is: Vec<(usize, usize)> = (0..num_tasks)
+        .map(|t| {
+            let c = placement.worker(t as TaskId) as usize;
+            counts[c] += 1;
+            (c, counts[c] - 1)
+        })
+        .collect();
+
+    // Rings: producers[src][dst], consumers[dst][src].
+    let mut producers: Vec<Vec<Option<Producer<Envelope>>>> = (0..cores)
+        .map(|_| (0..cores).map(|_| None).collect())
+        .collect();
+    let mut consumers: Vec<Vec<Consumer<Envelope>>> = (0..cores).map(|_| Vec::new()).collect();
+    for (src, row) in producers.iter_mut().enumerate() {
+        for (dst, slot) in row.iter_mut().enumerate() {
+            if src != dst {
+                let (p, c) = RingBuffer::new(options.ring_capacity);
+                *slot = Some(p);
+                consumers[dst].push(c);
+            }
+        }
+    }
+    let shared = Shared {
+        start: Instant::now(),
+        stop_spouts: AtomicBool::new(false),
+        finish: AtomicBool::new(false),
+        backpressure: AtomicUsize::new(0),
+        status: (0..cores)
+            .map(|_| CachePadded::new(Status::default()))
+            .collect(),
+    };
+    let build_error: std::sync::Mutex<Option<BuildError>> = std::sync::Mutex::new(None);
+    let tick_interval_ns = plan.config().tick_interval_ns;
+    let bp_threshold = options.ring_capacity.max(options.batch);
+
+    let (results, spouts_stopped_after, undecided) = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(cores);
+        for (me, (outbound, inbound)) in
+            producers.into_iter().zip(consumers).enumerate()
+        {
+            let shared = &shared;
+            let where_is = &where_is[..];
+            let placement = &placement;
+            let build_error = &build_error;
+            let core_id = available.get(me % available.len().max(1)).copied();
+            let pin = options.pin_threads;
+            let batch = options.batch;
+            handles.push(scope.spawn(move || {
+                if pin {
+                    if let Some(id) = core_id {
+                        core_affinity::set_for_current(id);
+                    }
+                }
+                let mut executors = Vec::new();
+                for (t, &(c, _)) in where_is.iter().enumerate() {
+                    if c == me {
+                        match plan.build_executor(t as TaskId, placement) {
+                            Ok(e) => executors.push(e),
+                            Err(e) => {
+                                *build_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                                shared.finish.store(true, Ordering::Release);
+                                shared.stop_spouts.store(true, Ordering::Release);
+                            }
+                        }
+                    }
+                }
+                let core = Core {
+                    me,
+                    shared,
+                    executors,
+                    where_is,
+                    inbound,
+                    outbound,
+                    staging: (0..cores).map(|_| VecDeque::with_capacity(batch)).collect(),
+                    local: VecDeque::with_capacity(batch * 4),
+                    outbox: Outbox::with_capacity(batch),
+                    batch,
+                    bp_threshold,
+                    under_backpressure: false,
+                    sent: 0,
+                    received: 0,
+                    tick_interval_ns,
+                };
+                core.run()
+            }));
+        }
+        let (stopped_after, undecided) = coordinate(&shared, options);
+        shared.finish.store(true, Ordering::Release);
+        let results: Vec<std::thread::Result<CoreResult>> =
+            handles.into_iter().map(|h| h.join()).collect();
+        (results, stopped_after, undecided)
+    });
+    if let Some(e) = build_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(ShellError::Build(e));
+    }
+    let elapsed = shared.start.elapsed();
+    let mut per_task = vec![ExecutorCounters::default(); num_tasks];
+    let mut latency = latency_histogram();
+    for r in results {
+        match r {
+            Ok(r) => {
+                for (t, c) in r.tasks {
+                    per_task[t as usize] = c;
+                }
+                let _ = latency.add(&r.latency);
+            }
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-text panic".to_string());
+                return Err(ShellError::Panicked(msg));
+            }
+        }
+    }
+    let tasks: Vec<(TaskInfo, ExecutorCounters)> = plan
+        .tasks()
+        .iter()
+        .cloned()
+        .zip(per_task.iter().copied())
+        .collect();
+    let mut components: BTreeMap<String, ExecutorCounters> = BTreeMap::new();
+    for (t, c) in &tasks {
+        components.entry(t.component.clone()).or_default().add(c);
+    }
+    Ok(RunReport {
+        cores,
+        elapsed,
+        spouts_stopped_after,
+        tasks,
+        components,
+        complete_latency_ns: latency,
+        undecided_roots: undecided,
+        warnings,
+    })
+}
+
+/// The coordinator (the calling thread): stops the spouts, then waits for a quiet, decided state.
+/// Returns when the spouts stopped and the roots left undecided.
+fn coordinate(shared: &Shared, options: &ShellOptions) -> (Duration, u64) {
+    let poll = Duration::from_micros(200);
+    // Phase 1: until every spout is done or the time is up.
+    loop {
+        if shared.finish.load(Ordering::Acquire) {
+            return (shared.start.elapsed(), 0);
+        }
+        let all_done = shared.status.iter().all(|s| {
+            s.publishes.load(Ordering::Acquire) > 0 && s.spouts_done.load(Ordering::Acquire)
+        });
+        let timed_out = options
+            .max_duration
+            .is_some_and(|d| shared.start.elapsed() >= d);
+        if all_done || timed_out {
+            break;
+        }
+        std::thread::sleep(poll);
+    }
+    shared.stop_spouts.store(true, Ordering::Release);
+    let stopped = shared.start.elapsed();
+    // Phase 2: drain until nothing is pending or in flight, seen twice in a row.
+    type Snapshot = (Vec<u64>, Vec<u64>, Vec<u64>);
+    let mut last: Option<Snapshot> = None;
+    loop {
+        let snap_publishes: Vec<u64> = shared
+            .status
+            .iter()
+            .map(|s| s.publishes.load(Ordering::Acquire))
+            .collect();
+        let sent: Vec<u64> = shared
+            .status
+            .iter()
+            .map(|s| s.sent.load(Ordering::Acquire))
+            .collect();
+        let received: Vec<u64> = shared
+            .status
+            .iter()
+            .map(|s| s.received.load(Ordering::Acquire))
+            .collect();
+        let pending: u64 = shared
+            .status
+            .iter()
+            .map(|s| s.pending_roots.load(Ordering::Acquire))
+            .sum();
+        let quiet = shared
+            .status
+            .iter()
+            .all(|s| s.quiet.load(Ordering::Acquire));
+        if quiet && pending == 0 && sent.iter().sum::<u64>() == received.iter().sum::<u64>() {
+            if let Some((ls, lr, lp)) = &last {
+                // Fresh publishes from every thread since the last snapshot, same counts.
+                let fresh = snap_publishes.iter().zip(lp).all(|(a, b)| a > b);
+                if *ls == sent && *lr == received && fresh {
+                    return (stopped, 0);
+                }
+                if !fresh {
+                    std::thread::sleep(poll);
+                    continue;
+                }
+            }
+            last = Some((sent, received, snap_publishes));
+        } else {
+            last = None;
+        }
+        if options
+            .drain_timeout
+            .is_some_and(|d| shared.start.elapsed() >= stopped + d)
+        {
+            return (stopped, pending);
+        }
+        std::thread::sleep(poll);
+    }
+}
