@@ -1,0 +1,409 @@
+//! What one simulation runs: the delivery guarantee, the input, the topology's sizes and timing,
+//! the network, and the fault schedule.
+
+use crate::fault::{self, ExpandContext, Fault, FaultError, FaultKind, FaultSpec, TargetCounts};
+use crate::rng;
+use std::fmt;
+use std::str::FromStr;
+
+/// The delivery guarantee a run is configured for, as in the seed experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Guarantee {
+    /// Zero ackers: every spout tuple is acked as soon as it is emitted.
+    AtMostOnce,
+    /// Ackers on, a reliable spout that replays on fail.
+    AtLeastOnce,
+    /// At-least-once plus idempotent, transactional state at the sink, keyed by source position.
+    ExactlyOnce,
+}
+
+impl Guarantee {
+    /// The three guarantees, in the experiment's order.
+    pub const ALL: [Guarantee; 3] = [
+        Guarantee::AtMostOnce,
+        Guarantee::AtLeastOnce,
+        Guarantee::ExactlyOnce,
+    ];
+
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Guarantee::AtMostOnce => "at-most-once",
+            Guarantee::AtLeastOnce => "at-least-once",
+            Guarantee::ExactlyOnce => "exactly-once",
+        }
+    }
+}
+
+impl fmt::Display for Guarantee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Guarantee {
+    type Err = ScenarioError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Guarantee::ALL
+            .iter()
+            .copied()
+            .find(|g| g.name() == s.trim())
+            .ok_or_else(|| ScenarioError::UnknownGuarantee(s.to_string()))
+    }
+}
+
+/// A test-only bug planted in the system under test, to check that `search` finds and shrinks a
+/// real violation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlantedBug {
+    /// An acker wrapper that reports the first tree it fails as completed (it drops the fail and
+    /// acks instead): the spout commits a tuple that never reached the sink.
+    AckerAcksFirstFailure,
+    /// Restarted executors reuse their first incarnation's seed, so a restarted spout hands out
+    /// the same root ids again and mistakes notices for its predecessor's trees for its own.
+    RestartReusesSeed,
+}
+
+impl PlantedBug {
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlantedBug::AckerAcksFirstFailure => "acker-acks-first-failure",
+            PlantedBug::RestartReusesSeed => "restart-reuses-seed",
+        }
+    }
+}
+
+impl FromStr for PlantedBug {
+    type Err = ScenarioError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            PlantedBug::AckerAcksFirstFailure,
+            PlantedBug::RestartReusesSeed,
+        ]
+        .into_iter()
+        .find(|b| b.name() == s.trim())
+        .ok_or_else(|| ScenarioError::UnknownBug(s.to_string()))
+    }
+}
+
+/// A bad scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScenarioError {
+    /// `tuples` is 0.
+    ZeroTuples,
+    /// `max_spout_pending` is 0.
+    ZeroMaxSpoutPending,
+    /// The message timeout or tick interval is 0.
+    ZeroTime(&'static str),
+    /// A parallelism (bolts, ackers) is 0 or too large.
+    BadParallelism(&'static str),
+    /// The link latency range is empty (`min > max`).
+    BadLatency,
+    /// Not a guarantee name.
+    UnknownGuarantee(String),
+    /// Not a planted bug name.
+    UnknownBug(String),
+    /// A fault spec or schedule error.
+    Fault(FaultError),
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioError::ZeroTuples => f.write_str("--tuples must be at least 1"),
+            ScenarioError::ZeroMaxSpoutPending => {
+                f.write_str("--max-spout-pending must be at least 1")
+            }
+            ScenarioError::ZeroTime(what) => write!(f, "{what} must be positive"),
+            ScenarioError::BadParallelism(what) => {
+                write!(f, "{what} must be between 1 and 1000")
+            }
+            ScenarioError::BadLatency => {
+                f.write_str("link latency: the minimum must not exceed the maximum")
+            }
+            ScenarioError::UnknownGuarantee(g) => write!(
+                f,
+                "unknown guarantee `{g}`; known: at-most-once, at-least-once, exactly-once"
+            ),
+            ScenarioError::UnknownBug(b) => write!(
+                f,
+                "unknown planted bug `{b}`; known: acker-acks-first-failure, restart-reuses-seed"
+            ),
+            ScenarioError::Fault(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl From<FaultError> for ScenarioError {
+    fn from(e: FaultError) -> Self {
+        ScenarioError::Fault(e)
+    }
+}
+
+/// Workers of the simulated cluster. As in the seed experiment, spout, bolts and acker each run
+/// in their own worker (JVM process), so a crash of one does not touch the others.
+pub mod workers {
+    /// The spout's worker.
+    pub const SPOUT: u16 = 0;
+    /// The processing bolts' worker.
+    pub const BOLTS: u16 = 1;
+    /// The sink bolt's worker.
+    pub const SINK: u16 = 2;
+    /// The ackers' worker.
+    pub const ACKERS: u16 = 3;
+    /// Number of workers.
+    pub const COUNT: u16 = 4;
+}
+
+/// One simulation's full description; with the same values (seed included) a run is replayed
+/// exactly.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// The run's seed: every random choice comes from it.
+    pub seed: u64,
+    /// The delivery guarantee.
+    pub guarantee: Guarantee,
+    /// Unique sequential numbers in the source (offsets `0..tuples`).
+    pub tuples: u64,
+    /// Max spout pending (`topology.max.spout.pending`; unused at-most-once, where nothing is
+    /// pending).
+    pub max_spout_pending: usize,
+    /// Message timeout T in ns (`topology.message.timeout.secs`).
+    pub message_timeout_ns: u64,
+    /// Interval of the ticks fed to spouts and ackers, in ns.
+    pub tick_interval_ns: u64,
+    /// Acker tasks at-least-once and exactly-once (at-most-once has 0).
+    pub ackers: usize,
+    /// Processing bolt tasks (shuffle grouping from the spout).
+    pub bolts: usize,
+    /// Latency between workers: uniform in `latency_min_ns..=latency_max_ns`, drawn per message;
+    /// FIFO on each link.
+    pub latency_min_ns: u64,
+    /// See `latency_min_ns`.
+    pub latency_max_ns: u64,
+    /// Latency between two tasks of the same worker.
+    pub local_latency_ns: u64,
+    /// Time the spout spends per `next_tuple` and per notice, in ns.
+    pub spout_ns: u64,
+    /// Time a bolt spends per input, in ns.
+    pub bolt_ns: u64,
+    /// Time an acker spends per message, in ns.
+    pub acker_ns: u64,
+    /// How long a crashed task or worker stays down before it is rebuilt, in ns.
+    pub restart_delay_ns: u64,
+    /// How long a partition lasts before it heals, in ns.
+    pub partition_ns: u64,
+    /// The concrete fault schedule.
+    pub faults: Vec<Fault>,
+    /// A test-only planted bug.
+    pub planted_bug: Option<PlantedBug>,
+    /// Stop the run here even if it has not finished (a liveness violation); `None`: derived
+    /// from the schedule (see [`Scenario::time_limit_ns`]).
+    pub time_limit_ns: Option<u64>,
+}
+
+impl Scenario {
+    /// Defaults: 1000 tuples, max spout pending 1000, T = 30 s, ticks every second, 1 acker,
+    /// 1 processing bolt, 50–150 µs between workers, 1 µs inside one, spout 500 ns per call, bolts
+    /// 2 µs per input, acker 200 ns per message, restarts after 1 s, partitions of 2 s, no fault.
+    pub fn new(seed: u64, guarantee: Guarantee) -> Self {
+        Self {
+            seed,
+            guarantee,
+            tuples: 1000,
+            max_spout_pending: 1000,
+            message_timeout_ns: 30_000_000_000,
+            tick_interval_ns: 1_000_000_000,
+            ackers: 1,
+            bolts: 1,
+            latency_min_ns: 50_000,
+            latency_max_ns: 150_000,
+            local_latency_ns: 1_000,
+            spout_ns: 500,
+            bolt_ns: 2_000,
+            acker_ns: 200,
+            restart_delay_ns: 1_000_000_000,
+            partition_ns: 2_000_000_000,
+            faults: Vec::new(),
+            planted_bug: None,
+            time_limit_ns: None,
+        }
+    }
+
+    /// Acker tasks actually run: 0 at-most-once.
+    pub fn num_ackers(&self) -> usize {
+        match self.guarantee {
+            Guarantee::AtMostOnce => 0,
+            _ => self.ackers,
+        }
+    }
+
+    /// What fault targets exist in this topology.
+    pub fn target_counts(&self) -> TargetCounts {
+        TargetCounts {
+            spouts: 1,
+            bolts: self.bolts as u16,
+            ackers: self.num_ackers() as u16,
+            workers: workers::COUNT,
+        }
+    }
+
+    /// Checks the values.
+    ///
+    /// # Errors
+    /// The first [`ScenarioError`] found, including bad fault targets and offsets.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        if self.tuples == 0 {
+            return Err(ScenarioError::ZeroTuples);
+        }
+        if self.max_spout_pending == 0 {
+            return Err(ScenarioError::ZeroMaxSpoutPending);
+        }
+        if self.message_timeout_ns == 0 {
+            return Err(ScenarioError::ZeroTime("the message timeout"));
+        }
+        if self.tick_interval_ns == 0 {
+            return Err(ScenarioError::ZeroTime("the tick interval"));
+        }
+        if !(1..=1000).contains(&self.bolts) {
+            return Err(ScenarioError::BadParallelism("--bolts"));
+        }
+        if !(1..=1000).contains(&self.ackers) {
+            return Err(ScenarioError::BadParallelism("--ackers"));
+        }
+        if self.latency_min_ns > self.latency_max_ns {
+            return Err(ScenarioError::BadLatency);
+        }
+        let counts = self.target_counts();
+        for f in &self.faults {
+            let n = match f.kind {
+                FaultKind::SpoutCrash => counts.spouts,
+                FaultKind::BoltExceptionBeforeEmit
+                | FaultKind::BoltExceptionAfterEmit
+                | FaultKind::BoltCrash => counts.bolts,
+                // An acker crash with 0 ackers is a no-op, whatever its target.
+                FaultKind::AckerCrash => counts.ackers.max(1),
+                FaultKind::WorkerCrash | FaultKind::Partition => counts.workers,
+                FaultKind::MessageLoss => 1,
+            };
+            let bad = f.target >= n
+                || (f.kind == FaultKind::Partition && (f.peer >= n || f.peer == f.target));
+            if bad {
+                return Err(FaultError::BadTarget(f.to_string()).into());
+            }
+            if let fault::Trigger::AtOffset(o) = f.trigger {
+                if o >= self.tuples {
+                    return Err(FaultError::OffsetPastInput {
+                        offset: o,
+                        tuples: self.tuples,
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Expands fault specs into this scenario's concrete schedule (replacing it), drawing rate
+    /// times and targets from the seed's fault stream. Rate-per-second faults are drawn over
+    /// `0..fault_until_ns`.
+    ///
+    /// # Errors
+    /// [`ScenarioError::Fault`] for a bad target or offset.
+    pub fn set_fault_specs(
+        &mut self,
+        specs: &[FaultSpec],
+        fault_until_ns: u64,
+    ) -> Result<(), ScenarioError> {
+        let ctx = ExpandContext {
+            tuples: self.tuples,
+            repeat_gap_ns: self.message_timeout_ns.saturating_mul(3),
+            fault_until_ns,
+            targets: self.target_counts(),
+        };
+        let mut r = rng::stream(self.seed, rng_streams::FAULTS);
+        self.faults = fault::expand(specs, &ctx, &mut r)?;
+        Ok(())
+    }
+
+    /// The simulated time by which the run must have finished: after the last time-triggered
+    /// fault (or 0), a restart delay, a partition, four message timeouts (a lost tuple is failed
+    /// T to 2T after emit; its replay then needs at most as long again), plus 100 µs per tuple for
+    /// processing at the slowest configured speed and 10 s per fault for offset-triggered faults.
+    /// Liveness: once faults stop, every input is decided within this bound.
+    pub fn time_limit_ns(&self) -> u64 {
+        if let Some(t) = self.time_limit_ns {
+            return t;
+        }
+        let last_time = self
+            .faults
+            .iter()
+            .filter_map(|f| match f.trigger {
+                fault::Trigger::AtNs(t) => Some(t),
+                fault::Trigger::AtOffset(_) => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let per_tuple = 100_000u64.max(self.bolt_ns.saturating_mul(4));
+        last_time
+            .saturating_add(self.restart_delay_ns)
+            .saturating_add(self.partition_ns)
+            .saturating_add(self.message_timeout_ns.saturating_mul(4))
+            .saturating_add(self.tuples.saturating_mul(per_tuple))
+            .saturating_add(
+                (self.faults.len() as u64)
+                    .saturating_mul(self.message_timeout_ns.saturating_mul(3))
+                    .saturating_add(self.restart_delay_ns),
+            )
+    }
+}
+
+/// Fixed stream numbers of the run's random streams.
+pub mod rng_streams {
+    /// Fault expansion (rate times, targets).
+    pub const FAULTS: u64 = 1;
+    /// Link latencies.
+    pub const LINKS: u64 = 2;
+    /// Swarm mode's choice of fault kinds.
+    pub const SWARM: u64 = 3;
+    /// The topology seed of executors (their root and edge ids, shuffle starts).
+    pub const EXECUTORS: u64 = 4;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_rejects_bad_values() {
+        let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+        assert_eq!(s.validate(), Ok(()));
+        s.tuples = 0;
+        assert_eq!(s.validate(), Err(ScenarioError::ZeroTuples));
+        let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+        s.max_spout_pending = 0;
+        assert_eq!(s.validate(), Err(ScenarioError::ZeroMaxSpoutPending));
+        let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+        s.faults = fault::parse_specs("bolt-crash@1s:3")
+            .map(|v| {
+                v.iter()
+                    .map(|f| Fault {
+                        trigger: f.trigger.unwrap(),
+                        kind: f.kind,
+                        target: f.target.unwrap().0,
+                        peer: 0,
+                    })
+                    .collect()
+            })
+            .unwrap();
+        assert!(matches!(s.validate(), Err(ScenarioError::Fault(_))));
+        assert!("sometimes-once".parse::<Guarantee>().is_err());
+        assert_eq!(
+            "exactly-once".parse::<Guarantee>(),
+            Ok(Guarantee::ExactlyOnce)
+        );
+    }
+}

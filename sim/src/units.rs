@@ -1,0 +1,80 @@
+//! Parsing and printing simulated durations (`250ns`, `30us`, `2ms`, `1.5s`; a bare number is
+//! nanoseconds).
+
+/// Parses a duration into nanoseconds.
+///
+/// # Errors
+/// A message naming the text when it is not a non-negative number with an optional unit `ns`,
+/// `us`, `ms` or `s`, or when it overflows `u64` nanoseconds.
+pub fn parse_duration_ns(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        (t, 1.0)
+    };
+    if num.is_empty() || num.starts_with('-') || num.starts_with('+') {
+        return Err(format!(
+            "`{text}` is not a duration (e.g. 250ns, 30us, 2ms, 1.5s)"
+        ));
+    }
+    if mult == 1.0 {
+        if let Ok(n) = num.parse::<u64>() {
+            return Ok(n);
+        }
+    }
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (e.g. 250ns, 30us, 2ms, 1.5s)"))?;
+    let ns = (v * mult).round();
+    if !ns.is_finite() || ns < 0.0 || ns > u64::MAX as f64 / 2.0 {
+        return Err(format!("duration `{text}` is out of range"));
+    }
+    Ok(ns as u64)
+}
+
+/// Prints nanoseconds exactly, in the largest unit that divides them (`1500ms`, `2s`, `7ns`),
+/// so [`parse_duration_ns`] reads it back to the same value.
+pub fn format_ns(ns: u64) -> String {
+    if ns == 0 {
+        "0ns".into()
+    } else if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns % 1_000 == 0 {
+        format!("{}us", ns / 1_000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_duration_ns("250"), Ok(250));
+        assert_eq!(parse_duration_ns("250ns"), Ok(250));
+        assert_eq!(parse_duration_ns("30us"), Ok(30_000));
+        assert_eq!(parse_duration_ns("2ms"), Ok(2_000_000));
+        assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
+        assert!(parse_duration_ns("-1s").is_err());
+        assert!(parse_duration_ns("abc").is_err());
+        assert!(parse_duration_ns("").is_err());
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for ns in [0, 7, 1_000, 1_500_000, 2_000_000_000, 123_456_789] {
+            assert_eq!(parse_duration_ns(&format_ns(ns)), Ok(ns));
+        }
+    }
+}
