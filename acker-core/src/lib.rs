@@ -16,6 +16,7 @@
 //! | [`ids`] | [`RootId`], [`EdgeId`], [`TaskId`] and the seeded, never-zero [`IdGenerator`] |
 //! | [`message`] | the messages into an acker ([`AckerMessage`]) and its decisions ([`Decision`]) |
 //! | [`table`] | [`AckerTable`]: the single-owner acker table, 20 bytes a root, fixed capacity |
+//! | [`shared`] | [`SharedAckerTable`]: the same table, lock-free, callable from many threads through `&self` |
 //! | [`routing`] | [`acker_index`]: which acker task owns a root |
 //! | [`anchor`] | bolt side: [`Anchors`] carried by a tuple and the [`InputTracker`] that anchors emits and acks inputs |
 //! | [`pending`] | spout side: [`SpoutPending`], max spout pending, timeouts and complete latency |
@@ -33,6 +34,8 @@ pub mod ids;
 pub mod message;
 pub mod pending;
 pub mod routing;
+pub mod shared;
+mod sync;
 pub mod table;
 
 pub use anchor::{AnchorError, Anchors, InputHandle, InputMessages, InputSlot, InputTracker};
@@ -42,4 +45,5 @@ pub use pending::{
     Completed, PendingError, PendingSlot, SpoutConfig, SpoutEmit, SpoutPending, TimedOut,
 };
 pub use routing::acker_index;
+pub use shared::{SharedAckerTable, SharedArrays, SharedSlots, SharedStorage, SlotsLengthMismatch};
 pub use table::{AckerTable, ConfigError, EntryView, Slot, TableError};
