@@ -446,9 +446,7 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
 
     let (results, spouts_stopped_after, undecided) = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(cores);
-        for (me, (outbound, inbound)) in
-            producers.into_iter().zip(consumers).enumerate()
-        {
+        for (me, (outbound, inbound)) in producers.into_iter().zip(consumers).enumerate() {
             let shared = &shared;
             let where_is = &where_is[..];
             let placement = &placement;

@@ -133,7 +133,18 @@ fn percentiles_us(r: &RunReport) -> (f64, f64, f64) {
     )
 }
 
+fn check_run(run: &RunArgs) -> Result<(), String> {
+    if run.cores == Some(0) {
+        return Err("--cores must be at least 1".to_string());
+    }
+    if run.max_spout_pending == Some(0) {
+        return Err("--max-spout-pending must be at least 1".to_string());
+    }
+    Ok(())
+}
+
 fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
+    check_run(&args.run)?;
     if !(0.0..1.0).contains(&args.fail_rate) {
         return Err(format!(
             "--fail-rate must be in [0, 1), got {}",
@@ -260,6 +271,10 @@ impl BasicBolt for Null {
 }
 
 fn pipeline_cmd(seconds: f64, run: RunArgs) -> Result<(), String> {
+    check_run(&run)?;
+    if !(seconds > 0.0 && seconds < 3600.0) {
+        return Err(format!("--seconds must be in (0, 3600), got {seconds}"));
+    }
     let mut b = TopologyBuilder::new();
     b.set_spout("ints", || IntSpout(0), 1).output_fields(&["n"]);
     b.set_basic_bolt("identity", || Identity, 1)
@@ -314,6 +329,7 @@ fn bench_wordcount_cmd(
     min_mb: usize,
     run: RunArgs,
 ) -> Result<(), String> {
+    check_run(&run)?;
     let base = std::fs::read_to_string(&input)
         .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
     if base.is_empty() {

@@ -1,0 +1,316 @@
+//! The thread-per-core shell on real threads: back-pressure with minimal rings, scenario
+//! outcomes, timeouts during the drain.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use acker_runtime::shell::{run, RunReport, ShellOptions};
+use acker_runtime::{
+    values, BasicBolt, BasicOutputCollector, Bolt, Config, FailedException, Input, MessageId,
+    OutputCollector, Plan, Spout, SpoutOutputCollector, TaskKind, TopologyBuilder,
+};
+
+/// Emits `n` tracked integers; done once each was acked or failed.
+struct Finite {
+    next: u64,
+    n: u64,
+    decided: u64,
+    acked: Arc<Mutex<Vec<MessageId>>>,
+    failed: Arc<Mutex<Vec<MessageId>>>,
+}
+impl Finite {
+    fn new(
+        n: u64,
+        acked: &Arc<Mutex<Vec<MessageId>>>,
+        failed: &Arc<Mutex<Vec<MessageId>>>,
+    ) -> Self {
+        Self {
+            next: 0,
+            n,
+            decided: 0,
+            acked: acked.clone(),
+            failed: failed.clone(),
+        }
+    }
+}
+impl Spout for Finite {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        if self.next < self.n {
+            c.emit(values![self.next as i64], Some(self.next)).unwrap();
+            self.next += 1;
+        }
+    }
+    fn ack(&mut self, id: MessageId) {
+        self.decided += 1;
+        self.acked.lock().unwrap().push(id);
+    }
+    fn fail(&mut self, id: MessageId) {
+        self.decided += 1;
+        self.failed.lock().unwrap().push(id);
+    }
+    fn is_done(&self) -> bool {
+        self.decided == self.n
+    }
+}
+
+/// Runs `plan` on a helper thread; fails the test if it does not finish in `limit` (deadlock).
+fn run_with_watchdog(plan: Plan, options: ShellOptions, limit: Duration) -> RunReport {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&plan, &options));
+    });
+    rx.recv_timeout(limit)
+        .expect("the run finished (no deadlock)")
+        .expect("the run succeeded")
+}
+
+struct SlowIdentity {
+    slept: Arc<AtomicU64>,
+}
+impl BasicBolt for SlowIdentity {
+    fn execute(
+        &mut self,
+        input: &Input,
+        c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        if input.values()[0].as_int().unwrap_or(0) % 16 == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+            self.slept.fetch_add(1, Ordering::Relaxed);
+        }
+        let v = input.values()[0].clone();
+        c.emit(values![v]).unwrap();
+        Ok(())
+    }
+}
+
+struct Null;
+impl BasicBolt for Null {
+    fn execute(
+        &mut self,
+        _input: &Input,
+        _c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        Ok(())
+    }
+}
+
+#[test]
+fn minimal_rings_and_slow_bolt_finish_with_every_tuple_acked() {
+    let n = 4000;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let failed = Arc::new(Mutex::new(Vec::new()));
+    let slept = Arc::new(AtomicU64::new(0));
+    let (a2, f2, s2) = (acked.clone(), failed.clone(), slept.clone());
+    let mut b = TopologyBuilder::new();
+    b.set_spout("spout", move || Finite::new(n, &a2, &f2), 2)
+        .output_fields(&["n"]);
+    b.set_basic_bolt("slow", move || SlowIdentity { slept: s2.clone() }, 3)
+        .shuffle_grouping("spout")
+        .output_fields(&["n"]);
+    b.set_basic_bolt("null", || Null, 2)
+        .fields_grouping("slow", &["n"]);
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            num_ackers: 2,
+            ..Config::default()
+        })
+        .unwrap();
+    let report = run_with_watchdog(
+        plan,
+        ShellOptions {
+            cores: Some(2),
+            ring_capacity: 1,
+            batch: 1,
+            ..ShellOptions::default()
+        },
+        Duration::from_secs(60),
+    );
+    let mut a = acked.lock().unwrap().clone();
+    a.sort();
+    // Two spout tasks each emit 0..n.
+    let mut want: Vec<u64> = (0..n).chain(0..n).collect();
+    want.sort();
+    assert_eq!(a, want, "every tuple acked exactly once");
+    assert!(failed.lock().unwrap().is_empty());
+    let s = report.spout_totals();
+    assert_eq!(
+        (s.acked, s.failed, s.timed_out, s.ignored),
+        (2 * n, 0, 0, 0)
+    );
+    assert_eq!(report.components["slow"].executed, 2 * n);
+    assert_eq!(report.components["null"].executed, 2 * n);
+    assert_eq!(report.components["null"].acked, 2 * n);
+    assert_eq!(report.components["__acker"].acked, 2 * n);
+    assert_eq!(report.undecided_roots, 0);
+    assert_eq!(report.complete_latency_ns.len(), 2 * n);
+    assert!(slept.load(Ordering::Relaxed) >= 2 * n / 16);
+}
+
+struct Filter {
+    anchored: bool,
+}
+impl Bolt for Filter {
+    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
+        let v = input.values()[0].clone();
+        let anchors: &[&Input] = if self.anchored { &[&input] } else { &[] };
+        c.emit(anchors, values![v]).unwrap();
+        c.ack(input).unwrap();
+    }
+}
+struct Compute;
+impl Bolt for Compute {
+    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
+        c.fail(input).unwrap();
+    }
+}
+
+fn filter_compute(anchored: bool) -> (Vec<MessageId>, Vec<MessageId>, RunReport) {
+    let n = 500;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let failed = Arc::new(Mutex::new(Vec::new()));
+    let (a2, f2) = (acked.clone(), failed.clone());
+    let mut b = TopologyBuilder::new();
+    b.set_spout("spout", move || Finite::new(n, &a2, &f2), 1)
+        .output_fields(&["n"]);
+    b.set_bolt("filter", move || Filter { anchored }, 2)
+        .shuffle_grouping("spout")
+        .output_fields(&["n"]);
+    b.set_bolt("compute", || Compute, 2)
+        .shuffle_grouping("filter");
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let report = run_with_watchdog(
+        plan,
+        ShellOptions {
+            cores: Some(2),
+            ..ShellOptions::default()
+        },
+        Duration::from_secs(60),
+    );
+    let mut a = acked.lock().unwrap().clone();
+    let mut f = failed.lock().unwrap().clone();
+    a.sort();
+    f.sort();
+    (a, f, report)
+}
+
+#[test]
+fn filter_acks_and_emits_unanchored_so_roots_complete() {
+    let (a, f, r) = filter_compute(false);
+    assert_eq!(a, (0..500).collect::<Vec<_>>());
+    assert!(f.is_empty());
+    assert_eq!(r.components["compute"].failed, 500);
+    assert_eq!(r.spout_totals().ignored, 0);
+}
+
+#[test]
+fn filter_emits_anchored_so_every_root_fails_once() {
+    let (a, f, r) = filter_compute(true);
+    assert!(a.is_empty());
+    assert_eq!(f, (0..500).collect::<Vec<_>>());
+    assert_eq!(r.spout_totals().failed, 500);
+    assert_eq!(r.components["__acker"].failed, 500);
+    assert_eq!(r.spout_totals().ignored, 0);
+}
+
+/// Never acks.
+struct BlackHole {
+    held: Vec<Input>,
+}
+impl Bolt for BlackHole {
+    fn execute(&mut self, input: Input, _c: &mut OutputCollector<'_>) {
+        self.held.push(input);
+    }
+}
+
+#[test]
+fn drain_waits_for_timeouts_driven_by_real_clock_ticks() {
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let failed = Arc::new(Mutex::new(Vec::new()));
+    let (a2, f2) = (acked.clone(), failed.clone());
+    let mut b = TopologyBuilder::new();
+    b.set_spout("spout", move || Finite::new(50, &a2, &f2), 1)
+        .output_fields(&["n"]);
+    b.set_bolt("hole", || BlackHole { held: Vec::new() }, 1)
+        .shuffle_grouping("spout");
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            message_timeout_ns: 100_000_000,
+            tick_interval_ns: 10_000_000,
+            ..Config::default()
+        })
+        .unwrap();
+    let report = run_with_watchdog(
+        plan,
+        ShellOptions {
+            cores: Some(2),
+            ..ShellOptions::default()
+        },
+        Duration::from_secs(30),
+    );
+    let s = report.spout_totals();
+    assert_eq!((s.acked, s.failed, s.timed_out), (0, 0, 50));
+    assert_eq!(failed.lock().unwrap().len(), 50);
+    assert!(report.elapsed >= Duration::from_millis(100), "T at least");
+}
+
+#[test]
+fn one_core_and_more_threads_than_cores_both_work() {
+    for cores in [1, 3] {
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let failed = Arc::new(Mutex::new(Vec::new()));
+        let (a2, f2) = (acked.clone(), failed.clone());
+        let mut b = TopologyBuilder::new();
+        b.set_spout("spout", move || Finite::new(1000, &a2, &f2), 1)
+            .output_fields(&["n"]);
+        b.set_basic_bolt("null", || Null, 2)
+            .shuffle_grouping("spout");
+        let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+        let report = run_with_watchdog(
+            plan,
+            ShellOptions {
+                cores: Some(cores),
+                ..ShellOptions::default()
+            },
+            Duration::from_secs(30),
+        );
+        assert_eq!(report.cores, cores);
+        assert_eq!(report.kind_totals(TaskKind::Spout).acked, 1000);
+        assert_eq!(acked.lock().unwrap().len(), 1000);
+    }
+}
+
+#[test]
+fn bad_options_are_errors() {
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        || Finite::new(1, &Arc::default(), &Arc::default()),
+        1,
+    )
+    .output_fields(&["n"]);
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    for o in [
+        ShellOptions {
+            cores: Some(0),
+            ..ShellOptions::default()
+        },
+        ShellOptions {
+            ring_capacity: 0,
+            ..ShellOptions::default()
+        },
+        ShellOptions {
+            batch: 0,
+            ..ShellOptions::default()
+        },
+    ] {
+        assert!(matches!(
+            run(&plan, &o),
+            Err(acker_runtime::shell::ShellError::BadOptions(_))
+        ));
+    }
+}

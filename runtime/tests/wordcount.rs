@@ -1,0 +1,232 @@
+//! Word count on tinyshakespeare (`../shared/data/tinyshakespeare.txt` from the repo root) and
+//! on the built-in generator, through the library and through the `acker-run` binary.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::Ordering;
+
+use acker_runtime::shell::{run, ShellOptions};
+use acker_runtime::wordcount::{self, generate_sentences, top_words, Lines};
+use acker_runtime::Config;
+
+fn shakespeare() -> Option<String> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/tinyshakespeare.txt");
+    match std::fs::read_to_string(&p) {
+        Ok(t) => Some(t),
+        Err(_) => {
+            println!(
+                "note: {} is absent; skipping the tinyshakespeare checks",
+                p.display()
+            );
+            None
+        }
+    }
+}
+
+/// What `wc -w` counts: maximal runs of non-whitespace bytes.
+fn wc_w(text: &str) -> u64 {
+    text.split_ascii_whitespace().count() as u64
+}
+
+struct Outcome {
+    counts: BTreeMap<String, u64>,
+    acked: u64,
+    failed: u64,
+    timed_out: u64,
+    lines_emitted: u64,
+    replays: u64,
+    acked_twice: u64,
+    spout_acked_lines: u64,
+}
+
+fn count(text: &str, cores: usize, fail_rate: f64, seed: u64) -> Outcome {
+    let lines = Lines::from_text(text);
+    let (topology, out) = wordcount::topology(lines, cores, fail_rate).unwrap();
+    let plan = topology
+        .plan(&Config {
+            seed,
+            ..Config::default()
+        })
+        .unwrap();
+    let report = run(
+        &plan,
+        &ShellOptions {
+            cores: Some(cores),
+            ..ShellOptions::default()
+        },
+    )
+    .unwrap();
+    let s = report.spout_totals();
+    let counts = std::mem::take(&mut *out.counts.lock().unwrap());
+    Outcome {
+        counts,
+        acked: s.acked,
+        failed: s.failed,
+        timed_out: s.timed_out,
+        lines_emitted: out.stats.lines_emitted.load(Ordering::Relaxed),
+        replays: out.stats.replays.load(Ordering::Relaxed),
+        acked_twice: out.stats.acked_twice.load(Ordering::Relaxed),
+        spout_acked_lines: out.stats.acked.load(Ordering::Relaxed),
+    }
+}
+
+#[test]
+fn shakespeare_counts_are_exact_and_identical_across_cores_and_failures() {
+    let Some(text) = shakespeare() else { return };
+    let non_empty = text.lines().filter(|l| !l.is_empty()).count() as u64;
+    let words = wc_w(&text);
+    assert_eq!(words, 202_651, "wc -w of tinyshakespeare");
+
+    let one = count(&text, 1, 0.0, 1);
+    assert_eq!(one.counts.values().sum::<u64>(), words);
+    assert_eq!(one.acked, non_empty);
+    assert_eq!(one.spout_acked_lines, non_empty);
+    assert_eq!(one.acked_twice, 0);
+    assert_eq!((one.failed, one.timed_out, one.replays), (0, 0, 0));
+    assert_eq!(one.lines_emitted, non_empty);
+
+    let two = count(&text, 2, 0.0, 1);
+    assert_eq!(two.counts, one.counts);
+    assert_eq!(two.acked, non_empty);
+
+    let faulty = count(&text, 2, 0.1, 7);
+    assert_eq!(faulty.counts, one.counts, "replays give exact counts");
+    assert_eq!(faulty.acked, non_empty, "every line acked exactly once");
+    assert_eq!(faulty.acked_twice, 0);
+    assert_eq!(faulty.timed_out, 0);
+    assert_eq!(faulty.replays, faulty.failed, "each fail is replayed once");
+    // About 10 % of the lines fail at least once.
+    let lo = non_empty / 20;
+    let hi = non_empty / 5;
+    assert!(
+        (lo..hi).contains(&faulty.failed),
+        "failed {} of {non_empty}",
+        faulty.failed
+    );
+
+    let top = top_words(&one.counts, 3);
+    assert_eq!(top[0], ("the".to_string(), 5437));
+}
+
+#[test]
+fn builtin_generator_is_deterministic_and_counted_exactly() {
+    let text = generate_sentences(5000, 3);
+    assert_eq!(text, generate_sentences(5000, 3));
+    assert_ne!(text, generate_sentences(5000, 4));
+    let o = count(&text, 2, 0.2, 9);
+    assert_eq!(o.counts.values().sum::<u64>(), wc_w(&text));
+    let plain = wordcount::plain_count(&text);
+    assert_eq!(o.counts.len(), plain.len());
+    for (w, c) in &o.counts {
+        assert_eq!(plain[w.as_str()], *c, "{w}");
+    }
+    assert_eq!(o.acked, 5000);
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_acker-run"))
+}
+
+#[test]
+fn cli_json_on_shakespeare_matches_wc() {
+    let Some(text) = shakespeare() else { return };
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/tinyshakespeare.txt");
+    let out = bin()
+        .args([
+            "wordcount",
+            "--json",
+            "--cores",
+            "2",
+            "--fail-rate",
+            "0.1",
+            "--seed",
+            "5",
+            "--input",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let non_empty = text.lines().filter(|l| !l.is_empty()).count() as u64;
+    assert_eq!(v["words_total"], wc_w(&text));
+    assert_eq!(v["acked"], non_empty);
+    assert_eq!(v["lines_emitted"], non_empty);
+    assert_eq!(v["timed_out"], 0);
+    assert_eq!(v["replays"], v["failed"]);
+    assert_eq!(v["distinct_words"], 25_670);
+    let top = v["top"].as_array().unwrap();
+    assert_eq!(top.len(), 10);
+    assert_eq!(top[0]["word"], "the");
+    assert_eq!(top[0]["count"], 5437);
+    for w in top.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let (ca, cb) = (a["count"].as_u64().unwrap(), b["count"].as_u64().unwrap());
+        assert!(ca > cb || (ca == cb && a["word"].as_str() < b["word"].as_str()));
+    }
+    for k in ["p50", "p99", "max"] {
+        assert!(v["complete_latency_us"][k].as_f64().unwrap() > 0.0);
+    }
+    assert!(v["elapsed_ms"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn cli_default_run_and_human_output() {
+    let out = bin().args(["wordcount", "--cores", "1"]).output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("top 10:"), "{s}");
+    assert!(s.contains("200000 acked, 0 failed, 0 timed out"), "{s}");
+    assert!(s.contains("complete latency: p50"), "{s}");
+}
+
+#[test]
+fn cli_missing_file_and_bad_arguments_fail_clearly() {
+    let out = bin()
+        .args(["wordcount", "--input", "/definitely/not/here.txt"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot read input /definitely/not/here.txt"),
+        "{err}"
+    );
+
+    let out = bin()
+        .args(["wordcount", "--fail-rate", "1.5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-rate"));
+
+    let out = bin().args(["wordcount", "--cores", "0"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cores must be at least 1"));
+    let out = bin().args(["wordcount", "--bogus"]).output().unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn cli_warns_when_timeouts_off_with_max_spout_pending() {
+    let out = bin()
+        .args([
+            "wordcount",
+            "--cores",
+            "1",
+            "--timeout-secs",
+            "0",
+            "--max-spout-pending",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"));
+}
