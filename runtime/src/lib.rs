@@ -44,3 +44,19 @@ pub use topology::{
     SpoutFactory, TaskInfo, TaskKind, Topology, TopologyBuilder, TopologyError, ACKER_COMPONENT,
     DEFAULT_PENDING_CAPACITY,
 };
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn print_sizes() {
+        println!(
+            "Envelope {} Message {} Tuple {} Value {} Values {} Anchors {}",
+            std::mem::size_of::<crate::Envelope>(),
+            std::mem::size_of::<crate::Message>(),
+            std::mem::size_of::<crate::Tuple>(),
+            std::mem::size_of::<crate::Value>(),
+            std::mem::size_of::<crate::Values>(),
+            std::mem::size_of::<crate::TupleAnchors>()
+        );
+    }
+}

@@ -44,7 +44,9 @@ use hdrhistogram::Histogram;
 use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::executor::{latency_histogram, BuildError, Executor, ExecutorCounters};
-use crate::message::{Envelope, Message, Outbox};
+use acker_core::AckerMessage;
+
+use crate::message::{Message, Notice, Outbox, Tuple};
 use crate::topology::{Placement, Plan, TaskInfo, TaskKind};
 
 /// How the shell runs a plan.
@@ -172,17 +174,121 @@ struct CoreResult {
     latency: Histogram<u64>,
 }
 
+/// A data tuple on its way to a bolt task (the data lane's element).
+struct DataEnv {
+    dest: TaskId,
+    tuple: Tuple,
+}
+
+/// A control message (the control lane's element): small and `Copy`, so acks and decisions cost
+/// a fraction of a data tuple to move.
+#[derive(Clone, Copy)]
+struct CtrlEnv {
+    dest: TaskId,
+    msg: CtrlMsg,
+}
+
+#[derive(Clone, Copy)]
+enum CtrlMsg {
+    Acker(AckerMessage),
+    Notice(Notice),
+    Tick,
+}
+
+impl CtrlEnv {
+    fn into_message(self) -> Message {
+        match self.msg {
+            CtrlMsg::Acker(m) => Message::Acker(m),
+            CtrlMsg::Notice(n) => Message::Notice(n),
+            CtrlMsg::Tick => Message::Tick,
+        }
+    }
+}
+
+/// One lane (data or control): an inbound ring from every other thread, an outbound ring to
+/// every other thread, a staging queue per destination thread, and the local FIFO.
+struct Lane<T> {
+    inbound: Vec<Consumer<T>>,
+    /// Indexed by destination thread (`None` for self).
+    outbound: Vec<Option<Producer<T>>>,
+    staging: Vec<VecDeque<T>>,
+    local: VecDeque<T>,
+}
+
+impl<T> Lane<T> {
+    fn new(
+        inbound: Vec<Consumer<T>>,
+        outbound: Vec<Option<Producer<T>>>,
+        cores: usize,
+        batch: usize,
+    ) -> Self {
+        Self {
+            inbound,
+            outbound,
+            staging: (0..cores).map(|_| VecDeque::with_capacity(batch)).collect(),
+            local: VecDeque::with_capacity(batch * 4),
+        }
+    }
+
+    #[inline]
+    fn stage(&mut self, core: usize, me: usize, item: T) {
+        if core == me {
+            self.local.push_back(item);
+        } else {
+            self.staging[core].push_back(item);
+        }
+    }
+
+    /// Moves staged items into the rings, one chunk per ring; returns (moved, still staged).
+    fn flush(&mut self) -> (usize, usize) {
+        let (mut moved, mut staged) = (0, 0);
+        for (dest, q) in self.staging.iter_mut().enumerate() {
+            if q.is_empty() {
+                continue;
+            }
+            if let Some(p) = self.outbound[dest].as_mut() {
+                let n = p.slots().min(q.len());
+                if n > 0 {
+                    if let Ok(chunk) = p.write_chunk_uninit(n) {
+                        moved += chunk.fill_from_iter(q.drain(..n));
+                    }
+                }
+            }
+            staged += q.len();
+        }
+        (moved, staged)
+    }
+
+    fn staged(&self) -> usize {
+        self.staging.iter().map(|q| q.len()).sum()
+    }
+}
+
+fn rings<T>(cores: usize, capacity: usize) -> Vec<(Vec<Option<Producer<T>>>, Vec<Consumer<T>>)> {
+    let mut producers: Vec<Vec<Option<Producer<T>>>> = (0..cores)
+        .map(|_| (0..cores).map(|_| None).collect())
+        .collect();
+    let mut consumers: Vec<Vec<Consumer<T>>> = (0..cores).map(|_| Vec::new()).collect();
+    for (src, row) in producers.iter_mut().enumerate() {
+        for (dst, slot) in row.iter_mut().enumerate() {
+            if src != dst {
+                let (p, c) = RingBuffer::new(capacity);
+                *slot = Some(p);
+                consumers[dst].push(c);
+            }
+        }
+    }
+    producers.into_iter().zip(consumers).collect()
+}
+
 struct Core<'a> {
     me: usize,
     shared: &'a Shared,
     executors: Vec<Executor>,
     /// task id → (thread, index in that thread's executors).
     where_is: &'a [(usize, usize)],
-    inbound: Vec<Consumer<Envelope>>,
-    /// Indexed by destination thread (`None` for self).
-    outbound: Vec<Option<Producer<Envelope>>>,
-    staging: Vec<VecDeque<Envelope>>,
-    local: VecDeque<Envelope>,
+    data: Lane<DataEnv>,
+    ctrl: Lane<CtrlEnv>,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -195,44 +301,38 @@ struct Core<'a> {
 impl Core<'_> {
     #[inline]
     fn route_outbox(&mut self) {
+        let me = self.me;
         for env in self.outbox.drain() {
             let (core, _) = self.where_is[env.dest as usize];
-            if core == self.me {
-                self.local.push_back(env);
-            } else {
-                self.staging[core].push_back(env);
-            }
+            let dest = env.dest;
+            let msg = match env.message {
+                Message::Tuple(tuple) => {
+                    self.data.stage(core, me, DataEnv { dest, tuple });
+                    continue;
+                }
+                Message::Acker(m) => CtrlMsg::Acker(m),
+                Message::Notice(n) => CtrlMsg::Notice(n),
+                Message::Tick => CtrlMsg::Tick,
+            };
+            self.ctrl.stage(core, me, CtrlEnv { dest, msg });
         }
     }
 
     #[inline]
-    fn deliver(&mut self, env: Envelope, now_ns: u64) {
-        let (_, idx) = self.where_is[env.dest as usize];
-        self.executors[idx].handle(env.message, now_ns, &mut self.outbox);
-        self.route_outbox();
+    fn deliver(&mut self, dest: TaskId, message: Message, now_ns: u64) {
+        let (_, idx) = self.where_is[dest as usize];
+        self.executors[idx].handle(message, now_ns, &mut self.outbox);
+        if !self.outbox.is_empty() {
+            self.route_outbox();
+        }
     }
 
-    /// Pushes staged envelopes into the rings; returns how many moved.
+    /// Pushes staged envelopes of both lanes into the rings; returns how many moved.
     fn flush(&mut self) -> usize {
-        let mut moved = 0;
-        let mut staged = 0;
-        for (dest, q) in self.staging.iter_mut().enumerate() {
-            if q.is_empty() {
-                continue;
-            }
-            if let Some(p) = self.outbound[dest].as_mut() {
-                let n = p.slots().min(q.len());
-                if n > 0 {
-                    if let Ok(chunk) = p.write_chunk_uninit(n) {
-                        let k = chunk.fill_from_iter(q.drain(..n));
-                        moved += k;
-                    }
-                }
-            }
-            staged += q.len();
-        }
-        self.sent += moved as u64;
-        let over = staged > self.bp_threshold;
+        let (cm, _) = self.ctrl.flush();
+        let (dm, data_staged) = self.data.flush();
+        self.sent += (cm + dm) as u64;
+        let over = data_staged > self.bp_threshold;
         if over != self.under_backpressure {
             self.under_backpressure = over;
             if over {
@@ -241,18 +341,82 @@ impl Core<'_> {
                 self.shared.backpressure.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        moved
+        cm + dm
+    }
+
+    /// Handles up to `batch` envelopes from every inbound ring of the control lane.
+    fn drain_ctrl(&mut self, now_ns: u64) -> usize {
+        let mut inbound = std::mem::take(&mut self.ctrl.inbound);
+        let mut work = 0;
+        for c in inbound.iter_mut() {
+            let avail = c.slots().min(self.batch);
+            if avail == 0 {
+                continue;
+            }
+            if let Ok(chunk) = c.read_chunk(avail) {
+                for env in chunk {
+                    self.deliver(env.dest, env.into_message(), now_ns);
+                }
+            }
+            work += avail;
+        }
+        self.ctrl.inbound = inbound;
+        self.received += work as u64;
+        work
+    }
+
+    /// Handles up to `batch` envelopes from every inbound ring of the data lane.
+    fn drain_data(&mut self, now_ns: u64) -> usize {
+        let mut inbound = std::mem::take(&mut self.data.inbound);
+        let mut work = 0;
+        for c in inbound.iter_mut() {
+            let avail = c.slots().min(self.batch);
+            if avail == 0 {
+                continue;
+            }
+            if let Ok(chunk) = c.read_chunk(avail) {
+                for env in chunk {
+                    self.deliver(env.dest, Message::Tuple(env.tuple), now_ns);
+                }
+            }
+            work += avail;
+            self.flush();
+        }
+        self.data.inbound = inbound;
+        self.received += work as u64;
+        work
+    }
+
+    /// Handles what is in the local FIFOs now (new local messages wait for the next turn).
+    fn drain_local(&mut self, now_ns: u64) -> usize {
+        let limit = self.batch * 4;
+        let n = self.ctrl.local.len().min(limit);
+        for _ in 0..n {
+            if let Some(env) = self.ctrl.local.pop_front() {
+                self.deliver(env.dest, env.into_message(), now_ns);
+            }
+        }
+        let m = self.data.local.len().min(limit);
+        for _ in 0..m {
+            if let Some(env) = self.data.local.pop_front() {
+                self.deliver(env.dest, Message::Tuple(env.tuple), now_ns);
+            }
+        }
+        n + m
     }
 
     fn staged(&self) -> usize {
-        self.staging.iter().map(|q| q.len()).sum()
+        self.data.staged() + self.ctrl.staged()
     }
 
     fn publish(&self) {
         let s = &self.shared.status[self.me];
         s.sent.store(self.sent, Ordering::Release);
         s.received.store(self.received, Ordering::Release);
-        let quiet = self.local.is_empty() && self.outbox.is_empty() && self.staged() == 0;
+        let quiet = self.data.local.is_empty()
+            && self.ctrl.local.is_empty()
+            && self.outbox.is_empty()
+            && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
         let pending: usize = self
             .executors
@@ -275,43 +439,10 @@ impl Core<'_> {
         loop {
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
             let mut work = self.flush();
-
-            // Every input ring, in one chunk each.
-            for src in 0..self.inbound.len() {
-                let avail = self.inbound[src].slots().min(self.batch);
-                if avail == 0 {
-                    continue;
-                }
-                if let Ok(c) = self.inbound[src].read_chunk(avail) {
-                    // Move the messages out first so the executors can be borrowed mutably.
-                    let mut iter = c.into_iter();
-                    for _ in 0..avail {
-                        let Some(env) = iter.next() else { break };
-                        let (_, idx) = self.where_is[env.dest as usize];
-                        self.executors[idx].handle(env.message, now_ns, &mut self.outbox);
-                        for out in self.outbox.drain() {
-                            let (core, _) = self.where_is[out.dest as usize];
-                            if core == self.me {
-                                self.local.push_back(out);
-                            } else {
-                                self.staging[core].push_back(out);
-                            }
-                        }
-                    }
-                }
-                self.received += avail as u64;
-                work += avail;
-                self.flush();
-            }
-
-            // The local FIFO: what is there now (new local messages wait for the next turn).
-            let n = self.local.len().min(self.batch.max(1) * 4);
-            for _ in 0..n {
-                if let Some(env) = self.local.pop_front() {
-                    self.deliver(env, now_ns);
-                }
-            }
-            work += n;
+            // Control first: acks and decisions never wait behind data.
+            work += self.drain_ctrl(now_ns);
+            work += self.drain_data(now_ns);
+            work += self.drain_local(now_ns);
 
             // Ticks from the real clock.
             if now_ns >= next_tick_ns {
@@ -326,24 +457,22 @@ impl Core<'_> {
             if !spouts.is_empty()
                 && !self.shared.stop_spouts.load(Ordering::Acquire)
                 && self.shared.backpressure.load(Ordering::Acquire) == 0
-                && self.staged() == 0
+                && self.data.staged() <= self.bp_threshold
             {
                 for &i in &spouts {
+                    if self.executors[i].is_done() {
+                        continue;
+                    }
                     for _ in 0..self.batch {
-                        if self.executors[i].is_done()
-                            || !self.executors[i].next_tuple(now_ns, &mut self.outbox)
-                        {
+                        if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
                         work += 1;
                         self.route_outbox();
-                        if self.staged() > self.bp_threshold {
-                            break;
-                        }
                     }
                 }
-                self.flush();
             }
+            work += self.flush();
 
             if work == 0 {
                 idle_turns = idle_turns.saturating_add(1);
@@ -417,20 +546,9 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
         })
         .collect();
 
-    // Rings: producers[src][dst], consumers[dst][src].
-    let mut producers: Vec<Vec<Option<Producer<Envelope>>>> = (0..cores)
-        .map(|_| (0..cores).map(|_| None).collect())
-        .collect();
-    let mut consumers: Vec<Vec<Consumer<Envelope>>> = (0..cores).map(|_| Vec::new()).collect();
-    for (src, row) in producers.iter_mut().enumerate() {
-        for (dst, slot) in row.iter_mut().enumerate() {
-            if src != dst {
-                let (p, c) = RingBuffer::new(options.ring_capacity);
-                *slot = Some(p);
-                consumers[dst].push(c);
-            }
-        }
-    }
+    // Two lanes, each with one ring per ordered pair of distinct threads.
+    let data_rings = rings::<DataEnv>(cores, options.ring_capacity);
+    let ctrl_rings = rings::<CtrlEnv>(cores, options.ring_capacity);
     let shared = Shared {
         start: Instant::now(),
         stop_spouts: AtomicBool::new(false),
@@ -446,7 +564,9 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
 
     let (results, spouts_stopped_after, undecided) = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(cores);
-        for (me, (outbound, inbound)) in producers.into_iter().zip(consumers).enumerate() {
+        for (me, ((data_out, data_in), (ctrl_out, ctrl_in))) in
+            data_rings.into_iter().zip(ctrl_rings).enumerate()
+        {
             let shared = &shared;
             let where_is = &where_is[..];
             let placement = &placement;
@@ -478,10 +598,8 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
                     shared,
                     executors,
                     where_is,
-                    inbound,
-                    outbound,
-                    staging: (0..cores).map(|_| VecDeque::with_capacity(batch)).collect(),
-                    local: VecDeque::with_capacity(batch * 4),
+                    data: Lane::new(data_in, data_out, cores, batch),
+                    ctrl: Lane::new(ctrl_in, ctrl_out, cores, batch),
                     outbox: Outbox::with_capacity(batch),
                     batch,
                     bp_threshold,

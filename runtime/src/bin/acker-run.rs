@@ -85,6 +85,10 @@ enum BenchCommand {
         /// How long the spout runs.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Run the executors on the single-threaded local shell instead (no rings, no threads):
+        /// the executors' own cost per tree.
+        #[arg(long)]
+        local: bool,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -270,7 +274,7 @@ impl BasicBolt for Null {
     }
 }
 
-fn pipeline_cmd(seconds: f64, run: RunArgs) -> Result<(), String> {
+fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
     check_run(&run)?;
     if !(seconds > 0.0 && seconds < 3600.0) {
         return Err(format!("--seconds must be in (0, 3600), got {seconds}"));
@@ -287,6 +291,33 @@ fn pipeline_cmd(seconds: f64, run: RunArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .plan(&config(&run))
         .map_err(|e| e.to_string())?;
+    if local {
+        let mut shell = acker_runtime::local::LocalShell::new(&plan).map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        let mut steps = 0u64;
+        while t0.elapsed().as_secs_f64() < seconds {
+            for _ in 0..1024 {
+                shell.step();
+            }
+            steps += 1024;
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let spout = shell.counters(acker_runtime::TaskKind::Spout);
+        let bolts = shell.counters(acker_runtime::TaskKind::Bolt);
+        println!(
+            "{}",
+            serde_json::json!({
+                "bench": "pipeline-local",
+                "ackers": run.ackers,
+                "elapsed_s": secs,
+                "spout_calls": steps,
+                "trees_acked": spout.acked,
+                "trees_per_sec": spout.acked as f64 / secs,
+                "bolt_executed": bolts.executed,
+            })
+        );
+        return Ok(());
+    }
     let report = shell::run(
         &plan,
         &ShellOptions {
@@ -393,7 +424,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.command {
         Command::Wordcount(a) => wordcount_cmd(a),
-        Command::Bench(BenchCommand::Pipeline { seconds, run }) => pipeline_cmd(seconds, run),
+        Command::Bench(BenchCommand::Pipeline {
+            seconds,
+            local,
+            run,
+        }) => pipeline_cmd(seconds, local, run),
         Command::Bench(BenchCommand::Wordcount { input, min_mb, run }) => {
             bench_wordcount_cmd(input, min_mb, run)
         }
