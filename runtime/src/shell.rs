@@ -264,7 +264,10 @@ impl<T> Lane<T> {
     }
 }
 
-fn rings<T>(cores: usize, capacity: usize) -> Vec<(Vec<Option<Producer<T>>>, Vec<Consumer<T>>)> {
+/// One thread's ends of a lane's rings: producers by destination thread, consumers by source.
+type ThreadRings<T> = (Vec<Option<Producer<T>>>, Vec<Consumer<T>>);
+
+fn rings<T>(cores: usize, capacity: usize) -> Vec<ThreadRings<T>> {
     let mut producers: Vec<Vec<Option<Producer<T>>>> = (0..cores)
         .map(|_| (0..cores).map(|_| None).collect())
         .collect();
