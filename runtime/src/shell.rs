@@ -230,13 +230,27 @@ impl<T> Lane<T> {
         }
     }
 
+    /// Queues `item` for thread `core`: the local FIFO for this thread, else straight into the
+    /// ring when nothing is staged before it and the ring has room, else the staging queue.
+    /// Returns 1 if it went into a ring, 0 otherwise.
     #[inline]
-    fn stage(&mut self, core: usize, me: usize, item: T) {
+    fn stage(&mut self, core: usize, me: usize, item: T) -> u64 {
         if core == me {
             self.local.push_back(item);
-        } else {
-            self.staging[core].push_back(item);
+            return 0;
         }
+        let q = &mut self.staging[core];
+        if q.is_empty() {
+            if let Some(p) = self.outbound[core].as_mut() {
+                match p.push(item) {
+                    Ok(()) => return 1,
+                    Err(rtrb::PushError::Full(item)) => q.push_back(item),
+                }
+                return 0;
+            }
+        }
+        q.push_back(item);
+        0
     }
 
     /// Moves staged items into the rings, one chunk per ring; returns (moved, still staged).
@@ -310,14 +324,14 @@ impl Core<'_> {
             let dest = env.dest;
             let msg = match env.message {
                 Message::Tuple(tuple) => {
-                    self.data.stage(core, me, DataEnv { dest, tuple });
+                    self.sent += self.data.stage(core, me, DataEnv { dest, tuple });
                     continue;
                 }
                 Message::Acker(m) => CtrlMsg::Acker(m),
                 Message::Notice(n) => CtrlMsg::Notice(n),
                 Message::Tick => CtrlMsg::Tick,
             };
-            self.ctrl.stage(core, me, CtrlEnv { dest, msg });
+            self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
         }
     }
 
