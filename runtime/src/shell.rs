@@ -9,19 +9,23 @@
 //! - **Placement.** Task `t` runs on thread `t % cores` ([`Placement::round_robin`]), so every
 //!   component with parallelism ≥ cores spreads over all of them; local-or-shuffle grouping
 //!   prefers tasks on the same thread.
-//! - **Rings.** One bounded SPSC ring ([`rtrb`], cache-padded head and tail) per ordered pair of
-//!   distinct threads, [`ShellOptions::ring_capacity`] envelopes each. A message for a task on the
-//!   same thread goes to that thread's local FIFO instead.
+//! - **Rings and lanes.** Two lanes join every ordered pair of distinct threads, each a bounded
+//!   SPSC ring ([`rtrb`]: cache-padded head and tail, [`ShellOptions::ring_capacity`] entries):
+//!   the *data* lane carries tuples (144-byte envelopes), the *control* lane carries acker
+//!   messages and notices (small `Copy` envelopes). A message for a task on the same thread goes
+//!   to that thread's local FIFO instead.
 //! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
-//!   (one index update), and pushes its outgoing envelopes to each ring in chunks after each batch.
-//! - **Back-pressure, never drops, never deadlocks.** A thread never blocks. Outgoing envelopes
-//!   wait in a per-destination staging queue until the ring has room. While any thread has more
-//!   than one ring's worth of staged envelopes (or any staged envelope at all on its own spouts'
-//!   thread), every spout stops calling `next_tuple` (Storm 2's back-pressure signal), so the
-//!   staged amount stays bounded by what was already in flight. Because every thread keeps draining
-//!   every input ring whatever its output state, acks (bolt → acker), decisions (acker → spout)
-//!   and data always move: the cycle spout → bolt → acker → spout cannot deadlock even with every
-//!   ring full, and a full ring only ever stops the spouts.
+//!   (one index update); an outgoing envelope goes straight into its ring while nothing is staged
+//!   before it, and staged envelopes are written back in chunks.
+//! - **Back-pressure, never drops, never deadlocks.** A thread never blocks. An envelope whose
+//!   ring is full waits in a per-destination staging queue (order kept). While any thread has more
+//!   than `max(ring_capacity, batch)` data envelopes staged, every spout stops calling
+//!   `next_tuple` (Storm 2's back-pressure signal), so the staged amount stays bounded by what is
+//!   already in flight (max spout pending × tree size). Every thread drains its control rings
+//!   first and its data rings next on every turn, whatever the state of its own output: acks
+//!   (bolt → acker), decisions (acker → spout) and data always move, so the cycle
+//!   spout → bolt → acker → spout cannot deadlock even with every ring full; a full ring only
+//!   ever stops the spouts.
 //! - **Clock.** Only this shell reads a clock: `now_ns` is the `Instant` elapsed since the run
 //!   started, read once per loop turn. Every executor gets a [`Message::Tick`] every
 //!   [`Config::tick_interval_ns`](crate::Config::tick_interval_ns) (spout timeouts, acker expiry).

@@ -125,7 +125,9 @@ pub struct LineSpout {
     step: usize,
     next: usize,
     replay: VecDeque<MessageId>,
-    acked: HashSet<MessageId>,
+    /// Indexed by line number: whether that line's tree completed.
+    acked: Vec<bool>,
+    acked_count: usize,
     owned: usize,
 }
 
@@ -139,7 +141,8 @@ impl LineSpout {
             step: 1,
             next: 0,
             replay: VecDeque::new(),
-            acked: HashSet::new(),
+            acked: Vec::new(),
+            acked_count: 0,
             owned: 0,
         }
     }
@@ -164,7 +167,8 @@ impl Spout for LineSpout {
         } else {
             0
         };
-        self.acked = HashSet::with_capacity(self.owned);
+        let max_line = self.lines.lines.last().map(|l| l.0).unwrap_or(0);
+        self.acked = vec![false; max_line as usize + 1];
     }
 
     fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
@@ -191,21 +195,26 @@ impl Spout for LineSpout {
     }
 
     fn ack(&mut self, msg_id: MessageId) {
-        if self.acked.insert(msg_id) {
-            self.stats.acked.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.stats.acked_twice.fetch_add(1, Ordering::Relaxed);
+        match self.acked.get_mut(msg_id as usize) {
+            Some(seen) if !*seen => {
+                *seen = true;
+                self.acked_count += 1;
+                self.stats.acked.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {
+                self.stats.acked_twice.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
     fn fail(&mut self, msg_id: MessageId) {
-        if !self.acked.contains(&msg_id) {
+        if !self.acked.get(msg_id as usize).copied().unwrap_or(true) {
             self.replay.push_back(msg_id);
         }
     }
 
     fn is_done(&self) -> bool {
-        self.acked.len() >= self.owned
+        self.acked_count >= self.owned
     }
 }
 

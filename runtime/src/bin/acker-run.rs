@@ -201,6 +201,14 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
             "cores": report.cores,
             "ackers": args.run.ackers,
             "undecided": report.undecided_roots,
+            "components": report.components.iter().map(|(name, c)| (name.clone(), serde_json::json!({
+                "emitted": c.emitted,
+                "transferred": c.transferred,
+                "executed": c.executed,
+                "acked": c.acked,
+                "failed": c.failed,
+                "timed_out": c.timed_out,
+            }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
         println!("{v}");
     } else {
@@ -234,6 +242,16 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
             words_total as f64 / report.elapsed.as_secs_f64().max(1e-9)
         );
         println!("complete latency: p50 {p50:.1} us, p99 {p99:.1} us, max {max:.1} us");
+        println!(
+            "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "component", "emitted", "executed", "acked", "failed", "timed out"
+        );
+        for (name, c) in &report.components {
+            println!(
+                "{name:<10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                c.emitted, c.executed, c.acked, c.failed, c.timed_out
+            );
+        }
     }
     Ok(())
 }
