@@ -119,7 +119,8 @@ struct TaskState {
     worker: u16,
     exec: Option<Executor>,
     incarnation: u32,
-    inbox: VecDeque<Message>,
+    /// Slab indices of delivered messages waiting to be handled.
+    inbox: VecDeque<u32>,
     busy_until: u64,
     scheduled: bool,
     retired: ExecutorCounters,
@@ -478,7 +479,11 @@ impl Sim {
         self.tasks[t].retired.add(&c);
         drop(exec);
         let lost = self.tasks[t].inbox.len() as u64;
-        self.tasks[t].inbox.clear();
+        let inbox = std::mem::take(&mut self.tasks[t].inbox);
+        for idx in inbox {
+            self.slab[idx as usize] = None;
+            self.free.push(idx);
+        }
         self.queued -= lost;
         self.dropped += lost;
         self.trace
@@ -538,10 +543,28 @@ impl Sim {
             return;
         }
         self.tasks[t].scheduled = false;
+        let msg = match self.tasks[t].inbox.pop_front() {
+            Some(idx) => {
+                self.queued -= 1;
+                self.take_slab(idx).map(|m| m.msg)
+            }
+            None => None,
+        };
+        self.step(task, msg);
+    }
+
+    fn take_slab(&mut self, idx: u32) -> Option<InFlight> {
+        let item = self.slab[idx as usize].take();
+        self.free.push(idx);
+        item
+    }
+
+    /// One step of a live task: handle `msg`, or (a spout with no message) call `next_tuple`.
+    fn step(&mut self, task: TaskId, msg: Option<Message>) {
+        let t = task as usize;
         let now = self.now;
         let is_spout = self.tasks[t].kind == TaskKind::Spout;
-        if let Some(msg) = self.tasks[t].inbox.pop_front() {
-            self.queued -= 1;
+        if let Some(msg) = msg {
             if is_spout {
                 lock(&self.world.log).set_now(now);
             }
@@ -690,34 +713,43 @@ impl Sim {
     }
 
     fn on_deliver(&mut self, idx: u32) {
-        let Some(item) = self.slab[idx as usize].take() else {
+        self.in_flight -= 1;
+        let Some((from, dest)) = self.slab[idx as usize].as_ref().map(|m| (m.from, m.dest)) else {
             return;
         };
-        self.free.push(idx);
-        self.in_flight -= 1;
-        let d = item.dest as usize;
+        let d = dest as usize;
         if self.tasks[d].exec.is_none() {
+            let item = self.take_slab(idx);
             self.dropped += 1;
             self.trace.event(&[
                 self.now,
                 T_DROP,
                 DROP_DOWN,
-                (item.from as u64) << 16 | item.dest as u64,
+                (from as u64) << 16 | dest as u64,
             ]);
             if self.trace.writing() {
                 let now = self.now;
-                self.trace.line(format_args!(
-                    "{now} drop(down) {}->{} {:?}",
-                    item.from, item.dest, item.msg
-                ));
+                if let Some(item) = item {
+                    self.trace.line(format_args!(
+                        "{now} drop(down) {from}->{dest} {:?}",
+                        item.msg
+                    ));
+                }
             }
             return;
         }
         self.delivered += 1;
-        self.trace.event(&[self.now, T_DELIVER, item.dest as u64]);
-        self.tasks[d].inbox.push_back(item.msg);
-        self.queued += 1;
-        self.maybe_schedule(item.dest);
+        self.trace.event(&[self.now, T_DELIVER, dest as u64]);
+        let st = &self.tasks[d];
+        if !st.scheduled && st.inbox.is_empty() && st.busy_until <= self.now {
+            // Idle: handle it now (the same as a process event at this instant, one event less).
+            let msg = self.take_slab(idx).map(|m| m.msg);
+            self.step(dest, msg);
+        } else {
+            self.tasks[d].inbox.push_back(idx);
+            self.queued += 1;
+            self.maybe_schedule(dest);
+        }
     }
 
     // ---- faults -----------------------------------------------------------------------------

@@ -1,1 +1,444 @@
-//! stub
+//! The reliability experiment of the seed document (`seeds/003_*`, summarised in DESIGN.md under
+//! "Delivery guarantees"): guarantee × fault × injected count on a stream of unique sequential
+//! numbers, the relations it found, the table, the JSON rows and the SVG plot.
+//!
+//! Faults of a row are spread over the input by offset (`kind*count`: the i-th of k fires when
+//! the spout first reads offset `i · tuples / (k + 1)`), so each fault strikes a running,
+//! saturated topology and the recoveries do not overlap.
+
+use crate::engine::{Outcome, RunError, Sim};
+use crate::fault::{FaultKind, FaultSpec};
+use crate::scenario::{Guarantee, Scenario};
+use serde::Serialize;
+
+/// The injected counts of the experiment.
+pub const COUNTS: [u32; 4] = [0, 1, 2, 5];
+
+/// One row of the experiment (the keys of `--json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// The delivery guarantee.
+    pub guarantee: String,
+    /// The fault kind, or `none`.
+    pub fault: String,
+    /// Faults that fired.
+    pub injected: u64,
+    /// Input tuples.
+    pub input: u64,
+    /// Distinct numbers in the sink's result.
+    pub distinct: u64,
+    /// Numbers missing from the sink's result.
+    pub lost: u64,
+    /// Extra records in the sink's result.
+    pub duplicates: u64,
+    /// The max spout pending configured.
+    pub max_spout_pending: u64,
+    /// The run's trace hash, as 16 hex digits.
+    pub trace_hash: String,
+    /// Oracle violations of the run (empty when every oracle held).
+    #[serde(skip)]
+    pub violations: Vec<String>,
+    /// Faults asked for.
+    #[serde(skip)]
+    pub requested: u64,
+}
+
+impl Row {
+    /// Loss as a percentage of the input.
+    pub fn loss_pct(&self) -> f64 {
+        100.0 * self.lost as f64 / self.input.max(1) as f64
+    }
+}
+
+/// The (guarantee, fault, count) cells of the experiment, in table order: for each guarantee,
+/// `none` with 0 faults, then each fault kind of [`FaultKind::EXPERIMENT`] with each count of
+/// [`COUNTS`].
+pub fn cells() -> Vec<(Guarantee, Option<FaultKind>, u32)> {
+    let mut v = Vec::new();
+    for g in Guarantee::ALL {
+        v.push((g, None, 0));
+        for k in FaultKind::EXPERIMENT {
+            for c in COUNTS {
+                v.push((g, Some(k), c));
+            }
+        }
+    }
+    v
+}
+
+/// Runs one cell from `base` (its seed, sizes and timing).
+///
+/// # Errors
+/// As [`Sim::run`].
+pub fn run_cell(
+    base: &Scenario,
+    guarantee: Guarantee,
+    fault: Option<FaultKind>,
+    count: u32,
+) -> Result<(Row, Outcome), RunError> {
+    let mut sc = base.clone();
+    sc.guarantee = guarantee;
+    let specs: Vec<FaultSpec> = match fault {
+        Some(kind) if count > 0 => vec![FaultSpec {
+            kind,
+            trigger: None,
+            count,
+            rate: None,
+            target: None,
+        }],
+        _ => Vec::new(),
+    };
+    sc.set_fault_specs(&specs, 0).map_err(RunError::Scenario)?;
+    let o = Sim::run(sc, None)?;
+    let row = Row {
+        guarantee: guarantee.to_string(),
+        fault: fault.map_or("none".to_string(), |k| k.to_string()),
+        injected: o.fired.len() as u64,
+        input: o.input,
+        distinct: o.distinct,
+        lost: o.lost,
+        duplicates: o.duplicates,
+        max_spout_pending: base.max_spout_pending as u64,
+        trace_hash: format!("{:016x}", o.trace_hash),
+        violations: o.violations.iter().map(|v| v.to_string()).collect(),
+        requested: if fault.is_some() { count as u64 } else { 0 },
+    };
+    Ok((row, o))
+}
+
+/// Runs every cell, calling `progress` after each.
+///
+/// # Errors
+/// The first [`RunError`].
+pub fn run(base: &Scenario, mut progress: impl FnMut(&Row)) -> Result<Vec<Row>, RunError> {
+    let mut rows = Vec::new();
+    for (g, k, c) in cells() {
+        let (row, _) = run_cell(base, g, k, c)?;
+        progress(&row);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// One relation of the seed experiment, checked on the rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Relation {
+    /// The relation, in words.
+    pub text: String,
+    /// Whether every row it covers satisfies it.
+    pub holds: bool,
+    /// What was measured.
+    pub detail: String,
+}
+
+fn rows_of<'a>(rows: &'a [Row], g: Guarantee, fault: &'a str) -> impl Iterator<Item = &'a Row> {
+    rows.iter()
+        .filter(move |r| r.guarantee == g.name() && r.fault == fault)
+}
+
+/// Checks the relations the seed experiment found (DESIGN.md, "Delivery guarantees") on `rows`.
+pub fn relations(rows: &[Row]) -> Vec<Relation> {
+    use Guarantee::*;
+    let mut v = Vec::new();
+    let mut rel = |text: &str, holds: bool, detail: String| {
+        v.push(Relation {
+            text: text.to_string(),
+            holds,
+            detail,
+        })
+    };
+    let all_ok = rows.iter().all(|r| r.violations.is_empty());
+    let bad: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .map(|r| {
+            format!(
+                "{}/{}/{}: {}",
+                r.guarantee,
+                r.fault,
+                r.injected,
+                r.violations.join("; ")
+            )
+        })
+        .collect();
+    rel(
+        "every oracle held in every run",
+        all_ok,
+        if all_ok {
+            format!("{} runs", rows.len())
+        } else {
+            bad.join(" | ")
+        },
+    );
+    let fired_ok = rows.iter().all(|r| r.injected == r.requested);
+    rel(
+        "every requested fault fired",
+        fired_ok,
+        format!("{} faults", rows.iter().map(|r| r.injected).sum::<u64>()),
+    );
+    let amo: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.guarantee == AtMostOnce.name())
+        .collect();
+    let none = rows_of(rows, AtMostOnce, "none").all(|r| r.lost == 0 && r.duplicates == 0);
+    rel(
+        "at-most-once, no fault: nothing lost, nothing duplicated",
+        none,
+        String::new(),
+    );
+    rel(
+        "at-most-once never duplicates",
+        amo.iter().all(|r| r.duplicates == 0),
+        format!(
+            "max duplicates {}",
+            amo.iter().map(|r| r.duplicates).max().unwrap_or(0)
+        ),
+    );
+    let before: Vec<&Row> = rows_of(rows, AtMostOnce, "bolt-exception-before-emit").collect();
+    rel(
+        "at-most-once: each bolt exception before emit loses its tuple (lost = exceptions)",
+        before.iter().all(|r| r.lost == r.injected),
+        before
+            .iter()
+            .map(|r| format!("{}→{}", r.injected, r.lost))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let crash: Vec<&Row> = rows_of(rows, AtMostOnce, "bolt-crash").collect();
+    rel(
+        "at-most-once: a bolt crash loses the tuples queued at and sent to the bolt while it is down",
+        crash.iter().all(|r| (r.injected == 0) == (r.lost == 0)),
+        crash
+            .iter()
+            .map(|r| format!("{}→{}", r.injected, r.lost))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let alo: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.guarantee == AtLeastOnce.name())
+        .collect();
+    rel(
+        "at-least-once never loses",
+        alo.iter().all(|r| r.lost == 0),
+        format!("max lost {}", alo.iter().map(|r| r.lost).max().unwrap_or(0)),
+    );
+    let acker: Vec<&Row> = rows_of(rows, AtLeastOnce, "acker-crash").collect();
+    rel(
+        "at-least-once: acker crash → duplicates = max spout pending × crashes",
+        acker
+            .iter()
+            .all(|r| r.duplicates == r.max_spout_pending * r.injected),
+        acker
+            .iter()
+            .map(|r| format!("{}×{}→{}", r.max_spout_pending, r.injected, r.duplicates))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let spout: Vec<&Row> = rows_of(rows, AtLeastOnce, "spout-crash").collect();
+    let about = |r: &&Row| {
+        let want = (r.max_spout_pending * r.injected) as f64;
+        let got = r.duplicates as f64;
+        if want == 0.0 {
+            got == 0.0
+        } else {
+            (got / want - 1.0).abs() <= 0.25
+        }
+    };
+    rel(
+        "at-least-once: spout crash → duplicates ≈ max spout pending × crashes (within 25%)",
+        spout.iter().all(about),
+        spout
+            .iter()
+            .map(|r| format!("{}×{}→{}", r.max_spout_pending, r.injected, r.duplicates))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let be: Vec<&Row> = rows_of(rows, AtLeastOnce, "bolt-exception-before-emit").collect();
+    rel(
+        "at-least-once: bolt exception before emit → 0 duplicates",
+        be.iter().all(|r| r.duplicates == 0),
+        be.iter()
+            .map(|r| format!("{}→{}", r.injected, r.duplicates))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let ae: Vec<&Row> = rows_of(rows, AtLeastOnce, "bolt-exception-after-emit").collect();
+    rel(
+        "at-least-once: bolt exception after emit → one duplicate per exception",
+        ae.iter().all(|r| r.duplicates == r.injected),
+        ae.iter()
+            .map(|r| format!("{}→{}", r.injected, r.duplicates))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let ml: Vec<&Row> = rows_of(rows, AtLeastOnce, "message-loss").collect();
+    rel(
+        "at-least-once: a lost message duplicates at most one tuple (a lost ack, init or notice; a lost data tuple is replayed without a duplicate)",
+        ml.iter().all(|r| r.duplicates <= r.injected),
+        ml.iter()
+            .map(|r| format!("{}→{}", r.injected, r.duplicates))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let eo: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.guarantee == ExactlyOnce.name())
+        .collect();
+    rel(
+        "exactly-once: 0 lost and 0 duplicates under every fault",
+        eo.iter().all(|r| r.lost == 0 && r.duplicates == 0),
+        format!(
+            "max lost {}, max duplicates {}",
+            eo.iter().map(|r| r.lost).max().unwrap_or(0),
+            eo.iter().map(|r| r.duplicates).max().unwrap_or(0)
+        ),
+    );
+    v
+}
+
+/// The table as aligned text.
+pub fn format_table(rows: &[Row]) -> String {
+    let header = [
+        "guarantee",
+        "fault",
+        "injected",
+        "input",
+        "distinct in sink",
+        "lost",
+        "loss %",
+        "duplicates",
+        "max spout pending",
+        "trace hash",
+    ];
+    let cells: Vec<[String; 10]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.guarantee.clone(),
+                r.fault.clone(),
+                r.injected.to_string(),
+                r.input.to_string(),
+                r.distinct.to_string(),
+                r.lost.to_string(),
+                format!("{:.3}", r.loss_pct()),
+                r.duplicates.to_string(),
+                r.max_spout_pending.to_string(),
+                r.trace_hash.clone(),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for c in &cells {
+        for (i, s) in c.iter().enumerate() {
+            widths[i] = widths[i].max(s.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, items: Vec<&str>| {
+        let parts: Vec<String> = items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i < 2 {
+                    format!("{:<w$}", s, w = widths[i])
+                } else {
+                    format!("{:>w$}", s, w = widths[i])
+                }
+            })
+            .collect();
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&mut out, header.to_vec());
+    let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    out.push_str(&"-".repeat(total));
+    out.push('\n');
+    for c in &cells {
+        line(&mut out, c.iter().map(|s| s.as_str()).collect());
+    }
+    out
+}
+
+/// Draws lost and duplicated tuples against injected faults, one panel per guarantee and
+/// measure, one line per fault kind, into an SVG file (plotters' SVG backend; no font library).
+///
+/// # Errors
+/// A message if the file cannot be written.
+pub fn plot_svg(rows: &[Row], path: &std::path::Path) -> Result<(), String> {
+    use plotters::prelude::*;
+    let root = SVGBackend::new(path, (1500, 800)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let panels = root.split_evenly((2, 3));
+    let colors = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+    ];
+    for (pi, panel) in panels.iter().enumerate() {
+        let g = Guarantee::ALL[pi % 3];
+        let dup = pi >= 3;
+        let measure = |r: &Row| if dup { r.duplicates } else { r.lost };
+        let series: Vec<(FaultKind, Vec<(u32, u64)>)> = FaultKind::EXPERIMENT
+            .iter()
+            .map(|&k| {
+                let pts = rows
+                    .iter()
+                    .filter(|r| r.guarantee == g.name() && r.fault == k.name())
+                    .map(|r| (r.injected as u32, measure(r)))
+                    .collect();
+                (k, pts)
+            })
+            .collect();
+        let ymax = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let title = format!(
+            "{} — {}",
+            g.name(),
+            if dup { "duplicates" } else { "lost tuples" }
+        );
+        let mut chart = ChartBuilder::on(panel)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0u32..5u32, 0u64..(ymax + ymax / 10 + 1))
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc("injected faults")
+            .x_labels(6)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (i, (k, pts)) in series.into_iter().enumerate() {
+            let color = colors[i % colors.len()];
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(k.name())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 11))
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
+    root.present().map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -1,1 +1,463 @@
-fn main() {}
+//! `acker-sim`: run the seeded simulator from the command line.
+//!
+//! - `acker-sim experiment`: the reliability experiment (guarantee × fault × injected count).
+//! - `acker-sim run --seed S`: one simulation, its verdict and trace hash.
+//! - `acker-sim search --seeds N`: many seeds, every violation shrunk and given a replay command.
+
+use acker_sim::engine::Sim;
+use acker_sim::fault::{self, FaultSpec};
+use acker_sim::scenario::{rng_streams, Guarantee, PlantedBug, Scenario};
+use acker_sim::units::parse_duration_ns;
+use acker_sim::{experiment, rng, search};
+use clap::{Args, Parser, Subcommand};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "acker-sim",
+    version,
+    about = "Seeded discrete-event simulator of acker's executors: fault injection, delivery-guarantee oracles, replay from a seed"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Reproduce the reliability experiment: guarantee × fault × injected count (0, 1, 2, 5).
+    Experiment(ExperimentArgs),
+    /// Run one simulation and print its verdict and trace hash.
+    Run(RunArgs),
+    /// Run many seeds; report every oracle violation, shrunk, with replay commands.
+    Search(SearchArgs),
+}
+
+fn duration(s: &str) -> Result<u64, String> {
+    parse_duration_ns(s)
+}
+
+fn latency_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}` is not a latency range like 50us..150us"))?;
+    let (a, b) = (parse_duration_ns(a)?, parse_duration_ns(b)?);
+    if a > b {
+        return Err(format!(
+            "latency range `{s}`: the minimum exceeds the maximum"
+        ));
+    }
+    Ok((a, b))
+}
+
+fn positive_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a positive integer")),
+    }
+}
+
+/// Settings shared by every command (defaults: `Scenario::new`).
+#[derive(Args, Clone)]
+struct SimArgs {
+    /// Unique sequential numbers in the source.
+    #[arg(long, value_parser = positive_u64)]
+    tuples: Option<u64>,
+    /// Max spout pending (topology.max.spout.pending).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    max_spout_pending: u64,
+    /// Message timeout T (topology.message.timeout.secs), e.g. 30s.
+    #[arg(long, default_value = "30s", value_parser = duration)]
+    timeout: u64,
+    /// Tick interval fed to spouts and ackers.
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    tick: u64,
+    /// Acker tasks (at-least-once, exactly-once).
+    #[arg(long, default_value_t = 1)]
+    ackers: usize,
+    /// Processing bolt tasks.
+    #[arg(long, default_value_t = 1)]
+    bolts: usize,
+    /// Latency between workers, uniform in MIN..MAX.
+    #[arg(long, default_value = "50us..150us", value_parser = latency_range)]
+    latency: (u64, u64),
+    /// Latency inside one worker.
+    #[arg(long, default_value = "1us", value_parser = duration)]
+    local_latency: u64,
+    /// Spout time per next_tuple call or notice.
+    #[arg(long, default_value = "500ns", value_parser = duration)]
+    spout_ns: u64,
+    /// Bolt time per input.
+    #[arg(long, default_value = "2us", value_parser = duration)]
+    bolt_ns: u64,
+    /// Acker time per message.
+    #[arg(long, default_value = "200ns", value_parser = duration)]
+    acker_ns: u64,
+    /// How long a crashed task or worker stays down.
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    restart_delay: u64,
+    /// How long a partition lasts.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    partition: u64,
+    /// Rate-per-second faults are drawn over 0..this.
+    #[arg(long, default_value = "2s", value_parser = duration)]
+    fault_until: u64,
+    /// Stop a run here (a liveness violation if unfinished); default: derived from the schedule.
+    #[arg(long, value_parser = duration)]
+    time_limit: Option<u64>,
+    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed).
+    #[arg(long)]
+    planted_bug: Option<String>,
+}
+
+impl SimArgs {
+    fn scenario(
+        &self,
+        seed: u64,
+        guarantee: Guarantee,
+        default_tuples: u64,
+    ) -> Result<Scenario, String> {
+        let mut sc = Scenario::new(seed, guarantee);
+        sc.tuples = self.tuples.unwrap_or(default_tuples);
+        sc.max_spout_pending = self.max_spout_pending as usize;
+        sc.message_timeout_ns = self.timeout;
+        sc.tick_interval_ns = self.tick;
+        sc.ackers = self.ackers;
+        sc.bolts = self.bolts;
+        (sc.latency_min_ns, sc.latency_max_ns) = self.latency;
+        sc.local_latency_ns = self.local_latency;
+        sc.spout_ns = self.spout_ns;
+        sc.bolt_ns = self.bolt_ns;
+        sc.acker_ns = self.acker_ns;
+        sc.restart_delay_ns = self.restart_delay;
+        sc.partition_ns = self.partition;
+        sc.time_limit_ns = self.time_limit;
+        sc.planted_bug = match &self.planted_bug {
+            Some(b) => Some(b.parse::<PlantedBug>().map_err(|e| e.to_string())?),
+            None => None,
+        };
+        sc.validate().map_err(|e| e.to_string())?;
+        Ok(sc)
+    }
+}
+
+#[derive(Args)]
+struct ExperimentArgs {
+    /// The seed of every run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print `{"rows": [...]}` instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also draw loss and duplicates against injected faults into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    sim: SimArgs,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The run's seed.
+    #[arg(long)]
+    seed: u64,
+    /// at-most-once, at-least-once or exactly-once.
+    #[arg(long, default_value = "at-least-once")]
+    guarantee: String,
+    /// Comma-separated faults, e.g. `acker-crash*2,message-loss~0.5/s,bolt-crash@1s:0`.
+    #[arg(long, default_value = "")]
+    faults: String,
+    /// Write the text trace (one line per send, drop, fault, restart) to this file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
+    /// Run twice and fail unless both trace hashes are equal.
+    #[arg(long)]
+    check_determinism: bool,
+    #[command(flatten)]
+    sim: SimArgs,
+}
+
+#[derive(Args)]
+struct SearchArgs {
+    /// How many seeds to run.
+    #[arg(long, value_parser = positive_u64)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 1)]
+    first_seed: u64,
+    /// Pick a random subset of fault kinds with random weights per seed.
+    #[arg(long)]
+    swarm: bool,
+    /// Fix the guarantee (default: the three in turn by seed).
+    #[arg(long)]
+    guarantee: Option<String>,
+    /// Faults of every seed without --swarm (default: every kind at 1 per thousand tuples).
+    #[arg(long)]
+    faults: Option<String>,
+    /// Swarm mode's base rate, in faults per thousand tuples.
+    #[arg(long, default_value_t = 2.0)]
+    rate: f64,
+    /// Do not shrink violations.
+    #[arg(long)]
+    no_shrink: bool,
+    #[command(flatten)]
+    sim: SimArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Experiment(a) => cmd_experiment(a),
+        Command::Run(a) => cmd_run(a),
+        Command::Search(a) => cmd_search(a),
+    };
+    match r {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("acker-sim: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, String> {
+    let base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
+    let start = Instant::now();
+    let cells = experiment::cells().len() as u64;
+    let bar = indicatif::ProgressBar::new(cells);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs {msg} [{elapsed}]")
+            .map_err(|e| e.to_string())?,
+    );
+    let rows = experiment::run(&base, |r| {
+        bar.set_message(format!("{} {} {}", r.guarantee, r.fault, r.injected));
+        bar.inc(1);
+    })
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let relations = experiment::relations(&rows);
+    if let Some(path) = &a.plot {
+        experiment::plot_svg(&rows, path)?;
+    }
+    if a.json {
+        let json = serde_json::json!({ "rows": rows });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!(
+            "Reliability experiment: {} unique sequential numbers, seed {}, max spout pending {}, message timeout {} s, faults spread over the input",
+            base.tuples,
+            base.seed,
+            base.max_spout_pending,
+            base.message_timeout_ns as f64 / 1e9
+        );
+        println!();
+        print!("{}", experiment::format_table(&rows));
+        println!();
+        println!("Relations (seed experiment, DESIGN.md \"Delivery guarantees\"):");
+        for r in &relations {
+            println!(
+                "  [{}] {}{}",
+                if r.holds { "holds" } else { "FAILS" },
+                r.text,
+                if r.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", r.detail)
+                }
+            );
+        }
+    }
+    eprintln!(
+        "acker-sim: {} runs in {:.2} s",
+        rows.len(),
+        start.elapsed().as_secs_f64()
+    );
+    if relations.iter().all(|r| r.holds) {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("acker-sim: some relations do not hold");
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
+    let g: Guarantee = a
+        .guarantee
+        .parse()
+        .map_err(|e: acker_sim::ScenarioError| e.to_string())?;
+    let mut sc = a.sim.scenario(a.seed, g, 1000)?;
+    let specs = fault::parse_specs(&a.faults).map_err(|e| e.to_string())?;
+    sc.set_fault_specs(&specs, a.sim.fault_until)
+        .map_err(|e| e.to_string())?;
+    let open_trace = || -> Result<Option<Box<dyn std::io::Write>>, String> {
+        match &a.trace {
+            Some(p) => {
+                let f = std::fs::File::create(p)
+                    .map_err(|e| format!("cannot create trace file {}: {e}", p.display()))?;
+                Ok(Some(Box::new(std::io::BufWriter::new(f))))
+            }
+            None => Ok(None),
+        }
+    };
+    let start = Instant::now();
+    let o = Sim::run(sc.clone(), open_trace()?).map_err(|e| e.to_string())?;
+    let wall = start.elapsed().as_secs_f64();
+    println!("seed {} ({})", sc.seed, sc.guarantee);
+    println!("faults: {}", {
+        let s = fault::format_schedule(&o.fired);
+        if s.is_empty() {
+            "none".to_string()
+        } else {
+            s
+        }
+    });
+    println!(
+        "input {}  distinct {}  lost {}  duplicates {}  absorbed {}",
+        o.input, o.distinct, o.lost, o.duplicates, o.absorbed
+    );
+    println!(
+        "spout: acked {} failed {} timed out {} ignored {}  acker: completed {} failed {} max roots {}",
+        o.spout.acked,
+        o.spout.failed,
+        o.spout.timed_out,
+        o.spout.ignored,
+        o.acker.acked,
+        o.acker.failed,
+        o.max_acker_roots
+    );
+    println!(
+        "events {}  messages delivered {}  dropped {}  simulated {:.6} s",
+        o.events,
+        o.delivered,
+        o.dropped,
+        o.end_ns as f64 / 1e9
+    );
+    eprintln!(
+        "acker-sim: wall {:.3} s, {:.2} M simulated messages/s, {:.2} M events/s",
+        wall,
+        o.delivered as f64 / wall / 1e6,
+        o.events as f64 / wall / 1e6
+    );
+    if o.ok() {
+        println!("verdict: ok (every oracle held)");
+    } else {
+        println!("verdict: VIOLATION");
+        for v in &o.violations {
+            println!("  {v}");
+        }
+    }
+    println!("trace hash {:016x}", o.trace_hash);
+    if a.check_determinism {
+        let again = Sim::run(sc.clone(), None).map_err(|e| e.to_string())?;
+        if again.trace_hash != o.trace_hash {
+            eprintln!(
+                "acker-sim: NONDETERMINISM: seed {} gave trace hash {:016x}, then {:016x}",
+                sc.seed, o.trace_hash, again.trace_hash
+            );
+            return Ok(ExitCode::from(3));
+        }
+        println!("determinism: ok (second run gave the same trace hash)");
+    }
+    Ok(if o.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn cmd_search(a: SearchArgs) -> Result<ExitCode, String> {
+    if !a.rate.is_finite() || a.rate < 0.0 {
+        return Err(format!("--rate {} must be a finite number >= 0", a.rate));
+    }
+    let fixed: Option<Guarantee> = match &a.guarantee {
+        Some(g) => Some(
+            g.parse()
+                .map_err(|e: acker_sim::ScenarioError| e.to_string())?,
+        ),
+        None => None,
+    };
+    let default_specs = "bolt-exception-before-emit~1/kt,bolt-exception-after-emit~1/kt,spout-crash~1/kt,acker-crash~1/kt,bolt-crash~1/kt,worker-crash~0.5/kt,message-loss~1/kt,partition~0.5/kt";
+    let specs: Vec<FaultSpec> = fault::parse_specs(a.faults.as_deref().unwrap_or(default_specs))
+        .map_err(|e| e.to_string())?;
+    // Check the settings once before the loop.
+    a.sim.scenario(a.first_seed, Guarantee::AtLeastOnce, 1000)?;
+    let bar = indicatif::ProgressBar::new(a.seeds);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} seeds, {msg} [{elapsed} / {eta}]",
+        )
+        .map_err(|e| e.to_string())?,
+    );
+    bar.set_message("0 violating");
+    let start = Instant::now();
+    let mut violating = 0u64;
+    let mut messages = 0u64;
+    for seed in a.first_seed..a.first_seed.saturating_add(a.seeds) {
+        let g = fixed.unwrap_or_else(|| search::guarantee_for_seed(seed));
+        let mut sc = a.sim.scenario(seed, g, 1000)?;
+        let seed_specs = if a.swarm {
+            fault::swarm_specs(&mut rng::stream(seed, rng_streams::SWARM), a.rate)
+        } else {
+            specs.clone()
+        };
+        sc.set_fault_specs(&seed_specs, a.sim.fault_until)
+            .map_err(|e| e.to_string())?;
+        let o = Sim::run(sc.clone(), None).map_err(|e| e.to_string())?;
+        messages += o.delivered;
+        bar.inc(1);
+        if o.ok() {
+            continue;
+        }
+        violating += 1;
+        bar.set_message(format!("{violating} violating"));
+        bar.suspend(|| {
+            println!("seed {seed} ({g}): {} fault(s) fired", o.fired.len());
+            for v in &o.violations {
+                println!("  violation: {v}");
+            }
+            println!("  replay: {}", search::replay_command(&sc));
+        });
+        if !a.no_shrink {
+            let class = o.violations[0].class();
+            let shrunk = search::shrink(&sc, class);
+            bar.suspend(|| match shrunk {
+                Some(s) => {
+                    println!(
+                        "  shrunk ({} runs) to {} fault(s): {}",
+                        s.runs,
+                        s.scenario.faults.len(),
+                        fault::format_schedule(&s.scenario.faults)
+                    );
+                    for v in &s.outcome.violations {
+                        println!("    violation: {v}");
+                    }
+                    println!("  shrunk replay: {}", search::replay_command(&s.scenario));
+                }
+                None => println!("  (could not shrink: the violation did not reproduce)"),
+            });
+        }
+    }
+    bar.finish_and_clear();
+    let wall = start.elapsed().as_secs_f64();
+    println!(
+        "searched {} seeds{}: {} violating",
+        a.seeds,
+        if a.swarm { " (swarm)" } else { "" },
+        violating
+    );
+    eprintln!(
+        "acker-sim: {:.2} s, {:.2} M simulated messages/s",
+        wall,
+        messages as f64 / wall / 1e6
+    );
+    Ok(if violating == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,1 +1,186 @@
-//! stub
+//! Many seeds, swarm mode, and shrinking a violation to a minimal fault schedule.
+//!
+//! [`shrink`] takes a violating scenario and removes faults one at a time while the same class of
+//! violation persists (until no single removal keeps it), then moves each remaining fault's
+//! trigger as early as it can (binary search on its time or offset) while the violation persists.
+//! The result has the fewest faults this greedy search finds, each at its earliest violating
+//! trigger, and is replayed by [`replay_command`].
+
+use crate::engine::{Outcome, Sim};
+use crate::fault::{self, Fault, Trigger};
+use crate::scenario::{Guarantee, Scenario};
+use crate::units::format_ns;
+
+/// The command line that replays `sc` exactly (seed, guarantee, every non-default setting and
+/// the concrete fault schedule).
+pub fn replay_command(sc: &Scenario) -> String {
+    let d = Scenario::new(sc.seed, sc.guarantee);
+    let mut s = format!(
+        "acker-sim run --seed {} --guarantee {}",
+        sc.seed, sc.guarantee
+    );
+    let mut num = |name: &str, v: u64, dv: u64| {
+        if v != dv {
+            s.push_str(&format!(" --{name} {v}"));
+        }
+    };
+    num("tuples", sc.tuples, d.tuples);
+    num(
+        "max-spout-pending",
+        sc.max_spout_pending as u64,
+        d.max_spout_pending as u64,
+    );
+    num("ackers", sc.ackers as u64, d.ackers as u64);
+    num("bolts", sc.bolts as u64, d.bolts as u64);
+    let mut dur = |name: &str, v: u64, dv: u64| {
+        if v != dv {
+            s.push_str(&format!(" --{name} {}", format_ns(v)));
+        }
+    };
+    dur("timeout", sc.message_timeout_ns, d.message_timeout_ns);
+    dur("tick", sc.tick_interval_ns, d.tick_interval_ns);
+    dur("local-latency", sc.local_latency_ns, d.local_latency_ns);
+    dur("spout-ns", sc.spout_ns, d.spout_ns);
+    dur("bolt-ns", sc.bolt_ns, d.bolt_ns);
+    dur("acker-ns", sc.acker_ns, d.acker_ns);
+    dur("restart-delay", sc.restart_delay_ns, d.restart_delay_ns);
+    dur("partition", sc.partition_ns, d.partition_ns);
+    if (sc.latency_min_ns, sc.latency_max_ns) != (d.latency_min_ns, d.latency_max_ns) {
+        s.push_str(&format!(
+            " --latency {}..{}",
+            format_ns(sc.latency_min_ns),
+            format_ns(sc.latency_max_ns)
+        ));
+    }
+    if let Some(t) = sc.time_limit_ns {
+        s.push_str(&format!(" --time-limit {}", format_ns(t)));
+    }
+    if let Some(b) = sc.planted_bug {
+        s.push_str(&format!(" --planted-bug {}", b.name()));
+    }
+    if !sc.faults.is_empty() {
+        s.push_str(&format!(
+            " --faults '{}'",
+            fault::format_schedule(&sc.faults)
+        ));
+    }
+    s
+}
+
+fn violates(sc: &Scenario, class: &str, runs: &mut u64) -> bool {
+    *runs += 1;
+    match Sim::run(sc.clone(), None) {
+        Ok(o) => o.violations.iter().any(|v| v.class() == class),
+        Err(_) => false,
+    }
+}
+
+/// The result of shrinking.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The minimal violating scenario found.
+    pub scenario: Scenario,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// Simulations run while shrinking.
+    pub runs: u64,
+}
+
+/// Shrinks a scenario whose run violated an oracle of class `class` (see
+/// [`crate::oracle::Violation::class`]) to a minimal fault schedule that still violates it.
+/// Returns `None` if the scenario does not violate it in the first place.
+pub fn shrink(sc: &Scenario, class: &str) -> Option<Shrunk> {
+    let mut runs = 0;
+    if !violates(sc, class, &mut runs) {
+        return None;
+    }
+    let mut cur = sc.clone();
+    // 1. Fewest faults: drop one at a time while the violation stays (repeat to a fixpoint).
+    loop {
+        let mut changed = false;
+        let mut i = cur.faults.len();
+        while i > 0 {
+            i -= 1;
+            let mut trial = cur.clone();
+            trial.faults.remove(i);
+            if violates(&trial, class, &mut runs) {
+                cur = trial;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // 2. Earliest time: binary search each fault's trigger towards 0.
+    for i in 0..cur.faults.len() {
+        let (mut lo, mut hi) = (0u64, trigger_value(cur.faults[i].trigger));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let mut trial = cur.clone();
+            trial.faults[i] = with_trigger(trial.faults[i], mid);
+            trial.faults.sort();
+            if violates(&trial, class, &mut runs) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let f = with_trigger(cur.faults[i], hi);
+        cur.faults[i] = f;
+    }
+    cur.faults.sort();
+    let outcome = Sim::run(cur.clone(), None).ok()?;
+    runs += 1;
+    if !outcome.violations.iter().any(|v| v.class() == class) {
+        return None;
+    }
+    Some(Shrunk {
+        scenario: cur,
+        outcome,
+        runs,
+    })
+}
+
+fn trigger_value(t: Trigger) -> u64 {
+    match t {
+        Trigger::AtNs(v) | Trigger::AtOffset(v) => v,
+    }
+}
+
+fn with_trigger(f: Fault, v: u64) -> Fault {
+    Fault {
+        trigger: match f.trigger {
+            Trigger::AtNs(_) => Trigger::AtNs(v),
+            Trigger::AtOffset(_) => Trigger::AtOffset(v),
+        },
+        ..f
+    }
+}
+
+/// The guarantee seed `seed` runs under when a search does not fix one: the three in turn.
+pub fn guarantee_for_seed(seed: u64) -> Guarantee {
+    Guarantee::ALL[(seed % 3) as usize]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_command_lists_non_defaults_and_faults() {
+        let mut sc = Scenario::new(42, Guarantee::ExactlyOnce);
+        sc.tuples = 500;
+        sc.restart_delay_ns = 5_000;
+        sc.faults = vec![Fault {
+            trigger: Trigger::AtOffset(7),
+            kind: crate::FaultKind::SpoutCrash,
+            target: 0,
+            peer: 0,
+        }];
+        assert_eq!(
+            replay_command(&sc),
+            "acker-sim run --seed 42 --guarantee exactly-once --tuples 500 --restart-delay 5us --faults 'spout-crash@#7:0'"
+        );
+    }
+}
