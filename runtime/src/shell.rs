@@ -629,7 +629,16 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
                     received: 0,
                     tick_interval_ns,
                 };
-                core.run()
+                // A panic in user code stops the whole run instead of leaving the other threads
+                // waiting for spouts that will never finish.
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.run())) {
+                    Ok(r) => r,
+                    Err(payload) => {
+                        shared.stop_spouts.store(true, Ordering::Release);
+                        shared.finish.store(true, Ordering::Release);
+                        std::panic::resume_unwind(payload)
+                    }
+                }
             }));
         }
         let (stopped_after, undecided) = coordinate(&shared, options);

@@ -314,3 +314,50 @@ fn bad_options_are_errors() {
         ));
     }
 }
+
+struct Panicky;
+impl BasicBolt for Panicky {
+    fn execute(
+        &mut self,
+        input: &Input,
+        _c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        if input.values()[0].as_int() == Some(100) {
+            panic!("bolt bug at 100");
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panicking_bolt_ends_the_run_with_an_error() {
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        || Finite::new(1_000_000, &Arc::default(), &Arc::default()),
+        1,
+    )
+    .output_fields(&["n"]);
+    b.set_basic_bolt("panicky", || Panicky, 1)
+        .shuffle_grouping("spout");
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(
+            &plan,
+            &ShellOptions {
+                cores: Some(2),
+                ..ShellOptions::default()
+            },
+        ));
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run ended");
+    match r {
+        Err(acker_runtime::shell::ShellError::Panicked(m)) => {
+            assert!(m.contains("bolt bug at 100"))
+        }
+        other => panic!("expected a panic error, got {other:?}"),
+    }
+}
