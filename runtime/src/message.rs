@@ -158,8 +158,9 @@ macro_rules! values {
 }
 
 /// A data tuple in flight: the stream it was emitted on, the task that emitted it, its values and
-/// the anchors of this copy (empty when untracked).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// the anchors of this copy (empty when untracked). The default is an empty, untracked tuple on
+/// stream 0 from task 0.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tuple {
     /// The stream, as an index among the source component's declared streams.
     pub stream: StreamId,
@@ -268,6 +269,12 @@ impl Outbox {
     /// Removes and yields every waiting envelope, oldest first (the buffer is kept).
     pub fn drain(&mut self) -> std::vec::Drain<'_, Envelope> {
         self.envelopes.drain(..)
+    }
+
+    /// The waiting envelopes, for a shell that moves out only what it needs (then calls
+    /// [`clear`](Self::clear)).
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [Envelope] {
+        &mut self.envelopes
     }
 
     /// Drops every waiting envelope.

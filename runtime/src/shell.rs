@@ -323,20 +323,24 @@ impl Core<'_> {
     #[inline]
     fn route_outbox(&mut self) {
         let me = self.me;
-        for env in self.outbox.drain() {
-            let (core, _) = self.where_is[env.dest as usize];
+        // Move out only what each message needs: a control message is a few words, so copying
+        // whole envelopes out of the outbox would cost more than the routing itself.
+        for env in self.outbox.as_mut_slice() {
             let dest = env.dest;
-            let msg = match env.message {
-                Message::Tuple(tuple) => {
+            let (core, _) = self.where_is[dest as usize];
+            let msg = match &mut env.message {
+                Message::Tuple(t) => {
+                    let tuple = std::mem::take(t);
                     self.sent += self.data.stage(core, me, DataEnv { dest, tuple });
                     continue;
                 }
-                Message::Acker(m) => CtrlMsg::Acker(m),
-                Message::Notice(n) => CtrlMsg::Notice(n),
+                Message::Acker(m) => CtrlMsg::Acker(*m),
+                Message::Notice(n) => CtrlMsg::Notice(*n),
                 Message::Tick => CtrlMsg::Tick,
             };
             self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
         }
+        self.outbox.clear();
     }
 
     #[inline]
