@@ -349,6 +349,8 @@ struct Router {
     streams: Vec<Vec<RouteState>>,
     names: Vec<String>,
     field_counts: Vec<usize>,
+    /// The id of the `default` stream, looked up once.
+    default_stream: Option<StreamId>,
 }
 
 impl Router {
@@ -385,11 +387,23 @@ impl Router {
                     .collect()
             })
             .collect();
+        let names = plan.stream_names(component);
+        let default_stream = names
+            .iter()
+            .position(|s| s == DEFAULT_STREAM)
+            .map(|i| i as StreamId);
         Self {
             streams,
-            names: plan.stream_names(component),
+            names,
             field_counts: plan.stream_field_counts(component),
+            default_stream,
         }
+    }
+
+    #[inline]
+    fn default_stream(&self) -> Result<StreamId, EmitError> {
+        self.default_stream
+            .ok_or_else(|| EmitError::UnknownStream(DEFAULT_STREAM.to_string()))
     }
 
     fn stream_id(&self, name: &str) -> Result<StreamId, EmitError> {
@@ -522,7 +536,7 @@ impl SpoutOutputCollector<'_> {
     /// # Errors
     /// See [`emit_stream`](Self::emit_stream).
     pub fn emit(&mut self, values: Values, msg_id: Option<MessageId>) -> Result<usize, EmitError> {
-        let s = self.router.stream_id(DEFAULT_STREAM)?;
+        let s = self.router.default_stream()?;
         self.emit_to(s, values, msg_id, None)
     }
 
@@ -640,7 +654,7 @@ impl OutputCollector<'_> {
     /// # Errors
     /// See [`emit_to`](Self::emit_to).
     pub fn emit(&mut self, anchors: &[&Input], values: Values) -> Result<usize, EmitError> {
-        let s = self.router.stream_id(DEFAULT_STREAM)?;
+        let s = self.router.default_stream()?;
         self.emit_to(s, anchors, values, None)
     }
 
