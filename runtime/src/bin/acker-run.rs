@@ -125,6 +125,24 @@ fn cores(run: &RunArgs) -> usize {
     })
 }
 
+/// CPU seconds (user + system) this process has used so far, from `/proc/self/stat` (Linux;
+/// `None` elsewhere). The machine may be shared, so benchmarks report work per CPU second beside
+/// wall-clock rates.
+fn process_cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux architecture Rust targets.
+    Some((utime + stime) / 100.0)
+}
+
+fn cpu_delta(before: Option<f64>) -> Option<f64> {
+    Some(process_cpu_secs()? - before?)
+}
+
 fn percentiles_us(r: &RunReport) -> (f64, f64, f64) {
     let h = &r.complete_latency_ns;
     if h.is_empty() {
@@ -336,6 +354,7 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
         );
         return Ok(());
     }
+    let cpu0 = process_cpu_secs();
     let report = shell::run(
         &plan,
         &ShellOptions {
@@ -346,6 +365,7 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    let cpu_s = cpu_delta(cpu0);
     let trees = report.spout_totals().acked;
     let null_executed = report
         .components
@@ -363,6 +383,8 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
             "elapsed_s": secs,
             "trees_acked": trees,
             "trees_per_sec": trees as f64 / secs,
+            "cpu_s": cpu_s,
+            "trees_per_cpu_s": cpu_s.map(|c| trees as f64 / c),
             "null_executed": null_executed,
             "tuples_through_per_sec": null_executed as f64 / secs,
             "failed": report.spout_totals().failed,
@@ -392,9 +414,11 @@ fn bench_wordcount_cmd(
         }
     }
     // Baseline: plain single-thread split-and-count.
+    let cpu0 = process_cpu_secs();
     let t0 = Instant::now();
     let plain = plain_count(&text);
     let plain_secs = t0.elapsed().as_secs_f64();
+    let plain_cpu = cpu_delta(cpu0);
     let plain_words: u64 = plain.values().sum();
     let plain_distinct = plain.len();
     drop(plain);
@@ -404,6 +428,7 @@ fn bench_wordcount_cmd(
     let n = cores(&run);
     let (topology, outputs) = wordcount::topology(lines, n, 0.0).map_err(|e| e.to_string())?;
     let plan = topology.plan(&config(&run)).map_err(|e| e.to_string())?;
+    let cpu1 = process_cpu_secs();
     let report = shell::run(
         &plan,
         &ShellOptions {
@@ -412,6 +437,7 @@ fn bench_wordcount_cmd(
         },
     )
     .map_err(|e| e.to_string())?;
+    let topo_cpu = cpu_delta(cpu1);
     let counts = outputs.counts.lock().unwrap_or_else(|p| p.into_inner());
     let words: u64 = counts.values().sum();
     let secs = report.elapsed.as_secs_f64();
@@ -432,6 +458,10 @@ fn bench_wordcount_cmd(
             "topology_secs": secs,
             "topology_words_per_sec": words as f64 / secs,
             "ratio": (words as f64 / secs) / (plain_words as f64 / plain_secs),
+            "plain_cpu_s": plain_cpu,
+            "topology_cpu_s": topo_cpu,
+            "plain_words_per_cpu_s": plain_cpu.map(|c| plain_words as f64 / c),
+            "topology_words_per_cpu_s": topo_cpu.map(|c| words as f64 / c),
             "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
         })
     );
