@@ -18,3 +18,62 @@
 pub mod spout_pending;
 pub mod table_ops;
 pub mod tuple_trees;
+
+use arbitrary::{Arbitrary, Unstructured};
+
+/// The names of the fuzz targets this library serves.
+pub const TARGETS: &[&str] = &["table_ops", "tuple_trees", "spout_pending", "shared_table"];
+
+/// Decodes `bytes` as libFuzzer hands them to a `fuzz_target!` taking `T`
+/// (`arbitrary_take_rest`); `None` when arbitrary refuses them (the target then skips the input).
+pub fn decode<'a, T: Arbitrary<'a>>(bytes: &'a [u8]) -> Option<T> {
+    T::arbitrary_take_rest(Unstructured::new(bytes)).ok()
+}
+
+/// The decoded input of `target` for `bytes`, pretty-printed; `None` for an unknown target.
+pub fn decode_input(target: &str, bytes: &[u8]) -> Option<String> {
+    fn show<'a, T: Arbitrary<'a> + core::fmt::Debug>(bytes: &'a [u8]) -> String {
+        match decode::<T>(bytes) {
+            Some(t) => format!("{t:#?}"),
+            None => "(not decodable: the target skips it)".to_string(),
+        }
+    }
+    Some(match target {
+        "table_ops" => show::<table_ops::TableInput>(bytes),
+        "tuple_trees" => show::<tuple_trees::TreeInput>(bytes),
+        "spout_pending" => show::<spout_pending::SpoutInput>(bytes),
+        "shared_table" => show::<table_ops::TableInput>(bytes),
+        _ => return None,
+    })
+}
+
+/// Runs `bytes` through `target` as the fuzz target does (unknown targets and undecodable
+/// inputs do nothing).
+///
+/// # Panics
+/// When the input breaks an oracle, as the fuzz target would.
+pub fn run_input(target: &str, bytes: &[u8]) {
+    match target {
+        "table_ops" => {
+            if let Some(i) = decode(bytes) {
+                table_ops::table_ops(&i);
+            }
+        }
+        "tuple_trees" => {
+            if let Some(i) = decode(bytes) {
+                tuple_trees::tuple_trees(&i);
+            }
+        }
+        "spout_pending" => {
+            if let Some(i) = decode(bytes) {
+                spout_pending::spout_pending(&i);
+            }
+        }
+        "shared_table" => {
+            if let Some(i) = decode(bytes) {
+                table_ops::shared_table(&i);
+            }
+        }
+        _ => {}
+    }
+}

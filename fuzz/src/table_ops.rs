@@ -1,5 +1,5 @@
-//! The `table_ops` and `shared_table` targets: operation sequences against an acker table and a
-//! plain reference model.
+//! The `table_ops` and `shared_table` targets: operation sequences against an acker table
+//! (`AckerTable`, or `SharedAckerTable` used from one thread) and a plain reference model.
 //!
 //! [`ModelTable`] restates the rules of `acker_core::table` (module docs) with a `BTreeMap` and
 //! unbounded epochs, with no hashing, probing, stamps or lazy sweeping: unknown roots create
@@ -17,14 +17,24 @@
 
 use std::collections::BTreeMap;
 
-use acker_core::{AckerTable, Decision, EntryView, RootId, Slot, TableError, TaskId};
+use acker_core::shared::{AtomicU32, AtomicU64};
+use acker_core::{
+    AckerTable, Decision, EntryView, RootId, SharedAckerTable, SharedSlots, Slot, TableError,
+    TaskId,
+};
 use arbitrary::Arbitrary;
 
 /// Epochs after which an entry expires (Storm's three rotating buckets).
 pub const EXPIRY_EPOCHS: u64 = 3;
 
-/// Largest table capacity a fuzz input asks for (above 128, so a tick sweeps at least 3 slots).
+/// Largest `AckerTable` capacity a fuzz input asks for (above 128, so a tick sweeps at least 3
+/// slots and expired entries linger between sweeps).
 pub const MAX_CAPACITY: usize = 130;
+
+/// Largest `SharedAckerTable` capacity a fuzz input asks for: up to 64 slots the shared table's
+/// probe window is the whole table (so `Full` means `len == capacity`) and every tick sweeps every
+/// slot (so `len()` is exact right after a tick), which makes it answer exactly as the model.
+pub const MAX_SHARED_CAPACITY: usize = 64;
 
 /// Most table ticks one input may cause (enough to wrap the table's 14-bit stamps once at 3
 /// epochs a tick, while keeping one execution short).
@@ -110,7 +120,8 @@ pub enum TableOp {
 /// A whole `table_ops` input: a table and the operations run on it.
 #[derive(Arbitrary, Clone, Debug)]
 pub struct TableInput {
-    /// Capacity is `1 + capacity % MAX_CAPACITY` roots.
+    /// Capacity is `1 + capacity % MAX_CAPACITY` roots (`% MAX_SHARED_CAPACITY` for the shared
+    /// table).
     pub capacity: u8,
     /// Message timeout T is `1 + timeout_ns % 64` ns.
     pub timeout_ns: u8,
@@ -119,9 +130,9 @@ pub struct TableInput {
 }
 
 impl TableInput {
-    /// The capacity in roots the input asks for (`1..=MAX_CAPACITY`).
-    pub fn capacity_roots(&self) -> usize {
-        1 + usize::from(self.capacity) % MAX_CAPACITY
+    /// The capacity in roots the input asks for, at most `max` (`1..=max`; `max` at least 1).
+    pub fn capacity_roots(&self, max: usize) -> usize {
+        1 + usize::from(self.capacity) % max.max(1)
     }
 
     /// The message timeout T in ns (`1..=64`).
@@ -364,15 +375,18 @@ impl TableStats {
     }
 }
 
-/// Runs `input` against `table` (created empty with the input's capacity and timeout) and the
-/// reference model, checking after every message and tick.
+/// Runs `input` against `table` (created empty with `capacity` roots and the input's timeout)
+/// and the reference model, checking after every message and tick.
 ///
 /// # Panics
 /// At the first difference: a decision or error, `len()`, or the entry of any live root or of
 /// the root just touched. The panic message names the operation index and the operation.
-pub fn run_table_ops<T: TableUnderTest>(input: &TableInput, table: &mut T) -> TableStats {
+pub fn run_table_ops<T: TableUnderTest>(
+    input: &TableInput,
+    capacity: usize,
+    table: &mut T,
+) -> TableStats {
     let mut stats = TableStats::default();
-    let capacity = input.capacity_roots();
     let timeout_ns = input.message_timeout_ns();
     let mut model = ModelTable::new(capacity, timeout_ns);
     let mut now_ns: u64 = 0;
@@ -499,12 +513,66 @@ fn check_all<T: TableUnderTest>(table: &T, model: &ModelTable, ctx: &str) {
 /// # Panics
 /// As [`run_table_ops`].
 pub fn table_ops(input: &TableInput) -> TableStats {
-    let storage = vec![Slot::EMPTY; input.capacity_roots()];
-    let mut table = match AckerTable::new(storage, input.message_timeout_ns()) {
+    let capacity = input.capacity_roots(MAX_CAPACITY);
+    let mut table = match AckerTable::new(vec![Slot::EMPTY; capacity], input.message_timeout_ns()) {
         Ok(t) => t,
         Err(e) => panic!("valid config refused: {e}"),
     };
-    run_table_ops(input, &mut table)
+    run_table_ops(input, capacity, &mut table)
+}
+
+/// The shared table over vectors, as the `shared_table` target uses it.
+pub type SharedVecTable =
+    SharedAckerTable<SharedSlots<Vec<AtomicU64>, Vec<AtomicU64>, Vec<AtomicU32>>>;
+
+impl TableUnderTest for SharedVecTable {
+    fn init(&mut self, root: RootId, xor: u64, task: TaskId) -> Result<Decision, TableError> {
+        SharedAckerTable::init(self, root, xor, task)
+    }
+    fn ack(&mut self, root: RootId, xor: u64) -> Result<Decision, TableError> {
+        SharedAckerTable::ack(self, root, xor)
+    }
+    fn fail(&mut self, root: RootId) -> Result<Decision, TableError> {
+        SharedAckerTable::fail(self, root)
+    }
+    fn reset_timeout(&mut self, root: RootId) -> Result<Decision, TableError> {
+        SharedAckerTable::reset_timeout(self, root)
+    }
+    fn tick(&mut self, now_ns: u64) {
+        SharedAckerTable::tick(self, now_ns)
+    }
+    fn len(&self) -> usize {
+        SharedAckerTable::len(self)
+    }
+    fn is_empty(&self) -> bool {
+        SharedAckerTable::is_empty(self)
+    }
+    fn get(&self, root: RootId) -> Option<EntryView> {
+        SharedAckerTable::get(self, root)
+    }
+}
+
+/// The `shared_table` target: `input` against a fresh `SharedAckerTable` of at most
+/// [`MAX_SHARED_CAPACITY`] roots, used from one thread, with the same model and checks as
+/// [`table_ops`].
+///
+/// # Panics
+/// As [`run_table_ops`].
+pub fn shared_table(input: &TableInput) -> TableStats {
+    let capacity = input.capacity_roots(MAX_SHARED_CAPACITY);
+    let slots = match SharedSlots::new(
+        (0..capacity).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+        (0..capacity).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+        (0..capacity).map(|_| AtomicU32::new(0)).collect::<Vec<_>>(),
+    ) {
+        Ok(s) => s,
+        Err(e) => panic!("equal-length arrays refused: {e}"),
+    };
+    let mut table = match SharedAckerTable::new(slots, input.message_timeout_ns()) {
+        Ok(t) => t,
+        Err(e) => panic!("valid config refused: {e}"),
+    };
+    run_table_ops(input, capacity, &mut table)
 }
 
 #[cfg(test)]
@@ -561,7 +629,7 @@ mod tests {
         let s = table_ops(&TableInput {
             capacity: 99,
             timeout_ns: 19,
-            ops,
+            ops: ops.clone(),
         });
         assert!(s.completed > 0 && s.failed > 0 && s.resets > 0, "{s:?}");
         assert!(
@@ -569,5 +637,13 @@ mod tests {
             "{s:?}"
         );
         assert!(s.ticks > 5462, "{s:?}: the 14-bit stamps must wrap");
+        // The same operations on a 64-root shared table.
+        let s = shared_table(&TableInput {
+            capacity: 63,
+            timeout_ns: 19,
+            ops,
+        });
+        assert!(s.completed > 0 && s.failed > 0 && s.resets > 0, "{s:?}");
+        assert!(s.full >= 2 && s.duplicate_inits > 0, "{s:?}");
     }
 }
