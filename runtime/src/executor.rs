@@ -889,40 +889,38 @@ impl SpoutExecutor {
         true
     }
 
-    fn handle(&mut self, message: Message, now_ns: u64) {
-        match message {
-            Message::Notice(Notice::Completed { root }) => {
-                match self.pending.completed(root, now_ns) {
-                    Some(c) => {
-                        self.latency_ns
-                            .saturating_record(c.complete_latency_ns.max(1));
-                        self.counters.acked += 1;
-                        self.user.ack(c.msg_id);
-                    }
-                    None => self.counters.ignored += 1,
+    fn notice(&mut self, notice: Notice, now_ns: u64) {
+        match notice {
+            Notice::Completed { root } => match self.pending.completed(root, now_ns) {
+                Some(c) => {
+                    self.latency_ns
+                        .saturating_record(c.complete_latency_ns.max(1));
+                    self.counters.acked += 1;
+                    self.user.ack(c.msg_id);
                 }
-            }
-            Message::Notice(Notice::Failed { root }) => match self.pending.failed(root) {
+                None => self.counters.ignored += 1,
+            },
+            Notice::Failed { root } => match self.pending.failed(root) {
                 Some(id) => {
                     self.counters.failed += 1;
                     self.user.fail(id);
                 }
                 None => self.counters.ignored += 1,
             },
-            Message::Notice(Notice::Reset { root }) => {
+            Notice::Reset { root } => {
                 if !self.pending.reset(root, now_ns) {
                     self.counters.ignored += 1;
                 }
             }
-            Message::Tick => {
-                let user = &mut self.user;
-                let counters = &mut self.counters;
-                for id in self.pending.tick(now_ns) {
-                    counters.timed_out += 1;
-                    user.fail(id);
-                }
-            }
-            Message::Tuple(_) | Message::Acker(_) => self.counters.ignored += 1,
+        }
+    }
+
+    fn tick(&mut self, now_ns: u64) {
+        let user = &mut self.user;
+        let counters = &mut self.counters;
+        for id in self.pending.tick(now_ns) {
+            counters.timed_out += 1;
+            user.fail(id);
         }
     }
 }
@@ -939,13 +937,7 @@ pub struct BoltExecutor {
 }
 
 impl BoltExecutor {
-    fn handle(&mut self, message: Message, out: &mut Outbox) {
-        let Message::Tuple(t) = message else {
-            if !matches!(message, Message::Tick) {
-                self.counters.ignored += 1;
-            }
-            return;
-        };
+    fn handle(&mut self, t: Tuple, out: &mut Outbox) {
         self.counters.executed += 1;
         let handle = match self.tracker.receive(&t.anchors) {
             Ok(h) => h,
@@ -987,29 +979,23 @@ pub struct AckerExecutor {
 }
 
 impl AckerExecutor {
-    fn handle(&mut self, message: Message, now_ns: u64, out: &mut Outbox) {
-        match message {
-            Message::Acker(m) => {
-                self.counters.executed += 1;
-                let root = m.root();
-                match self.table.apply(m) {
-                    Ok(Decision::Pending) => {}
-                    Ok(Decision::Completed { spout_task }) => {
-                        self.counters.acked += 1;
-                        out.push(spout_task, Message::Notice(Notice::Completed { root }));
-                    }
-                    Ok(Decision::Failed { spout_task }) => {
-                        self.counters.failed += 1;
-                        out.push(spout_task, Message::Notice(Notice::Failed { root }));
-                    }
-                    Ok(Decision::Reset { spout_task }) => {
-                        out.push(spout_task, Message::Notice(Notice::Reset { root }));
-                    }
-                    Err(_) => self.counters.errors += 1,
-                }
+    fn acker_message(&mut self, m: AckerMessage, out: &mut Outbox) {
+        self.counters.executed += 1;
+        let root = m.root();
+        match self.table.apply(m) {
+            Ok(Decision::Pending) => {}
+            Ok(Decision::Completed { spout_task }) => {
+                self.counters.acked += 1;
+                out.push(spout_task, Message::Notice(Notice::Completed { root }));
             }
-            Message::Tick => self.table.tick(now_ns),
-            Message::Tuple(_) | Message::Notice(_) => self.counters.ignored += 1,
+            Ok(Decision::Failed { spout_task }) => {
+                self.counters.failed += 1;
+                out.push(spout_task, Message::Notice(Notice::Failed { root }));
+            }
+            Ok(Decision::Reset { spout_task }) => {
+                out.push(spout_task, Message::Notice(Notice::Reset { root }));
+            }
+            Err(_) => self.counters.errors += 1,
         }
     }
 
@@ -1062,13 +1048,53 @@ impl Executor {
 
     /// Handles one message at `now_ns`, appending what it sends to `out`.
     pub fn handle(&mut self, message: Message, now_ns: u64, out: &mut Outbox) {
+        match message {
+            Message::Tuple(t) => self.handle_tuple(t, out),
+            Message::Acker(m) => self.handle_acker(m, out),
+            Message::Notice(n) => self.handle_notice(n, now_ns),
+            Message::Tick => self.handle_tick(now_ns),
+        }
+    }
+
+    /// [`handle`](Self::handle) for a data tuple.
+    #[inline]
+    pub(crate) fn handle_tuple(&mut self, tuple: Tuple, out: &mut Outbox) {
         match self {
-            Executor::Spout(e) => {
-                e.handle(message, now_ns);
-                // A user ack/fail may not emit; nothing goes to `out` here.
-            }
-            Executor::Bolt(e) => e.handle(message, out),
-            Executor::Acker(e) => e.handle(message, now_ns, out),
+            Executor::Bolt(e) => e.handle(tuple, out),
+            Executor::Spout(e) => e.counters.ignored += 1,
+            Executor::Acker(e) => e.counters.ignored += 1,
+        }
+    }
+
+    /// [`handle`](Self::handle) for an acker message (a shell's control lane calls it without
+    /// building a whole [`Message`]).
+    #[inline]
+    pub(crate) fn handle_acker(&mut self, m: AckerMessage, out: &mut Outbox) {
+        match self {
+            Executor::Acker(e) => e.acker_message(m, out),
+            Executor::Spout(e) => e.counters.ignored += 1,
+            Executor::Bolt(e) => e.counters.ignored += 1,
+        }
+    }
+
+    /// [`handle`](Self::handle) for an acker's notice. A user `ack` / `fail` may not emit, so
+    /// nothing is sent.
+    #[inline]
+    pub(crate) fn handle_notice(&mut self, n: Notice, now_ns: u64) {
+        match self {
+            Executor::Spout(e) => e.notice(n, now_ns),
+            Executor::Bolt(e) => e.counters.ignored += 1,
+            Executor::Acker(e) => e.counters.ignored += 1,
+        }
+    }
+
+    /// [`handle`](Self::handle) for a tick.
+    #[inline]
+    pub(crate) fn handle_tick(&mut self, now_ns: u64) {
+        match self {
+            Executor::Spout(e) => e.tick(now_ns),
+            Executor::Bolt(_) => {}
+            Executor::Acker(e) => e.table.tick(now_ns),
         }
     }
 

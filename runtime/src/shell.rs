@@ -207,16 +207,6 @@ enum CtrlMsg {
     Tick,
 }
 
-impl CtrlEnv {
-    fn into_message(self) -> Message {
-        match self.msg {
-            CtrlMsg::Acker(m) => Message::Acker(m),
-            CtrlMsg::Notice(n) => Message::Notice(n),
-            CtrlMsg::Tick => Message::Tick,
-        }
-    }
-}
-
 /// One lane (data or control): an inbound ring from every other thread, an outbound ring to
 /// every other thread, a staging queue per destination thread, and the local FIFO.
 struct Lane<T> {
@@ -354,9 +344,23 @@ impl Core<'_> {
     }
 
     #[inline]
-    fn deliver(&mut self, dest: TaskId, message: Message, now_ns: u64) {
+    fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple) {
         let (_, idx) = self.where_is[dest as usize];
-        self.executors[idx].handle(message, now_ns, &mut self.outbox);
+        self.executors[idx].handle_tuple(tuple, &mut self.outbox);
+        if !self.outbox.is_empty() {
+            self.route_outbox();
+        }
+    }
+
+    #[inline]
+    fn deliver_ctrl(&mut self, env: CtrlEnv, now_ns: u64) {
+        let (_, idx) = self.where_is[env.dest as usize];
+        let e = &mut self.executors[idx];
+        match env.msg {
+            CtrlMsg::Acker(m) => e.handle_acker(m, &mut self.outbox),
+            CtrlMsg::Notice(n) => e.handle_notice(n, now_ns),
+            CtrlMsg::Tick => e.handle_tick(now_ns),
+        }
         if !self.outbox.is_empty() {
             self.route_outbox();
         }
@@ -390,7 +394,7 @@ impl Core<'_> {
             }
             if let Ok(chunk) = c.read_chunk(avail) {
                 for env in chunk {
-                    self.deliver(env.dest, env.into_message(), now_ns);
+                    self.deliver_ctrl(env, now_ns);
                 }
             }
             work += avail;
@@ -401,7 +405,7 @@ impl Core<'_> {
     }
 
     /// Handles up to `batch` envelopes from every inbound ring of the data lane.
-    fn drain_data(&mut self, now_ns: u64) -> usize {
+    fn drain_data(&mut self) -> usize {
         let mut inbound = std::mem::take(&mut self.data.inbound);
         let mut work = 0;
         for c in inbound.iter_mut() {
@@ -411,7 +415,7 @@ impl Core<'_> {
             }
             if let Ok(chunk) = c.read_chunk(avail) {
                 for env in chunk {
-                    self.deliver(env.dest, Message::Tuple(env.tuple), now_ns);
+                    self.deliver_tuple(env.dest, env.tuple);
                 }
             }
             work += avail;
@@ -428,13 +432,13 @@ impl Core<'_> {
         let n = self.ctrl.local.len().min(limit);
         for _ in 0..n {
             if let Some(env) = self.ctrl.local.pop_front() {
-                self.deliver(env.dest, env.into_message(), now_ns);
+                self.deliver_ctrl(env, now_ns);
             }
         }
         let m = self.data.local.len().min(limit);
         for _ in 0..m {
             if let Some(env) = self.data.local.pop_front() {
-                self.deliver(env.dest, Message::Tuple(env.tuple), now_ns);
+                self.deliver_tuple(env.dest, env.tuple);
             }
         }
         n + m
@@ -476,7 +480,7 @@ impl Core<'_> {
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
             work += self.drain_ctrl(now_ns);
-            work += self.drain_data(now_ns);
+            work += self.drain_data();
             work += self.drain_local(now_ns);
 
             // Ticks from the real clock.
