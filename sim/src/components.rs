@@ -90,7 +90,7 @@ impl Spout for ReliableSpout {
     fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
         let mut log = lock(&self.log);
         log.set_now(c.now_ns());
-        let Some((offset, msg_id)) = log.next() else {
+        let Some((offset, msg_id)) = log.next_emit() else {
             return;
         };
         drop(log);

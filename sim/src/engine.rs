@@ -334,6 +334,30 @@ impl Sim {
     }
 
     fn execute(&mut self) -> Outcome {
+        // The trace starts with the scenario, so runs that differ only in a setting the messages
+        // do not show (the guarantee's sink state, say) still hash differently.
+        let sc = &self.sc;
+        let header = [
+            sc.seed,
+            sc.guarantee as u64,
+            sc.tuples,
+            sc.max_spout_pending as u64,
+            sc.message_timeout_ns,
+            sc.tick_interval_ns,
+            sc.ackers as u64,
+            sc.bolts as u64,
+            sc.latency_min_ns,
+            sc.latency_max_ns,
+            sc.local_latency_ns,
+            sc.spout_ns,
+            sc.bolt_ns,
+            sc.acker_ns,
+            sc.restart_delay_ns,
+            sc.partition_ns,
+            sc.planted_bug.map_or(0, |b| b as u64 + 1),
+            sc.faults.len() as u64,
+        ];
+        self.trace.event(&header);
         // Start every task, schedule time-triggered faults, remember offset-triggered ones.
         for t in 0..self.tasks.len() {
             self.start_task(t as TaskId);

@@ -423,11 +423,15 @@ pub fn expand(
                         }
                         RateUnit::PerKiloTuple => {
                             // Per offset: rate / 1000 per tuple; exponential gaps in offsets.
+                            let mean = 1000.0 / rate;
                             let mut o = 0u64;
                             loop {
-                                let gap_ns = rng::exp_gap_ns(rng, rate / 1000.0);
-                                // exp_gap_ns works in 1e-9 units of its rate's period.
-                                let gap = (gap_ns as f64 / 1e9).ceil().max(1.0) as u64;
+                                let g = (rng::exp_unit(rng) * mean).ceil();
+                                let gap = if g.is_finite() && g < 1e18 {
+                                    (g as u64).max(1)
+                                } else {
+                                    u64::MAX / 4
+                                };
                                 o = o.saturating_add(gap);
                                 if o >= ctx.tuples {
                                     break;

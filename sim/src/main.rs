@@ -6,9 +6,9 @@
 
 use acker_sim::engine::Sim;
 use acker_sim::fault::{self, FaultSpec};
-use acker_sim::scenario::{rng_streams, Guarantee, PlantedBug, Scenario};
+use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::units::parse_duration_ns;
-use acker_sim::{experiment, rng, search};
+use acker_sim::{experiment, search};
 use clap::{Args, Parser, Subcommand};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -202,6 +202,9 @@ struct SearchArgs {
     /// Do not shrink violations.
     #[arg(long)]
     no_shrink: bool,
+    /// Print each seed's replay command without running it.
+    #[arg(long)]
+    list: bool,
     #[command(flatten)]
     sim: SimArgs,
 }
@@ -384,8 +387,14 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, String> {
     let default_specs = "bolt-exception-before-emit~1/kt,bolt-exception-after-emit~1/kt,spout-crash~1/kt,acker-crash~1/kt,bolt-crash~1/kt,worker-crash~0.5/kt,message-loss~1/kt,partition~0.5/kt";
     let specs: Vec<FaultSpec> = fault::parse_specs(a.faults.as_deref().unwrap_or(default_specs))
         .map_err(|e| e.to_string())?;
-    // Check the settings once before the loop.
-    a.sim.scenario(a.first_seed, Guarantee::AtLeastOnce, 1000)?;
+    let plan = search::SearchPlan {
+        template: a.sim.scenario(a.first_seed, Guarantee::AtLeastOnce, 1000)?,
+        guarantee: fixed,
+        swarm: a.swarm,
+        specs,
+        rate_per_kilo_tuple: a.rate,
+        fault_until_ns: a.sim.fault_until,
+    };
     let bar = indicatif::ProgressBar::new(a.seeds);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -398,15 +407,12 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, String> {
     let mut violating = 0u64;
     let mut messages = 0u64;
     for seed in a.first_seed..a.first_seed.saturating_add(a.seeds) {
-        let g = fixed.unwrap_or_else(|| search::guarantee_for_seed(seed));
-        let mut sc = a.sim.scenario(seed, g, 1000)?;
-        let seed_specs = if a.swarm {
-            fault::swarm_specs(&mut rng::stream(seed, rng_streams::SWARM), a.rate)
-        } else {
-            specs.clone()
-        };
-        sc.set_fault_specs(&seed_specs, a.sim.fault_until)
-            .map_err(|e| e.to_string())?;
+        let sc = plan.scenario(seed).map_err(|e| e.to_string())?;
+        let g = sc.guarantee;
+        if a.list {
+            println!("{}", search::replay_command(&sc));
+            continue;
+        }
         let o = Sim::run(sc.clone(), None).map_err(|e| e.to_string())?;
         messages += o.delivered;
         bar.inc(1);

@@ -52,12 +52,17 @@ pub fn unit(rng: &mut SimRng) -> f64 {
     (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
+/// A draw from the standard exponential distribution (mean 1), via `-ln(u)` with `u` in
+/// `(0, 1]`; `f64::ln` gives the same result for the same input in every build of this binary.
+pub fn exp_unit(rng: &mut SimRng) -> f64 {
+    -(1.0 - unit(rng)).ln()
+}
+
 /// The gap to the next event of a Poisson process of `per_sec` events per simulated second, in
 /// nanoseconds (at least 1). Uses `f64::ln`, whose result is the same for the same input in every
 /// build of this binary.
 pub fn exp_gap_ns(rng: &mut SimRng, per_sec: f64) -> u64 {
-    let u = 1.0 - unit(rng); // (0, 1]
-    let gap_s = -u.ln() / per_sec;
+    let gap_s = exp_unit(rng) / per_sec;
     let ns = gap_s * 1e9;
     if ns.is_finite() && ns < 1.8e19 {
         (ns as u64).max(1)

@@ -7,8 +7,9 @@
 //! trigger, and is replayed by [`replay_command`].
 
 use crate::engine::{Outcome, Sim};
-use crate::fault::{self, Fault, Trigger};
-use crate::scenario::{Guarantee, Scenario};
+use crate::fault::{self, Fault, FaultSpec, Trigger};
+use crate::rng;
+use crate::scenario::{rng_streams, Guarantee, Scenario, ScenarioError};
 use crate::units::format_ns;
 
 /// The command line that replays `sc` exactly (seed, guarantee, every non-default setting and
@@ -155,6 +156,47 @@ fn with_trigger(f: Fault, v: u64) -> Fault {
             Trigger::AtOffset(_) => Trigger::AtOffset(v),
         },
         ..f
+    }
+}
+
+/// How a search builds the scenario of each seed.
+#[derive(Clone, Debug)]
+pub struct SearchPlan {
+    /// Sizes, timing and planted bug of every run (its seed, guarantee and faults are replaced).
+    pub template: Scenario,
+    /// The guarantee of every seed; `None`: the three in turn ([`guarantee_for_seed`]).
+    pub guarantee: Option<Guarantee>,
+    /// Swarm mode: each seed draws its own random subset of fault kinds with random weights.
+    pub swarm: bool,
+    /// The fault specs of every seed without swarm mode.
+    pub specs: Vec<FaultSpec>,
+    /// Swarm mode's base rate, in faults per thousand tuples.
+    pub rate_per_kilo_tuple: f64,
+    /// Rate-per-second faults are drawn over `0..fault_until_ns`.
+    pub fault_until_ns: u64,
+}
+
+impl SearchPlan {
+    /// The scenario of `seed`: the template with this seed, its guarantee, and its fault
+    /// schedule expanded from the seed.
+    ///
+    /// # Errors
+    /// A [`ScenarioError`] for a bad template or fault spec.
+    pub fn scenario(&self, seed: u64) -> Result<Scenario, ScenarioError> {
+        let mut sc = self.template.clone();
+        sc.seed = seed;
+        sc.guarantee = self.guarantee.unwrap_or_else(|| guarantee_for_seed(seed));
+        let specs = if self.swarm {
+            fault::swarm_specs(
+                &mut rng::stream(seed, rng_streams::SWARM),
+                self.rate_per_kilo_tuple,
+            )
+        } else {
+            self.specs.clone()
+        };
+        sc.set_fault_specs(&specs, self.fault_until_ns)?;
+        sc.validate()?;
+        Ok(sc)
     }
 }
 

@@ -115,7 +115,7 @@ impl SourceLog {
 
     /// The next offset to emit (a replay first, else the next unread offset) and its new message
     /// id, or `None` when there is nothing to emit.
-    pub fn next(&mut self) -> Option<(u64, u64)> {
+    pub fn next_emit(&mut self) -> Option<(u64, u64)> {
         let offset = if let Some(o) = self.replay.pop_front() {
             o
         } else if self.next_read < self.tuples {
@@ -141,7 +141,7 @@ impl SourceLog {
         Some((offset, msg_id))
     }
 
-    /// Undoes the last [`next`](Self::next) when the spout could not emit it (the offset goes
+    /// Undoes the last [`next_emit`](Self::next_emit) when the spout could not emit it (the offset goes
     /// back to the front of the replay queue).
     pub fn unread(&mut self, msg_id: u64) {
         if msg_id + 1 == self.emits.len() as u64 {
@@ -333,21 +333,21 @@ mod tests {
     fn commits_contiguously_and_resumes_from_commit() {
         let mut log = SourceLog::new(5);
         log.open_consumer();
-        let a = log.next().unwrap();
-        let b = log.next().unwrap();
-        let c = log.next().unwrap();
+        let a = log.next_emit().unwrap();
+        let b = log.next_emit().unwrap();
+        let c = log.next_emit().unwrap();
         assert_eq!((a.0, b.0, c.0), (0, 1, 2));
         log.ack(b.1);
         assert_eq!(log.committed(), 0);
         log.ack(a.1);
         assert_eq!(log.committed(), 2);
         log.fail(c.1);
-        let r = log.next().unwrap();
+        let r = log.next_emit().unwrap();
         assert_eq!(r.0, 2, "a failed offset is replayed first");
-        log.next().unwrap(); // offset 3
+        log.next_emit().unwrap(); // offset 3
         log.open_consumer();
         assert_eq!(
-            log.next().unwrap().0,
+            log.next_emit().unwrap().0,
             2,
             "a new consumer resumes from the commit"
         );

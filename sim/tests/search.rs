@@ -1,0 +1,244 @@
+//! Search finds a planted bug and shrinks it to a one-fault schedule; the CLI reports it with
+//! replay commands, and rejects bad input clearly.
+
+use acker_sim::fault::parse_specs;
+use acker_sim::search::{self, SearchPlan};
+use acker_sim::{FaultKind, Guarantee, PlantedBug, Scenario, Sim};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_acker-sim"))
+}
+
+#[test]
+fn a_planted_acker_bug_is_found_and_shrunk_to_one_fault() {
+    let mut template = Scenario::new(0, Guarantee::AtLeastOnce);
+    template.tuples = 500;
+    template.max_spout_pending = 50;
+    template.planted_bug = Some(PlantedBug::AckerAcksFirstFailure);
+    let plan = SearchPlan {
+        template,
+        guarantee: Some(Guarantee::AtLeastOnce),
+        swarm: true,
+        specs: Vec::new(),
+        rate_per_kilo_tuple: 2.0,
+        fault_until_ns: 0,
+    };
+    let (sc, o) = (1..=50)
+        .map(|seed| {
+            let sc = plan.scenario(seed).unwrap();
+            let o = Sim::run(sc.clone(), None).unwrap();
+            (sc, o)
+        })
+        .find(|(_, o)| !o.ok())
+        .expect("50 swarm seeds never hit the planted bug");
+    assert_eq!(o.violations[0].class(), "lost");
+    let shrunk = search::shrink(&sc, "lost").expect("the violation reproduces");
+    assert_eq!(
+        shrunk.scenario.faults.len(),
+        1,
+        "{:?}",
+        shrunk.scenario.faults
+    );
+    let f = shrunk.scenario.faults[0];
+    assert_eq!(f.kind, FaultKind::BoltExceptionBeforeEmit);
+    assert_eq!(
+        f.trigger,
+        acker_sim::Trigger::AtOffset(0),
+        "moved as early as it goes"
+    );
+    assert!(shrunk
+        .outcome
+        .violations
+        .iter()
+        .any(|v| v.class() == "lost"));
+    // Without the bug, the shrunk schedule is clean.
+    let mut clean = shrunk.scenario.clone();
+    clean.planted_bug = None;
+    assert!(Sim::run(clean, None).unwrap().ok());
+}
+
+#[test]
+fn shrinking_keeps_only_the_needed_fault() {
+    // One harmful fault hidden among harmless ones: shrinking drops the others.
+    let mut sc = Scenario::new(3, Guarantee::AtLeastOnce);
+    sc.tuples = 400;
+    sc.max_spout_pending = 40;
+    sc.planted_bug = Some(PlantedBug::AckerAcksFirstFailure);
+    sc.set_fault_specs(
+        &parse_specs(
+            "bolt-crash@#50,message-loss@#100,bolt-exception-before-emit@#300,acker-crash@#350",
+        )
+        .unwrap(),
+        0,
+    )
+    .unwrap();
+    let s = search::shrink(&sc, "lost").unwrap();
+    assert_eq!(s.scenario.faults.len(), 1);
+    assert_eq!(
+        s.scenario.faults[0].kind,
+        FaultKind::BoltExceptionBeforeEmit
+    );
+    assert!(search::shrink(&Scenario::new(3, Guarantee::AtLeastOnce), "lost").is_none());
+}
+
+#[test]
+fn cli_search_reports_and_shrinks_with_replay_commands() {
+    let out = bin()
+        .args([
+            "search",
+            "--seeds",
+            "12",
+            "--swarm",
+            "--guarantee",
+            "at-least-once",
+            "--tuples",
+            "500",
+            "--max-spout-pending",
+            "50",
+            "--planted-bug",
+            "acker-acks-first-failure",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("violation: lost"), "{text}");
+    let shrunk = text
+        .lines()
+        .find(|l| l.contains("shrunk replay:"))
+        .expect("a shrunk replay command");
+    assert!(
+        shrunk.contains("--faults 'bolt-exception-before-emit@#0:0'"),
+        "{shrunk}"
+    );
+    // The printed replay command reproduces the violation.
+    let cmd = shrunk.split("shrunk replay: acker-sim ").nth(1).unwrap();
+    let args: Vec<String> = cmd
+        .split_whitespace()
+        .map(|a| a.trim_matches('\'').to_string())
+        .collect();
+    let replay = bin().args(&args).output().unwrap();
+    assert_eq!(replay.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("lost: 1 input(s)"));
+}
+
+#[test]
+fn cli_run_prints_verdict_and_checks_determinism() {
+    let out = bin()
+        .args([
+            "run",
+            "--seed",
+            "9",
+            "--tuples",
+            "800",
+            "--max-spout-pending",
+            "80",
+            "--faults",
+            "acker-crash*2,message-loss~1/kt",
+            "--check-determinism",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("verdict: ok"));
+    assert!(text.contains("determinism: ok"));
+    // Two acker crashes duplicate 2 × 80 = 160; each lost message at most one more.
+    let dups: u64 = text
+        .split("duplicates ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("a duplicates figure");
+    let losses = text.matches("message-loss@").count() as u64;
+    assert!(
+        (160..=160 + losses).contains(&dups),
+        "{dups} duplicates, {losses} losses"
+    );
+    assert!(text.lines().any(|l| l.starts_with("trace hash ")));
+}
+
+#[test]
+fn cli_experiment_json_and_plot() {
+    let dir = std::env::temp_dir().join(format!("acker-sim-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("exp.svg");
+    let out = bin()
+        .args([
+            "experiment",
+            "--tuples",
+            "1500",
+            "--max-spout-pending",
+            "50",
+            "--json",
+            "--plot",
+        ])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 75);
+    let keys: Vec<&str> = rows[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    for k in [
+        "guarantee",
+        "fault",
+        "injected",
+        "input",
+        "distinct",
+        "lost",
+        "duplicates",
+        "max_spout_pending",
+        "trace_hash",
+    ] {
+        assert!(keys.contains(&k), "missing key {k}");
+    }
+    let acker5 = rows
+        .iter()
+        .find(|r| {
+            r["guarantee"] == "at-least-once" && r["fault"] == "acker-crash" && r["injected"] == 5
+        })
+        .unwrap();
+    assert_eq!(acker5["duplicates"], 250);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("<svg"));
+    assert!(text.contains("exactly-once"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cli_rejects_bad_input() {
+    let cases: [&[&str]; 6] = [
+        &["run", "--seed", "1", "--faults", "acker-explosion"],
+        &["run", "--seed", "1", "--faults", "message-loss~-2"],
+        &["run", "--seed", "1", "--tuples", "0"],
+        &["run", "--seed", "1", "--guarantee", "twice"],
+        &["run", "--seed", "1", "--faults", "bolt-crash@1s:9"],
+        &["search", "--seeds", "0"],
+    ];
+    let wants = [
+        "unknown fault `acker-explosion`",
+        "bad fault rate `-2`",
+        "must be at least 1",
+        "unknown guarantee `twice`",
+        "bad fault target",
+        "must be at least 1",
+    ];
+    for (args, want) in cases.iter().zip(wants) {
+        let out = bin().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
