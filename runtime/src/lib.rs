@@ -53,8 +53,8 @@ mod size_tests {
     fn message_sizes_stay_small() {
         assert_eq!(std::mem::size_of::<crate::Value>(), 24);
         assert_eq!(std::mem::size_of::<crate::Values>(), 56);
-        assert_eq!(std::mem::size_of::<crate::TupleAnchors>(), 72);
-        assert!(std::mem::size_of::<crate::Tuple>() <= 136);
-        assert!(std::mem::size_of::<crate::Envelope>() <= 152);
+        assert_eq!(std::mem::size_of::<crate::TupleAnchors>(), 56);
+        assert_eq!(std::mem::size_of::<crate::Tuple>(), 120);
+        assert!(std::mem::size_of::<crate::Envelope>() <= 136);
     }
 }

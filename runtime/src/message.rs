@@ -24,8 +24,10 @@ use smallvec::SmallVec;
 /// The most trees one tuple may belong to (the `R` of [`acker_core::Anchors`]). An emit anchored
 /// to inputs that together belong to more trees is refused with
 /// [`acker_core::AnchorError::TooManyRoots`] (Storm has no such bound; real topologies rarely
-/// multi-anchor to more than a handful of trees).
-pub const MAX_ROOTS: usize = 4;
+/// multi-anchor to more than a handful of trees). Three keeps a data tuple at 120 bytes, so the
+/// shell's ring slot for it is exactly two cache lines (four made it straddle a third, which
+/// measured slower).
+pub const MAX_ROOTS: usize = 3;
 
 /// The anchors a data tuple carries: up to [`MAX_ROOTS`] (root id, edge XOR) pairs.
 pub type TupleAnchors = Anchors<MAX_ROOTS>;

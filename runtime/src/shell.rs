@@ -11,7 +11,7 @@
 //!   prefers tasks on the same thread.
 //! - **Rings and lanes.** Two lanes join every ordered pair of distinct threads, each a bounded
 //!   SPSC ring ([`rtrb`]: cache-padded head and tail, [`ShellOptions::ring_capacity`] entries):
-//!   the *data* lane carries tuples (144-byte envelopes), the *control* lane carries acker
+//!   the *data* lane carries tuples (128-byte, cache-line-aligned envelopes), the *control* lane carries acker
 //!   messages and notices (small `Copy` envelopes). A message for a task on the same thread goes
 //!   to that thread's local FIFO instead.
 //! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
@@ -186,7 +186,9 @@ struct CoreResult {
     latency: Histogram<u64>,
 }
 
-/// A data tuple on its way to a bolt task (the data lane's element).
+/// A data tuple on its way to a bolt task (the data lane's element): exactly two cache lines, so
+/// a ring slot never straddles a third one.
+#[repr(align(64))]
 struct DataEnv {
     dest: TaskId,
     tuple: Tuple,
@@ -787,5 +789,12 @@ fn coordinate(shared: &Shared, options: &ShellOptions) -> (Duration, u64) {
             return (stopped, pending);
         }
         std::thread::sleep(poll);
+    }
+}
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn data_env_is_two_cache_lines() {
+        assert_eq!(std::mem::size_of::<super::DataEnv>(), 128);
     }
 }

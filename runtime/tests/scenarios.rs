@@ -473,3 +473,77 @@ fn rebuilt_executor_starts_empty() {
     assert_eq!(out2.as_slice(), &first[..]);
     assert!(plan.build_executor(99, &placement).is_err());
 }
+
+// ---------- multi-anchoring ----------
+
+/// Holds inputs; at the third emits one tuple anchored to all three; at the fourth tries to
+/// anchor to four trees (refused), then acks everything.
+struct Joiner {
+    held: Vec<Input>,
+    errors: Arc<Mutex<Vec<acker_runtime::EmitError>>>,
+}
+impl Bolt for Joiner {
+    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
+        self.held.push(input);
+        if self.held.len() == 3 {
+            let refs: Vec<&Input> = self.held.iter().collect();
+            assert_eq!(c.emit(&refs, values![99]).unwrap(), 1);
+        }
+        if self.held.len() == 4 {
+            let refs: Vec<&Input> = self.held.iter().collect();
+            let e = c.emit(&refs, values![100]).unwrap_err();
+            self.errors.lock().unwrap().push(e);
+            for i in self.held.drain(..) {
+                c.ack(i).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn multi_anchoring_joins_trees_up_to_max_roots() {
+    assert_eq!(acker_runtime::MAX_ROOTS, 3);
+    let log = Arc::new(Mutex::new(Log::default()));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let seen: Seen = Arc::default();
+    let (l2, e2) = (log.clone(), errors.clone());
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        move || Roots {
+            next: 0,
+            n: 4,
+            log: l2.clone(),
+        },
+        1,
+    )
+    .output_fields(&["n"]);
+    b.set_bolt(
+        "join",
+        move || Joiner {
+            held: Vec::new(),
+            errors: e2.clone(),
+        },
+        1,
+    )
+    .shuffle_grouping("spout")
+    .output_fields(&["n"]);
+    b.set_bolt("sink", record(&seen), 1)
+        .shuffle_grouping("join");
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let mut shell = LocalShell::new(&plan).unwrap();
+    for _ in 0..5 {
+        shell.step();
+    }
+    assert_eq!(
+        *errors.lock().unwrap(),
+        vec![acker_runtime::EmitError::Anchor(
+            acker_core::AnchorError::TooManyRoots
+        )]
+    );
+    // The joined tuple reached the sink; every root completed once both acks arrived.
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    let mut acked = log.lock().unwrap().acked.clone();
+    acked.sort();
+    assert_eq!(acked, vec![0, 1, 2, 3]);
+}
