@@ -478,6 +478,11 @@ impl Core<'_> {
             .filter(|&i| self.executors[i].kind() == TaskKind::Spout)
             .collect();
         loop {
+            // The coordinator says stop: after a full drain everything is quiet already; after a
+            // drain timeout (or a topology that never goes quiet) whatever is in flight is left.
+            if self.shared.finish.load(Ordering::Acquire) {
+                break;
+            }
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
@@ -519,9 +524,6 @@ impl Core<'_> {
                 idle_turns = idle_turns.saturating_add(1);
                 if idle_turns % 16 == 1 {
                     self.publish();
-                }
-                if self.shared.finish.load(Ordering::Acquire) {
-                    break;
                 }
                 let (spin, yields) = self.idle;
                 if idle_turns < spin {

@@ -361,3 +361,42 @@ fn a_panicking_bolt_ends_the_run_with_an_error() {
         other => panic!("expected a panic error, got {other:?}"),
     }
 }
+
+/// Echoes every input back to itself, unanchored, forever (a cycle that never goes quiet).
+struct Echo;
+impl Bolt for Echo {
+    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
+        let v = input.values()[0].clone();
+        c.emit(&[], values![v]).unwrap();
+        c.ack(input).unwrap();
+    }
+}
+
+#[test]
+fn a_topology_that_never_goes_quiet_stops_at_the_drain_timeout() {
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        || Finite::new(10, &Arc::default(), &Arc::default()),
+        1,
+    )
+    .output_fields(&["n"]);
+    b.set_bolt("echo", || Echo, 2)
+        .shuffle_grouping("spout")
+        .shuffle_grouping("echo")
+        .output_fields(&["n"]);
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let report = run_with_watchdog(
+        plan,
+        ShellOptions {
+            cores: Some(2),
+            max_duration: Some(Duration::from_millis(100)),
+            drain_timeout: Some(Duration::from_millis(200)),
+            ..ShellOptions::default()
+        },
+        Duration::from_secs(30),
+    );
+    // The spout's trees completed (the echo emits unanchored); the echo loop was cut off.
+    assert_eq!(report.spout_totals().acked, 10);
+    assert!(report.components["echo"].executed > 10);
+}
