@@ -224,6 +224,7 @@ fn cli_warns_when_timeouts_off_with_max_spout_pending() {
             "0",
             "--max-spout-pending",
             "100",
+            "--no-pin",
         ])
         .output()
         .unwrap();

@@ -61,6 +61,9 @@ struct RunArgs {
     /// Topology seed.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Do not pin the threads to cores (lets the OS move them, e.g. on a shared machine).
+    #[arg(long)]
+    no_pin: bool,
 }
 
 #[derive(Args)]
@@ -155,6 +158,14 @@ fn percentiles_us(r: &RunReport) -> (f64, f64, f64) {
     )
 }
 
+fn shell_options(run: &RunArgs) -> ShellOptions {
+    ShellOptions {
+        cores: Some(cores(run)),
+        pin_threads: !run.no_pin,
+        ..ShellOptions::default()
+    }
+}
+
 fn check_run(run: &RunArgs) -> Result<(), String> {
     if run.cores == Some(0) {
         return Err("--cores must be at least 1".to_string());
@@ -186,14 +197,7 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
     let plan = topology
         .plan(&config(&args.run))
         .map_err(|e| e.to_string())?;
-    let report = shell::run(
-        &plan,
-        &ShellOptions {
-            cores: Some(n),
-            ..ShellOptions::default()
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string())?;
     let counts: BTreeMap<String, u64> =
         std::mem::take(&mut *outputs.counts.lock().unwrap_or_else(|p| p.into_inner()));
     let words_total: u64 = counts.values().sum();
@@ -358,10 +362,9 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
     let report = shell::run(
         &plan,
         &ShellOptions {
-            cores: Some(cores(&run)),
             max_duration: Some(Duration::from_secs_f64(seconds)),
             drain_timeout: Some(Duration::from_secs(60)),
-            ..ShellOptions::default()
+            ..shell_options(&run)
         },
     )
     .map_err(|e| e.to_string())?;
@@ -429,14 +432,7 @@ fn bench_wordcount_cmd(
     let (topology, outputs) = wordcount::topology(lines, n, 0.0).map_err(|e| e.to_string())?;
     let plan = topology.plan(&config(&run)).map_err(|e| e.to_string())?;
     let cpu1 = process_cpu_secs();
-    let report = shell::run(
-        &plan,
-        &ShellOptions {
-            cores: Some(n),
-            ..ShellOptions::default()
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let report = shell::run(&plan, &shell_options(&run)).map_err(|e| e.to_string())?;
     let topo_cpu = cpu_delta(cpu1);
     let counts = outputs.counts.lock().unwrap_or_else(|p| p.into_inner());
     let words: u64 = counts.values().sum();
