@@ -17,6 +17,7 @@ use acker_runtime::{
     Plan, Spout, SpoutOutputCollector, TopologyBuilder, TopologyContext,
 };
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex, taking the data even if a panic poisoned it (the simulator is single-threaded;
@@ -35,32 +36,41 @@ pub enum ExceptionPoint {
 }
 
 /// Exceptions armed per processing bolt task index; each is consumed by that task's next input.
+///
+/// A counter of armed exceptions lets a bolt skip the lock when none is armed (the common case).
 #[derive(Debug, Default)]
 pub struct BoltFaults {
-    armed: Vec<VecDeque<ExceptionPoint>>,
-    thrown: u64,
+    armed_total: AtomicU64,
+    armed: Mutex<Vec<VecDeque<ExceptionPoint>>>,
+    thrown: AtomicU64,
 }
 
 impl BoltFaults {
     /// Arms one exception for processing bolt `index`.
-    pub fn arm(&mut self, index: usize, point: ExceptionPoint) {
-        if self.armed.len() <= index {
-            self.armed.resize_with(index + 1, VecDeque::new);
+    pub fn arm(&self, index: usize, point: ExceptionPoint) {
+        let mut armed = lock(&self.armed);
+        if armed.len() <= index {
+            armed.resize_with(index + 1, VecDeque::new);
         }
-        self.armed[index].push_back(point);
+        armed[index].push_back(point);
+        self.armed_total.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn take(&mut self, index: usize) -> Option<ExceptionPoint> {
-        let p = self.armed.get_mut(index)?.pop_front();
+    fn take(&self, index: usize) -> Option<ExceptionPoint> {
+        if self.armed_total.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let p = lock(&self.armed).get_mut(index)?.pop_front();
         if p.is_some() {
-            self.thrown += 1;
+            self.armed_total.fetch_sub(1, Ordering::Relaxed);
+            self.thrown.fetch_add(1, Ordering::Relaxed);
         }
         p
     }
 
     /// Exceptions thrown so far.
     pub fn thrown(&self) -> u64 {
-        self.thrown
+        self.thrown.load(Ordering::Relaxed)
     }
 }
 
@@ -72,7 +82,7 @@ pub struct World {
     /// The sink.
     pub sink: Arc<Mutex<SinkStore>>,
     /// Armed bolt exceptions.
-    pub bolt_faults: Arc<Mutex<BoltFaults>>,
+    pub bolt_faults: Arc<BoltFaults>,
 }
 
 /// A reliable spout over the source log (a Kafka spout managing its own offsets): emits each
@@ -120,7 +130,7 @@ impl Spout for ReliableSpout {
 /// The processing bolt (a `BaseBasicBolt`): passes the number on to the sink, unless an armed
 /// exception makes it throw before or after its emit (the input then fails).
 pub struct ProcessBolt {
-    faults: Arc<Mutex<BoltFaults>>,
+    faults: Arc<BoltFaults>,
     index: usize,
 }
 
@@ -139,7 +149,7 @@ impl BasicBolt for ProcessBolt {
             .first()
             .and_then(|v| v.as_int())
             .unwrap_or(-1);
-        let point = lock(&self.faults).take(self.index);
+        let point = self.faults.take(self.index);
         if point == Some(ExceptionPoint::BeforeEmit) {
             return Err(FailedException::new("injected exception before emit"));
         }
@@ -196,7 +206,7 @@ pub fn build(sc: &Scenario, executor_seed: u64) -> Result<(World, Plan), String>
             sc.tuples,
             sc.guarantee == crate::scenario::Guarantee::ExactlyOnce,
         ))),
-        bolt_faults: Arc::new(Mutex::new(BoltFaults::default())),
+        bolt_faults: Arc::new(BoltFaults::default()),
     };
     let plan = plan(sc, &world, executor_seed)?;
     Ok((world, plan))

@@ -66,6 +66,8 @@ pub struct Outcome {
     pub acker: ExecutorCounters,
     /// Most roots any acker table held.
     pub max_acker_roots: usize,
+    /// Most events scheduled at once.
+    pub max_queue_len: usize,
 }
 
 impl Outcome {
@@ -172,6 +174,10 @@ pub struct Sim {
     max_acker_roots: usize,
     acker_capacity: usize,
     spout_task: TaskId,
+    /// Whether the source had something to emit after the spout's last step (cached so that
+    /// scheduling does not lock the log).
+    spout_has_input: bool,
+    max_queue_len: usize,
     bug_armed: bool,
 }
 
@@ -314,6 +320,8 @@ impl Sim {
             max_acker_roots: 0,
             acker_capacity,
             spout_task,
+            spout_has_input: true,
+            max_queue_len: 0,
             bug_armed: sc.planted_bug == Some(PlantedBug::AckerAcksFirstFailure),
             sc,
         })
@@ -376,6 +384,7 @@ impl Sim {
         let limit = self.sc.time_limit_ns();
         let mut finished = false;
         while let Some((t, _seq, ev)) = self.queue.pop() {
+            self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
             if t > limit {
                 break;
             }
@@ -459,6 +468,7 @@ impl Sim {
             spout,
             acker,
             max_acker_roots: self.max_acker_roots,
+            max_queue_len: self.max_queue_len,
         }
     }
 
@@ -485,6 +495,9 @@ impl Sim {
             lock(&self.world.log).set_now(self.now);
         }
         self.tasks[t].exec = self.build(task, inc);
+        if self.tasks[t].kind == TaskKind::Spout {
+            self.spout_has_input = !lock(&self.world.log).read_all();
+        }
         self.tasks[t].busy_until = self.now;
         if matches!(self.tasks[t].kind, TaskKind::Spout | TaskKind::Acker) {
             self.queue
@@ -546,7 +559,7 @@ impl Sim {
         if !st.inbox.is_empty() {
             return true;
         }
-        st.kind == TaskKind::Spout && exec.can_emit() && !lock(&self.world.log).read_all()
+        st.kind == TaskKind::Spout && self.spout_has_input && exec.can_emit()
     }
 
     fn maybe_schedule(&mut self, task: TaskId) {
@@ -610,7 +623,11 @@ impl Sim {
         self.tasks[t].busy_until = now + self.tasks[t].service_ns;
         self.after_step(task);
         if is_spout {
-            let newly = lock(&self.world.log).take_newly_read();
+            let newly = {
+                let mut log = lock(&self.world.log);
+                self.spout_has_input = !log.read_all();
+                log.take_newly_read()
+            };
             if let Some(o) = newly {
                 self.fire_offset_faults(o);
             }
@@ -629,6 +646,9 @@ impl Sim {
         }
         if let Some(exec) = self.tasks[t].exec.as_mut() {
             exec.handle(Message::Tick, self.now, &mut self.out);
+        }
+        if self.tasks[t].kind == TaskKind::Spout {
+            self.spout_has_input = !lock(&self.world.log).read_all();
         }
         self.after_step(task);
         self.queue
@@ -826,12 +846,14 @@ impl Sim {
                     }
                 }
             }
-            FaultKind::BoltExceptionBeforeEmit => {
-                lock(&self.world.bolt_faults).arm(f.target as usize, ExceptionPoint::BeforeEmit)
-            }
-            FaultKind::BoltExceptionAfterEmit => {
-                lock(&self.world.bolt_faults).arm(f.target as usize, ExceptionPoint::AfterEmit)
-            }
+            FaultKind::BoltExceptionBeforeEmit => self
+                .world
+                .bolt_faults
+                .arm(f.target as usize, ExceptionPoint::BeforeEmit),
+            FaultKind::BoltExceptionAfterEmit => self
+                .world
+                .bolt_faults
+                .arm(f.target as usize, ExceptionPoint::AfterEmit),
             FaultKind::MessageLoss => self.drop_next += 1,
             FaultKind::Partition => {
                 let w = workers::COUNT as usize;

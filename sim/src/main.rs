@@ -334,8 +334,9 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
         o.max_acker_roots
     );
     println!(
-        "events {}  messages delivered {}  dropped {}  simulated {:.6} s",
+        "events {}  max queued {}  messages delivered {}  dropped {}  simulated {:.6} s",
         o.events,
+        o.max_queue_len,
         o.delivered,
         o.dropped,
         o.end_ns as f64 / 1e9

@@ -4,13 +4,10 @@
 //! order is total and the same in every run: two events at the same nanosecond run in the order
 //! they were scheduled.
 //!
-//! A discrete-event simulation never schedules into the past, so the keys it pops never decrease.
-//! The queue exploits that: it is a radix heap over the 128-bit key `time_ns << 64 | seq`. An
-//! item sits in the bucket named by the highest bit in which its key differs from the last key
-//! popped; a pop empties the lowest non-empty bucket, and when that is not bucket 0 it
-//! redistributes that bucket around its minimum. Each item moves down at most 128 times in its
-//! life and usually a handful, so push is O(1) and pop amortised O(1) in practice, cheaper than a
-//! binary heap's O(log n) sift with its unpredictable branches.
+//! The queue is a binary heap of `(time_ns << 64 | seq, event)`: one 128-bit comparison orders
+//! two events. (A radix heap, which exploits that a simulation never schedules into the past,
+//! was measured too: 5 % more instructions per simulated message on this workload, whose
+//! queue holds under a thousand events.)
 //!
 //! Pushing an event earlier than the last one popped is a caller bug; such an event is clamped
 //! to the last popped time (it then runs next, still in push order), so the order stays total.
@@ -18,12 +15,29 @@
 /// A monotone min-queue of events ordered by `(time_ns, seq)`.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    buckets: Vec<Vec<(u128, E)>>,
-    /// Bit `i` set when bucket `i` is non-empty.
-    nonempty: [u64; 3],
-    last: u128,
-    len: usize,
+    heap: std::collections::BinaryHeap<Item<E>>,
+    last_time: u64,
     next_seq: u64,
+}
+
+#[derive(Debug)]
+struct Item<E>(u128, E);
+impl<E> PartialEq for Item<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+impl<E> Eq for Item<E> {}
+impl<E> PartialOrd for Item<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<E> Ord for Item<E> {
+    #[inline]
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.0.cmp(&self.0)
+    }
 }
 
 impl<E> Default for EventQueue<E> {
@@ -32,19 +46,12 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
-#[inline]
-fn bucket(key: u128, last: u128) -> usize {
-    (128 - (key ^ last).leading_zeros()) as usize
-}
-
 impl<E> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         Self {
-            buckets: (0..129).map(|_| Vec::new()).collect(),
-            nonempty: [0; 3],
-            last: 0,
-            len: 0,
+            heap: std::collections::BinaryHeap::new(),
+            last_time: 0,
             next_seq: 0,
         }
     }
@@ -55,61 +62,27 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, time_ns: u64, event: E) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let last_time = (self.last >> 64) as u64;
-        let key = ((time_ns.max(last_time) as u128) << 64) | seq as u128;
-        let b = bucket(key, self.last);
-        self.buckets[b].push((key, event));
-        self.nonempty[b >> 6] |= 1 << (b & 63);
-        self.len += 1;
+        let key = ((time_ns.max(self.last_time) as u128) << 64) | seq as u128;
+        self.heap.push(Item(key, event));
         seq
     }
 
     /// The earliest event, with its time and sequence number.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, u64, E)> {
-        if self.len == 0 {
-            return None;
-        }
-        if self.buckets[0].is_empty() {
-            let i = self.first_nonempty()?;
-            let mut items = std::mem::take(&mut self.buckets[i]);
-            self.nonempty[i >> 6] &= !(1 << (i & 63));
-            let min = items.iter().map(|&(k, _)| k).min()?;
-            self.last = min;
-            for (k, e) in items.drain(..) {
-                let b = bucket(k, min);
-                self.buckets[b].push((k, e));
-                self.nonempty[b >> 6] |= 1 << (b & 63);
-            }
-            // Give the drained buffer back to keep its capacity.
-            if self.buckets[i].is_empty() {
-                self.buckets[i] = items;
-            }
-        }
-        let (key, e) = self.buckets[0].pop()?;
-        if self.buckets[0].is_empty() {
-            self.nonempty[0] &= !1;
-        }
-        self.len -= 1;
+        let Item(key, e) = self.heap.pop()?;
+        self.last_time = (key >> 64) as u64;
         Some(((key >> 64) as u64, key as u64, e))
-    }
-
-    fn first_nonempty(&self) -> Option<usize> {
-        self.nonempty
-            .iter()
-            .enumerate()
-            .find(|(_, &w)| w != 0)
-            .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
     }
 
     /// Number of scheduled events.
     pub fn len(&self) -> usize {
-        self.len
+        self.heap.len()
     }
 
     /// Whether nothing is scheduled.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.heap.is_empty()
     }
 }
 
