@@ -23,18 +23,26 @@
 //!
 //! ## Layout and cost
 //!
-//! Open addressing with Robin Hood linear probing and backward-shift deletion, over storage the
-//! caller provides (`[Slot; N]`, `&mut [Slot]`, a `Box<[Slot]>`...). Each [`Slot`] is 20 bytes:
-//! root id (8, 0 = free), ack val (8), and 4 bytes holding the spout task (16 bits), two flags
-//! (spout task known, failed) and a 14-bit timeout stamp. Memory is `20 × capacity` plus
-//! `size_of::<AckerTable<S>>()`, with no hidden allocation. The table fills to 100% of its slots;
-//! above ~90% load lookups of absent roots slow down, so size it for the load you expect.
+//! Bucketed cuckoo hashing over storage the caller provides (`[Slot; N]`, `&mut [Slot]`, a
+//! `Box<[Slot]>`...). The slots form buckets of 4 (80 bytes; the last may be shorter); a root lives
+//! in one of two buckets chosen by two fixed hashes of its id, so a lookup compares at most 8 root
+//! ids (branch-free within a bucket) and a removal just frees the slot. A new root takes a free
+//! slot of its first bucket, else of its second, else moves a resident of one of them to that
+//! resident's other bucket (searched two moves deep); when even that fails (only in a nearly full
+//! table) it takes any free slot and is counted as an overflow entry, which lookups then find by a
+//! full scan until it is removed. So the table still fills to 100% of its slots, but above ~90%
+//! load creating roots slows down: size it for the load you expect (0.8 is the benchmarked load).
+//! Each [`Slot`] is 20 bytes: root id (8, 0 = free), ack val (8), and 4 bytes holding the spout
+//! task (16 bits), two flags (spout task known, failed) and a 14-bit timeout stamp. Memory is
+//! `20 × capacity` plus `size_of::<AckerTable<S>>()`, with no hidden allocation.
+//! [`AckerTable::apply_batch`] applies a slice of messages, reading ahead the buckets of later
+//! messages so that cache misses on large tables overlap.
 //!
 //! Expiry is O(1) amortised per entry: a tick subtracts the expiring generation's count from the
 //! length at once (so [`AckerTable::len`] is exact immediately) and then reclaims at most
 //! `capacity / 64` slots' worth of expired entries ([`SWEEP_FRACTION`]); expired entries left
-//! behind are invisible to every operation and are reclaimed by later sweeps or when an entry
-//! moves past them.
+//! behind are invisible to every operation, never move, and their slots are reused by new roots of
+//! the same buckets or reclaimed by later sweeps.
 
 use crate::ids::{RootId, TaskId};
 use crate::message::{AckerMessage, Decision};
@@ -147,10 +155,11 @@ pub struct EntryView {
 enum Probe {
     /// The root is at this index (it may be expired: check before use).
     Found(usize),
-    /// The root is absent; Robin Hood would insert it at this index, at this probe distance.
-    Absent(usize, usize),
-    /// The root is absent and every slot is occupied.
-    NoRoom,
+    /// The root is absent; it would be created at this index (a free slot, or an expired entry's,
+    /// in one of its buckets).
+    Absent(usize),
+    /// The root is absent and both its buckets hold live roots.
+    BucketsFull(usize, usize),
 }
 
 /// The single-owner acker table (see the [module docs](self) for the rules it follows).
@@ -183,6 +192,10 @@ pub struct AckerTable<S> {
     /// Live entries per stamp, indexed by `stamp % 4` for the three live stamps.
     stamp_counts: [usize; 4],
     sweep_cursor: usize,
+    /// Entries outside both of their buckets (only in a nearly full table).
+    overflow: usize,
+    /// `ceil(capacity / BUCKET)`.
+    buckets: usize,
 }
 
 impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
@@ -214,6 +227,8 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             epoch: 0,
             stamp_counts: [0; 4],
             sweep_cursor: 0,
+            overflow: 0,
+            buckets: cap.div_ceil(BUCKET),
         })
     }
 
@@ -294,7 +309,25 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`] (unknown root, no free slot),
     /// [`TableError::DuplicateInit`] (spout task already recorded). Nothing changes on error.
+    #[inline]
     pub fn init(
+        &mut self,
+        root: RootId,
+        xor: u64,
+        spout_task: TaskId,
+    ) -> Result<Decision, TableError> {
+        if let Some(i) = self.create_fast(root) {
+            // A new root in a table with no expired or overflow entries: the common case.
+            let slot = &mut self.slots.as_mut()[i];
+            slot.ack_val = xor;
+            slot.meta |= HAS_TASK | spout_task as u32;
+            return Ok(self.decide(i, false));
+        }
+        self.init_slow(root, xor, spout_task)
+    }
+
+    #[inline(never)]
+    fn init_slow(
         &mut self,
         root: RootId,
         xor: u64,
@@ -322,6 +355,17 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     /// [`TableError::ZeroRoot`], [`TableError::Full`]. Nothing changes on error.
     #[inline]
     pub fn ack(&mut self, root: RootId, xor: u64) -> Result<Decision, TableError> {
+        if let Some(i) = self.find_live_first(root) {
+            // The root is live in its first bucket: the common case.
+            let slot = &mut self.slots.as_mut()[i];
+            slot.ack_val ^= xor;
+            return Ok(self.decide(i, false));
+        }
+        self.ack_slow(root, xor)
+    }
+
+    #[inline(never)]
+    fn ack_slow(&mut self, root: RootId, xor: u64) -> Result<Decision, TableError> {
         let (i, _) = self.find_or_create(root, false)?;
         let slot = &mut self.slots.as_mut()[i];
         slot.ack_val ^= xor;
@@ -347,6 +391,64 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     pub fn reset_timeout(&mut self, root: RootId) -> Result<Decision, TableError> {
         let (i, _) = self.find_or_create(root, true)?;
         Ok(self.decide(i, true))
+    }
+
+    /// Applies `messages` in order, handing each result to `sink` with the message's index:
+    /// exactly what calling [`apply`](Self::apply) on each would return, in the same order,
+    /// leaving the table in the same state. Faster on tables larger than the CPU caches: while
+    /// it applies message `i`, it already reads the first bucket of message
+    /// `i + `[`BATCH_LOOKAHEAD`] (and the second bucket of an init, which always misses the
+    /// first), so that several cache misses are in flight at once instead of one after the other.
+    ///
+    /// ```
+    /// use acker_core::{AckerMessage, AckerTable, Decision, Slot};
+    /// let mut table = AckerTable::new([Slot::EMPTY; 8], 30_000_000_000).unwrap();
+    /// let msgs = [
+    ///     AckerMessage::Init { root: 7, xor: 0xA1, spout_task: 3 },
+    ///     AckerMessage::Ack { root: 7, xor: 0xA1 },
+    /// ];
+    /// let mut decisions = Vec::new();
+    /// table.apply_batch(&msgs, |i, r| decisions.push((i, r)));
+    /// assert_eq!(decisions, [(0, Ok(Decision::Pending)), (1, Ok(Decision::Completed { spout_task: 3 }))]);
+    /// ```
+    #[inline]
+    pub fn apply_batch<F: FnMut(usize, Result<Decision, TableError>)>(
+        &mut self,
+        messages: &[AckerMessage],
+        mut sink: F,
+    ) {
+        let mut touched = 0u64;
+        for m in messages.iter().take(BATCH_LOOKAHEAD) {
+            touched ^= self.touch(m);
+        }
+        for (i, m) in messages.iter().enumerate() {
+            if let Some(ahead) = messages.get(i + BATCH_LOOKAHEAD) {
+                touched ^= self.touch(ahead);
+            }
+            sink(i, self.apply(*m));
+        }
+        // Keep the reads: their only purpose is to bring the slots into the cache.
+        core::hint::black_box(touched);
+    }
+
+    /// Reads the cache lines the message's probe will need (the first bucket, and the second for
+    /// an init), returning a value that depends on them. A plain read, as the crate has no
+    /// `unsafe` for a prefetch instruction.
+    #[inline(always)]
+    fn touch(&self, m: &AckerMessage) -> u64 {
+        let root = m.root();
+        let slots = self.slots.as_ref();
+        let nb = self.buckets();
+        let b1 = reduce(root, nb);
+        let start = b1 * BUCKET;
+        let mut v = slots.get(start).map_or(0, |s| s.root)
+            ^ slots.get(start + BUCKET - 1).map_or(0, |s| s.ack_val);
+        if let AckerMessage::Init { .. } = m {
+            let start = second_bucket(root, b1, nb) * BUCKET;
+            v ^= slots.get(start).map_or(0, |s| s.root)
+                ^ slots.get(start + BUCKET - 1).map_or(0, |s| s.ack_val);
+        }
+        v
     }
 
     /// Advances the table's clock to `now_ns` (the injected clock; a value earlier than the last
@@ -384,11 +486,6 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     }
 
     #[inline]
-    fn home(&self, root: RootId) -> usize {
-        reduce(root, self.capacity())
-    }
-
-    #[inline]
     fn next(&self, i: usize) -> usize {
         let j = i + 1;
         if j == self.capacity() {
@@ -398,37 +495,146 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         }
     }
 
-    /// Probe distance of the root stored at `i`.
+    /// Slots `start..end` of bucket `b` (the last bucket may be shorter than [`BUCKET`]).
     #[inline]
-    fn dist(&self, root: RootId, i: usize) -> usize {
-        let h = self.home(root);
-        if i >= h {
-            i - h
-        } else {
-            i + self.capacity() - h
-        }
+    fn bucket_range(&self, b: usize) -> (usize, usize) {
+        let start = b * BUCKET;
+        (start, (start + BUCKET).min(self.capacity()))
     }
 
-    fn probe(&self, root: RootId) -> Probe {
+    /// Scans bucket `b` for `root` and a free slot (see [`scan_bucket`]), as slot indices.
+    #[inline]
+    fn scan(&self, b: usize, root: RootId) -> (Option<usize>, Option<usize>) {
+        let (start, end) = self.bucket_range(b);
+        let bucket = &self.slots.as_ref()[start..end];
+        let (found, empty) = match <&[Slot; BUCKET]>::try_from(bucket) {
+            Ok(full_width) => scan_bucket(full_width, root),
+            Err(_) => scan_bucket(bucket, root),
+        };
+        (
+            (found < BUCKET).then_some(start + found),
+            (empty < BUCKET).then_some(start + empty),
+        )
+    }
+
+    /// The first slot of bucket `b` holding an expired entry.
+    fn expired_in(&self, b: usize) -> Option<usize> {
+        let (start, end) = self.bucket_range(b);
+        self.slots.as_ref()[start..end]
+            .iter()
+            .position(|s| s.root != 0 && self.is_expired(s.meta))
+            .map(|k| start + k)
+    }
+
+    /// Whether the entry of `root` at slot `i` lies outside both of its buckets (placed there
+    /// when the table was too full for a cuckoo move).
+    #[inline]
+    fn is_overflow(&self, root: RootId, i: usize) -> bool {
+        let (b1, b2) = buckets_of(root, self.buckets());
+        let b = i / BUCKET;
+        b != b1 && b != b2
+    }
+
+    #[inline(always)]
+    fn buckets(&self) -> usize {
+        self.buckets
+    }
+
+    /// The slot of `root` when it is live in one of its buckets and both are full-width (the
+    /// common case of an ack); `None` sends the caller to the general path.
+    #[inline(always)]
+    fn find_live_first(&self, root: RootId) -> Option<usize> {
+        let nb = self.buckets();
+        let b1 = reduce(root, nb);
         let slots = self.slots.as_ref();
-        let cap = slots.len();
-        let mut i = self.home(root);
-        let mut d = 0;
-        while d < cap {
-            let r = slots[i].root;
-            if r == root {
+        let start1 = b1 * BUCKET;
+        let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
+        let (found1, _) = scan_bucket(bucket1, root);
+        let (start, found, bucket) = if found1 < BUCKET {
+            (start1, found1, bucket1)
+        } else {
+            let start2 = second_bucket(root, b1, nb) * BUCKET;
+            let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
+            let (found2, _) = scan_bucket(bucket2, root);
+            (start2, found2, bucket2)
+        };
+        let s = bucket.get(found)?;
+        // `root == 0` matches only a free slot, whose stamp 0 may look live: exclude it.
+        (root != 0 && !self.is_expired(s.meta)).then_some(start + found)
+    }
+
+    /// Creates `root` (fresh entry, counted) in a free slot of one of its full-width buckets when
+    /// the table holds no expired or overflow entry and `root` is absent from both; `None` (and
+    /// nothing changed) otherwise.
+    #[inline(always)]
+    fn create_fast(&mut self, root: RootId) -> Option<usize> {
+        if root == 0 || self.overflow != 0 || self.occupied != self.len {
+            return None;
+        }
+        let nb = self.buckets();
+        let b1 = reduce(root, nb);
+        let slots = self.slots.as_ref();
+        let start1 = b1 * BUCKET;
+        let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
+        let (found1, empty1) = scan_bucket(bucket1, root);
+        let start2 = second_bucket(root, b1, nb) * BUCKET;
+        let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
+        let (found2, empty2) = scan_bucket(bucket2, root);
+        if found1 < BUCKET || found2 < BUCKET || start1 == start2 {
+            return None;
+        }
+        let i = if empty1 < BUCKET {
+            start1 + empty1
+        } else if empty2 < BUCKET {
+            start2 + empty2
+        } else {
+            return None;
+        };
+        self.slots.as_mut()[i] = self.fresh(root);
+        self.occupied += 1;
+        self.count_new();
+        Some(i)
+    }
+
+    /// Where the probe for `root` ends: its slot if present (possibly expired), else where it
+    /// would be created.
+    #[inline]
+    fn probe(&self, root: RootId) -> Probe {
+        let nb = self.buckets();
+        let b1 = reduce(root, nb);
+        let (found1, empty1) = self.scan(b1, root);
+        if let Some(i) = found1 {
+            return Probe::Found(i);
+        }
+        self.probe_rest(root, b1, second_bucket(root, b1, nb), empty1)
+    }
+
+    /// The probe after a miss in the first bucket `b1`.
+    #[inline]
+    fn probe_rest(&self, root: RootId, b1: usize, b2: usize, empty1: Option<usize>) -> Probe {
+        let (found2, empty2) = if b2 != b1 {
+            self.scan(b2, root)
+        } else {
+            (None, None)
+        };
+        if let Some(i) = found2 {
+            return Probe::Found(i);
+        }
+        if self.overflow > 0 {
+            if let Some(i) = self.slots.as_ref().iter().position(|s| s.root == root) {
                 return Probe::Found(i);
             }
-            if r == 0 {
-                return Probe::Absent(i, d);
-            }
-            if self.dist(r, i) < d {
-                return Probe::Absent(i, d);
-            }
-            i = self.next(i);
-            d += 1;
         }
-        Probe::NoRoom
+        if self.occupied != self.len {
+            // Reuse an expired entry's slot in the root's own buckets first.
+            if let Some(i) = self.expired_in(b1).or_else(|| self.expired_in(b2)) {
+                return Probe::Absent(i);
+            }
+        }
+        match empty1.or(empty2) {
+            Some(i) => Probe::Absent(i),
+            None => Probe::BucketsFull(b1, b2),
+        }
     }
 
     /// The live entry of `root`, created (ack val 0, no spout task, stamped now) if absent or
@@ -461,37 +667,111 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
                 }
                 Ok((i, false))
             }
-            Probe::Absent(i, d) => {
+            Probe::Absent(i) => {
                 if self.len == self.capacity() {
                     return Err(TableError::Full);
                 }
-                let i = if self.occupied == self.capacity() {
-                    // Every slot is taken but some hold expired entries: reclaim them all once
-                    // (at most one full pass per epoch, as only a tick makes entries expire).
-                    self.reclaim_all();
-                    match self.probe(root) {
-                        Probe::Absent(i, d) => self.insert_at(i, d, root),
-                        _ => unreachable_absent(),
-                    }
-                } else {
-                    self.insert_at(i, d, root)
-                };
-                self.count_new();
+                self.place(i, root);
                 Ok((i, true))
             }
-            Probe::NoRoom => {
+            Probe::BucketsFull(b1, b2) => {
                 if self.len == self.capacity() {
                     return Err(TableError::Full);
                 }
-                self.reclaim_all();
-                let i = match self.probe(root) {
-                    Probe::Absent(i, d) => self.insert_at(i, d, root),
-                    _ => unreachable_absent(),
-                };
-                self.count_new();
-                Ok((i, true))
+                Ok((self.insert_displacing(root, b1, b2), true))
             }
         }
+    }
+
+    /// Writes a fresh entry for `root` at slot `i`, which is free or holds an expired entry
+    /// (already out of `len`, now dropped).
+    #[inline]
+    fn place(&mut self, i: usize, root: RootId) {
+        let old = self.slots.as_ref()[i];
+        if old.root == 0 {
+            self.occupied += 1;
+        } else if self.overflow > 0 && self.is_overflow(old.root, i) {
+            self.overflow -= 1;
+        }
+        self.slots.as_mut()[i] = self.fresh(root);
+        self.count_new();
+    }
+
+    /// Creates `root` when both its buckets hold live entries: moves an entry of one of them to
+    /// a free slot of its other bucket (cuckoo move, searched two moves deep) and takes its slot;
+    /// failing that (a nearly full table), takes the first free or expired slot after its second
+    /// bucket and counts it as an overflow entry. Needs `len < capacity`. Returns the slot.
+    fn insert_displacing(&mut self, root: RootId, b1: usize, b2: usize) -> usize {
+        let nb = self.buckets();
+        for b in [b1, b2] {
+            let (start, end) = self.bucket_range(b);
+            // One move: a resident of `b` goes to a free slot of its other bucket.
+            for v in start..end {
+                let Some(alt) = other_bucket(self.slots.as_ref()[v].root, b, nb) else {
+                    continue;
+                };
+                if let (_, Some(free)) = self.scan(alt, 0) {
+                    let slots = self.slots.as_mut();
+                    slots[free] = slots[v];
+                    self.occupied += 1;
+                    self.slots.as_mut()[v] = Slot::EMPTY;
+                    self.place_counted_free(v, root);
+                    return v;
+                }
+            }
+        }
+        for b in [b1, b2] {
+            let (start, end) = self.bucket_range(b);
+            // Two moves: a resident `w` of `v`'s other bucket makes room for `v`.
+            for v in start..end {
+                let Some(alt) = other_bucket(self.slots.as_ref()[v].root, b, nb) else {
+                    continue;
+                };
+                let (astart, aend) = self.bucket_range(alt);
+                for w in astart..aend {
+                    let ws = self.slots.as_ref()[w];
+                    // Expired entries never move (the sweep relies on it).
+                    if self.is_expired(ws.meta) {
+                        continue;
+                    }
+                    let Some(alt2) = other_bucket(ws.root, alt, nb) else {
+                        continue;
+                    };
+                    if alt2 == b {
+                        continue;
+                    }
+                    if let (_, Some(free)) = self.scan(alt2, 0) {
+                        let slots = self.slots.as_mut();
+                        slots[free] = slots[w];
+                        slots[w] = slots[v];
+                        slots[v] = Slot::EMPTY;
+                        self.occupied += 1;
+                        self.place_counted_free(v, root);
+                        return v;
+                    }
+                }
+            }
+        }
+        // Overflow: any free or expired slot (one exists: `len < capacity`).
+        let (start, _) = self.bucket_range(b2);
+        let mut i = start;
+        for _ in 0..self.capacity() {
+            let s = self.slots.as_ref()[i];
+            if s.root == 0 || self.is_expired(s.meta) {
+                self.place(i, root);
+                self.overflow += 1;
+                return i;
+            }
+            i = self.next(i);
+        }
+        unreachable_no_room()
+    }
+
+    /// [`place`](Self::place) into a slot just emptied by a move (`occupied` already counts it).
+    #[inline]
+    fn place_counted_free(&mut self, i: usize, root: RootId) {
+        self.slots.as_mut()[i] = self.fresh(root);
+        self.count_new();
     }
 
     #[inline]
@@ -509,62 +789,15 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         self.stamp_counts[self.stamp() as usize % 4] += 1;
     }
 
-    /// Robin Hood insert of a fresh entry for `root` at probe position `i` (distance `d`).
-    /// Returns the index where `root` landed.
-    fn insert_at(&mut self, i: usize, d: usize, root: RootId) -> usize {
-        let _ = d;
-        let mut carry = self.fresh(root);
-        let landed = i;
-        let mut i = i;
-        loop {
-            let resident = self.slots.as_ref()[i];
-            if resident.root == 0 {
-                self.slots.as_mut()[i] = carry;
-                self.occupied += 1;
-                return landed;
-            }
-            if i != landed && self.dist(resident.root, i) >= self.dist(carry.root, i) {
-                i = self.next(i);
-                continue;
-            }
-            // Displace the resident (it is poorer-or-equal than the carried entry).
-            self.slots.as_mut()[i] = carry;
-            if self.is_expired(resident.meta) {
-                // An expired entry on the move is dropped instead of being carried on: its slot
-                // is reused and it was already out of `len`.
-                return landed;
-            }
-            carry = resident;
-            i = self.next(i);
-        }
-    }
-
-    /// Removes the entry at `i` by backward shift. Expired entries that the shift moves are
-    /// removed too, so an entry can never slip past the sweep cursor unchecked.
+    /// Frees slot `i` (nothing ever depends on a slot staying occupied: a root is only ever in
+    /// one of its two buckets or, counted in `overflow`, found by a full scan).
+    #[inline]
     fn remove_at(&mut self, i: usize) {
-        let mut i = i;
-        loop {
-            self.occupied -= 1;
-            let mut expired_moved = None;
-            let mut hole = i;
-            loop {
-                let j = self.next(hole);
-                let s = self.slots.as_ref()[j];
-                if s.root == 0 || self.dist(s.root, j) == 0 {
-                    self.slots.as_mut()[hole] = Slot::EMPTY;
-                    break;
-                }
-                self.slots.as_mut()[hole] = s;
-                if expired_moved.is_none() && self.is_expired(s.meta) {
-                    expired_moved = Some(hole);
-                }
-                hole = j;
-            }
-            match expired_moved {
-                Some(p) => i = p,
-                None => return,
-            }
+        if self.overflow > 0 && self.is_overflow(self.slots.as_ref()[i].root, i) {
+            self.overflow -= 1;
         }
+        self.slots.as_mut()[i] = Slot::EMPTY;
+        self.occupied -= 1;
     }
 
     /// Removes a live entry that was decided.
@@ -577,7 +810,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     }
 
     /// Rule 3 of the acker, applied to the entry at `i` after a message.
-    #[inline]
+    #[inline(always)]
     fn decide(&mut self, i: usize, reset: bool) -> Decision {
         let s = self.slots.as_ref()[i];
         let meta = s.meta;
@@ -599,6 +832,8 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     }
 
     /// Reclaims expired entries from `budget` slots, continuing where the last sweep stopped.
+    /// Expired entries never move (only live ones are displaced), so one pass over the table
+    /// reclaims every entry that had expired when the pass began.
     fn sweep(&mut self, budget: usize) {
         if self.occupied == self.len {
             return; // nothing expired anywhere
@@ -607,29 +842,78 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             let c = self.sweep_cursor;
             let s = self.slots.as_ref()[c];
             if s.root != 0 && self.is_expired(s.meta) {
-                // The entry shifted into `c` was checked by `remove_at` (expired ones are
-                // removed on the move), so the cursor may advance.
                 self.remove_at(c);
             }
             self.sweep_cursor = self.next(c);
         }
     }
-
-    /// Reclaims every expired entry (one full pass).
-    fn reclaim_all(&mut self) {
-        let cap = self.capacity();
-        let saved = self.sweep_cursor;
-        self.sweep_cursor = 0;
-        self.sweep(cap);
-        self.sweep_cursor = saved;
-    }
 }
 
 #[cold]
-fn unreachable_absent() -> ! {
-    // After `reclaim_all`, `occupied == len < capacity`, so a free slot exists and the probe of an
-    // absent root ends at one. Reaching here would be a bug in this module, not caller input.
-    panic!("acker table invariant broken: no free slot after reclaiming expired entries")
+fn unreachable_no_room() -> ! {
+    // Called only with `len < capacity`: some slot is free or holds an expired entry. Reaching
+    // here would be a bug in this module, not caller input.
+    panic!("acker table invariant broken: no free slot with len < capacity")
+}
+
+/// How many messages ahead [`AckerTable::apply_batch`] reads the slots of.
+pub const BATCH_LOOKAHEAD: usize = 8;
+
+/// Slots per bucket: a root lives in one of two buckets of 4 slots (80 bytes).
+const BUCKET: usize = 4;
+
+/// The two buckets of `root` among `nb`: the first by the table's Fibonacci hash, the second by
+/// an independent mix (the next bucket when they coincide; the same one when `nb == 1`).
+#[inline]
+fn buckets_of(root: RootId, nb: usize) -> (usize, usize) {
+    let b1 = reduce(root, nb);
+    (b1, second_bucket(root, b1, nb))
+}
+
+/// The second bucket of `root`, whose first is `b1`.
+#[inline]
+fn second_bucket(root: RootId, b1: usize, nb: usize) -> usize {
+    let h = (root ^ (root >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let b2 = (((h ^ (h >> 29)) as u128 * nb as u128) >> 64) as usize;
+    if b2 == b1 && nb > 1 {
+        if b1 + 1 == nb {
+            0
+        } else {
+            b1 + 1
+        }
+    } else {
+        b2
+    }
+}
+
+/// The bucket of `root` other than `b`, when `b` is one of its two distinct buckets (`None` for an
+/// overflow entry sitting in `b`, or a one-bucket table).
+#[inline]
+fn other_bucket(root: RootId, b: usize, nb: usize) -> Option<usize> {
+    let (b1, b2) = buckets_of(root, nb);
+    if b1 == b2 {
+        None
+    } else if b1 == b {
+        Some(b2)
+    } else if b2 == b {
+        Some(b1)
+    } else {
+        None
+    }
+}
+
+/// Scans one bucket for `root` and a free slot: `(index of root, index of the first free slot)`,
+/// each `BUCKET` when absent. Branch-free over the bucket (a full-width bucket is unrolled).
+#[inline(always)]
+fn scan_bucket<B: AsRef<[Slot]> + ?Sized>(bucket: &B, root: RootId) -> (usize, usize) {
+    let mut found = BUCKET;
+    let mut empty = BUCKET;
+    for (k, s) in bucket.as_ref().iter().enumerate().rev() {
+        let r = s.root;
+        found = if r == root { k } else { found };
+        empty = if r == 0 { k } else { empty };
+    }
+    (found, empty)
 }
 
 #[cfg(test)]
@@ -666,6 +950,34 @@ mod tests {
             table.tick(3 * T + k);
         }
         assert_eq!(table.occupied, 0);
+    }
+
+    #[test]
+    fn fills_to_every_slot_and_empties_again() {
+        // 1000 slots (250 buckets) filled to the last slot: cuckoo moves, then overflow entries.
+        let mut table = AckerTable::new([Slot::EMPTY; 1000], T).unwrap();
+        let root = |k: u64| k.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
+        for k in 0..1000u64 {
+            assert_eq!(
+                table.init(root(k), k + 1, 2),
+                Ok(Decision::Pending),
+                "root {k}"
+            );
+        }
+        assert_eq!(table.len(), 1000);
+        assert_eq!(table.init(root(1000), 1, 2), Err(TableError::Full));
+        for k in 0..1000u64 {
+            assert_eq!(table.get(root(k)).unwrap().ack_val, k + 1);
+        }
+        for k in (0..1000u64).rev() {
+            assert_eq!(
+                table.ack(root(k), k + 1),
+                Ok(Decision::Completed { spout_task: 2 })
+            );
+            assert_eq!(table.get(root(k)), None);
+        }
+        assert!(table.is_empty());
+        assert_eq!((table.occupied, table.overflow), (0, 0));
     }
 
     #[test]

@@ -164,6 +164,16 @@ impl AckerStructure for AckerTable<Box<[Slot]>> {
         AckerTable::apply(self, message)
     }
 
+    /// Through [`AckerTable::apply_batch`] (reads the slots of later messages ahead).
+    #[inline]
+    fn apply_all<F: FnMut(usize, Result<Decision, TableError>)>(
+        &mut self,
+        messages: &[AckerMessage],
+        sink: F,
+    ) {
+        self.apply_batch(messages, sink)
+    }
+
     fn tick(&mut self, now_ns: u64) {
         AckerTable::tick(self, now_ns)
     }
