@@ -7,8 +7,10 @@
 //!   `core_affinity` reports), thread `i` pinned to the `i`-th core id (wrapping round when more
 //!   threads than cores are asked for).
 //! - **Placement.** Task `t` runs on thread `t % cores` ([`Placement::round_robin`]), so every
-//!   component with parallelism ≥ cores spreads over all of them; local-or-shuffle grouping
-//!   prefers tasks on the same thread.
+//!   component with parallelism ≥ cores spreads over all of them; with
+//!   [`ShellOptions::colocate_ackers`], acker task `i` instead runs on the thread of spout task
+//!   `i % spouts` ([`Placement::for_plan`]), keeping inits and notices local. Local-or-shuffle
+//!   grouping prefers tasks on the same thread.
 //! - **Rings and lanes.** Two lanes join every ordered pair of distinct threads, each a bounded
 //!   SPSC ring ([`rtrb`]: cache-padded head and tail, [`ShellOptions::ring_capacity`] entries):
 //!   the *data* lane carries tuples (128-byte, cache-line-aligned envelopes), the *control* lane carries acker
@@ -69,6 +71,9 @@ pub struct ShellOptions {
     pub drain_timeout: Option<Duration>,
     /// Pin each thread to a core (default true).
     pub pin_threads: bool,
+    /// Place acker task `i` on the thread of spout task `i % spouts` ([`Placement::for_plan`]);
+    /// otherwise every task goes round-robin ([`Placement::round_robin`]).
+    pub colocate_ackers: bool,
     /// An idle thread (a loop turn that found no work) first spins this many turns (default 64)…
     pub idle_spin_turns: u32,
     /// …then yields its core until this many idle turns (default 256), then sleeps 20 µs a turn.
@@ -86,6 +91,7 @@ impl Default for ShellOptions {
             max_duration: None,
             drain_timeout: None,
             pin_threads: true,
+            colocate_ackers: false,
             idle_spin_turns: 64,
             idle_yield_turns: 256,
         }
@@ -580,7 +586,11 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
         eprintln!("warning: {w}");
     }
     let num_tasks = plan.tasks().len();
-    let placement = Placement::round_robin(num_tasks, cores);
+    let placement = if options.colocate_ackers {
+        Placement::for_plan(plan, cores)
+    } else {
+        Placement::round_robin(num_tasks, cores)
+    };
     let mut counts = vec![0usize; cores];
     let where_is: Vec<(usize, usize)> = (0..num_tasks)
         .map(|t| {

@@ -744,7 +744,29 @@ impl Placement {
         }
     }
 
-    /// Task `t` in worker `t % workers` (the thread-per-core shell's rule); `workers` 0 counts as 1.
+    /// The thread-per-core shell's rule for `plan` on `workers` threads: spout and bolt tasks go
+    /// round-robin in task-id order (user task `t` in worker `t % workers`), and acker task `i`
+    /// goes to the worker of spout task `i % spouts`, so each spout's inits and notices stay on its
+    /// own thread. `workers` 0 counts as 1.
+    pub fn for_plan(plan: &Plan, workers: usize) -> Self {
+        let w = workers.max(1);
+        let tasks = plan.tasks();
+        let spouts: Vec<u16> = tasks
+            .iter()
+            .filter(|t| t.kind == TaskKind::Spout)
+            .map(|t| (t.task as usize % w) as u16)
+            .collect();
+        let worker_of_task = tasks
+            .iter()
+            .map(|t| match t.kind {
+                TaskKind::Acker if !spouts.is_empty() => spouts[t.index % spouts.len()],
+                _ => (t.task as usize % w) as u16,
+            })
+            .collect();
+        Self { worker_of_task }
+    }
+
+    /// Task `t` in worker `t % workers`; `workers` 0 counts as 1.
     pub fn round_robin(num_tasks: usize, workers: usize) -> Self {
         let w = workers.max(1);
         Self {

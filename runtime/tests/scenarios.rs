@@ -547,3 +547,40 @@ fn multi_anchoring_joins_trees_up_to_max_roots() {
     acked.sort();
     assert_eq!(acked, vec![0, 1, 2, 3]);
 }
+
+#[test]
+fn placement_rules() {
+    use acker_runtime::Placement;
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        || Roots {
+            next: 0,
+            n: 0,
+            log: Arc::default(),
+        },
+        2,
+    )
+    .output_fields(&["n"]);
+    b.set_bolt("sink", || Compute, 3).shuffle_grouping("spout");
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            num_ackers: 3,
+            ..Config::default()
+        })
+        .unwrap();
+    // Tasks: spouts 0,1; sinks 2,3,4; ackers 5,6,7.
+    let rr = Placement::round_robin(8, 2);
+    assert_eq!(
+        (0..8).map(|t| rr.worker(t)).collect::<Vec<_>>(),
+        vec![0, 1, 0, 1, 0, 1, 0, 1]
+    );
+    let p = Placement::for_plan(&plan, 2);
+    // Acker i goes with spout i % 2: spout 0 on worker 0, spout 1 on worker 1.
+    assert_eq!(
+        (0..8).map(|t| p.worker(t)).collect::<Vec<_>>(),
+        vec![0, 1, 0, 1, 0, 0, 1, 0]
+    );
+}

@@ -225,6 +225,7 @@ fn cli_warns_when_timeouts_off_with_max_spout_pending() {
             "--max-spout-pending",
             "100",
             "--no-pin",
+            "--colocate-ackers",
         ])
         .output()
         .unwrap();

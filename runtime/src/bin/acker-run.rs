@@ -64,6 +64,10 @@ struct RunArgs {
     /// Do not pin the threads to cores (lets the OS move them, e.g. on a shared machine).
     #[arg(long)]
     no_pin: bool,
+    /// Run each acker task on the thread of a spout task (inits and notices stay local) instead of
+    /// placing every task round-robin.
+    #[arg(long)]
+    colocate_ackers: bool,
 }
 
 #[derive(Args)]
@@ -162,6 +166,7 @@ fn shell_options(run: &RunArgs) -> ShellOptions {
     ShellOptions {
         cores: Some(cores(run)),
         pin_threads: !run.no_pin,
+        colocate_ackers: run.colocate_ackers,
         ..ShellOptions::default()
     }
 }
