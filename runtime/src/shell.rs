@@ -635,38 +635,42 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
                         core_affinity::set_for_current(id);
                     }
                 }
-                let mut executors = Vec::new();
-                for (t, &(c, _)) in where_is.iter().enumerate() {
-                    if c == me {
-                        match plan.build_executor(t as TaskId, placement) {
-                            Ok(e) => executors.push(e),
-                            Err(e) => {
-                                *build_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                                shared.finish.store(true, Ordering::Release);
-                                shared.stop_spouts.store(true, Ordering::Release);
+                // A panic in user code (in `open`, `prepare` or later) stops the whole run instead
+                // of leaving the other threads waiting for spouts that will never finish.
+                let body = || {
+                    let mut executors = Vec::new();
+                    for (t, &(c, _)) in where_is.iter().enumerate() {
+                        if c == me {
+                            match plan.build_executor(t as TaskId, placement) {
+                                Ok(e) => executors.push(e),
+                                Err(e) => {
+                                    *build_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                                        Some(e);
+                                    shared.finish.store(true, Ordering::Release);
+                                    shared.stop_spouts.store(true, Ordering::Release);
+                                }
                             }
                         }
                     }
-                }
-                let core = Core {
-                    me,
-                    shared,
-                    executors,
-                    where_is,
-                    data: Lane::new(data_in, data_out, cores, batch),
-                    ctrl: Lane::new(ctrl_in, ctrl_out, cores, batch),
-                    outbox: Outbox::with_capacity(batch),
-                    batch,
-                    bp_threshold,
-                    under_backpressure: false,
-                    sent: 0,
-                    received: 0,
-                    tick_interval_ns,
-                    idle,
+                    let core = Core {
+                        me,
+                        shared,
+                        executors,
+                        where_is,
+                        data: Lane::new(data_in, data_out, cores, batch),
+                        ctrl: Lane::new(ctrl_in, ctrl_out, cores, batch),
+                        outbox: Outbox::with_capacity(batch),
+                        batch,
+                        bp_threshold,
+                        under_backpressure: false,
+                        sent: 0,
+                        received: 0,
+                        tick_interval_ns,
+                        idle,
+                    };
+                    core.run()
                 };
-                // A panic in user code stops the whole run instead of leaving the other threads
-                // waiting for spouts that will never finish.
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.run())) {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
                     Ok(r) => r,
                     Err(payload) => {
                         shared.stop_spouts.store(true, Ordering::Release);

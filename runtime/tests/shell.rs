@@ -400,3 +400,48 @@ fn a_topology_that_never_goes_quiet_stops_at_the_drain_timeout() {
     assert_eq!(report.spout_totals().acked, 10);
     assert!(report.components["echo"].executed > 10);
 }
+
+struct BadPrepare;
+impl BasicBolt for BadPrepare {
+    fn prepare(&mut self, _c: &acker_runtime::TopologyContext) {
+        panic!("cannot prepare");
+    }
+    fn execute(
+        &mut self,
+        _input: &Input,
+        _c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panic_in_prepare_ends_the_run_with_an_error() {
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        || Finite::new(1_000_000, &Arc::default(), &Arc::default()),
+        1,
+    )
+    .output_fields(&["n"]);
+    b.set_basic_bolt("bad", || BadPrepare, 1)
+        .shuffle_grouping("spout");
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(
+            &plan,
+            &ShellOptions {
+                cores: Some(2),
+                ..ShellOptions::default()
+            },
+        ));
+    });
+    match rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run ended")
+    {
+        Err(acker_runtime::shell::ShellError::Panicked(m)) => assert!(m.contains("cannot prepare")),
+        other => panic!("expected a panic error, got {other:?}"),
+    }
+}
