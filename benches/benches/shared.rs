@@ -1,4 +1,4 @@
-//! criterion suite: the shared table's peers (and acker-core's shared table, once it exists) at
+//! criterion suite: acker-core's shared table and its peers (Mutex<hashbrown>, dashmap) at
 //! 1 and 2 threads on the compare workload (each thread drives its own W/threads trees).
 //!
 //! `cargo bench -p acker-benches --bench shared`. Each iteration has every thread apply its next
@@ -7,15 +7,17 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use acker_benches::compare::{capacity_for_window, MESSAGE_TIMEOUT_NS};
-use acker_benches::{DashMapAcker, MutexHashbrown, SharedAckerStructure, Workload, WorkloadConfig};
+use acker_benches::compare::{shared_capacity_for_window, MESSAGE_TIMEOUT_NS};
+use acker_benches::{
+    CoreShared, DashMapAcker, MutexHashbrown, SharedAckerStructure, Workload, WorkloadConfig,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 const CHUNK_PER_THREAD: usize = 50_000;
 
 fn fresh<S: SharedAckerStructure>(ws: &[Workload]) -> S {
     let window: usize = ws.iter().map(|w| w.config.window).sum();
-    let s = S::with_capacity(capacity_for_window(window), MESSAGE_TIMEOUT_NS);
+    let s = S::with_capacity(shared_capacity_for_window(window), MESSAGE_TIMEOUT_NS);
     for w in ws {
         for m in &w.prefill {
             assert!(s.apply(*m).is_ok());
@@ -87,6 +89,7 @@ fn shared(c: &mut Criterion) {
                 threads,
             );
             group.throughput(Throughput::Elements((threads * CHUNK_PER_THREAD) as u64));
+            bench_structure::<CoreShared>(&mut group, &ws, window);
             bench_structure::<MutexHashbrown>(&mut group, &ws, window);
             bench_structure::<DashMapAcker>(&mut group, &ws, window);
         }

@@ -11,7 +11,7 @@
 //! | module | what it holds |
 //! | --- | --- |
 //! | [`peers`] | the [`AckerStructure`] trait (one acker task's table, `&mut self`) and its implementations: acker-core's [`AckerTable`](acker_core::AckerTable), the [`StormStyle`] rotating map, the [`HashbrownAcker`] |
-//! | [`shared`] | the [`SharedAckerStructure`] trait (`&self`, many threads) and its peers: [`MutexHashbrown`], [`DashMapAcker`] |
+//! | [`shared`] | the [`SharedAckerStructure`] trait (`&self`, many threads) and its implementations: acker-core's [`SharedAckerTable`](acker_core::SharedAckerTable) ([`CoreShared`]) and the peers [`MutexHashbrown`], [`DashMapAcker`] |
 //! | [`workload`] | [`Workload`]: W roots in flight, each tree an init plus k chained acks, in seeded random order, generated before timing |
 //! | [`compare`] | runs every structure on the same op stream, checks that they agree, measures Mops/s and bytes per root ([`compare::Row`]) |
 //!
@@ -25,5 +25,5 @@ pub mod shared;
 pub mod workload;
 
 pub use peers::{AckerStructure, HashbrownAcker, StormStyle};
-pub use shared::{DashMapAcker, MutexHashbrown, SharedAckerStructure};
+pub use shared::{CoreShared, DashMapAcker, MutexHashbrown, SharedAckerStructure};
 pub use workload::{Workload, WorkloadConfig};

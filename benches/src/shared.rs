@@ -10,7 +10,9 @@
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use acker_core::{AckerMessage, Decision, RootId, TableError};
+use std::sync::atomic::AtomicU64;
+
+use acker_core::{AckerMessage, Decision, RootId, SharedAckerTable, SharedSlots, TableError};
 use dashmap::DashMap;
 
 use crate::peers::hashbrown_map::{raw_table_bytes, StampedEntry};
@@ -54,6 +56,48 @@ pub trait SharedAckerStructure: Sync + Send {
 
     /// Number of slots (entry-sized places) the table has now.
     fn slots(&self) -> usize;
+}
+
+/// acker-core's lock-free [`SharedAckerTable`] over boxed slot arrays (20 bytes a slot).
+pub type CoreShared =
+    SharedAckerTable<SharedSlots<Box<[AtomicU64]>, Box<[AtomicU64]>, Box<[AtomicU32]>>>;
+
+impl SharedAckerStructure for CoreShared {
+    const NAME: &'static str = "acker-core-shared";
+
+    fn with_capacity(capacity_roots: usize, message_timeout_ns: u64) -> Self {
+        let u64s = || {
+            (0..capacity_roots)
+                .map(|_| AtomicU64::new(0))
+                .collect::<Box<[_]>>()
+        };
+        let metas = (0..capacity_roots)
+            .map(|_| AtomicU32::new(0))
+            .collect::<Box<[_]>>();
+        let slots = SharedSlots::new(u64s(), u64s(), metas).expect("arrays of one length");
+        SharedAckerTable::new(slots, message_timeout_ns).expect("valid shared table configuration")
+    }
+
+    #[inline]
+    fn apply(&self, message: AckerMessage) -> Result<Decision, TableError> {
+        SharedAckerTable::apply(self, message)
+    }
+
+    fn tick(&self, now_ns: u64) {
+        SharedAckerTable::tick(self, now_ns)
+    }
+
+    fn len(&self) -> usize {
+        SharedAckerTable::len(self)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        SharedAckerTable::memory_bytes(self)
+    }
+
+    fn slots(&self) -> usize {
+        self.capacity()
+    }
 }
 
 /// [`HashbrownAcker`] behind a `std::sync::Mutex`: every message takes the one lock.

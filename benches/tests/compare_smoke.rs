@@ -30,7 +30,7 @@ fn every_structure_agrees_on_a_tiny_workload() {
         "hashbrown",
         "storm-style",
     ];
-    let shared = ["mutex-hashbrown", "dashmap"];
+    let shared = ["acker-core-shared", "mutex-hashbrown", "dashmap"];
     assert_eq!(rows.len(), 2 * (single.len() + 2 * shared.len()));
     assert_eq!(runs, 2 * rows.len());
     for &w in &config.windows {

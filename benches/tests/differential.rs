@@ -4,7 +4,8 @@
 
 use acker_benches::compare::OneAtATime;
 use acker_benches::{
-    AckerStructure, DashMapAcker, HashbrownAcker, MutexHashbrown, SharedAckerStructure, StormStyle,
+    AckerStructure, CoreShared, DashMapAcker, HashbrownAcker, MutexHashbrown, SharedAckerStructure,
+    StormStyle,
 };
 use acker_core::{AckerMessage, AckerTable, Decision, Slot, TableError};
 use rand_core::{RngCore, SeedableRng};
@@ -85,7 +86,14 @@ fn check_single<S: AckerStructure>(
     results
 }
 
+/// With `exact_len`, lengths are compared after every step too. acker-core's shared table
+/// documents that an expired entry counts in its `len` until a tick's sweep reclaims it, so its
+/// length may run ahead of the single-owner table's after an expiry.
 fn check_shared<S: SharedAckerStructure>(steps: &[Step], capacity: usize) {
+    check_shared_with::<S>(steps, capacity, true)
+}
+
+fn check_shared_with<S: SharedAckerStructure>(steps: &[Step], capacity: usize, exact_len: bool) {
     let mut ours = reference(capacity);
     let peer = S::with_capacity(capacity, T);
     for (i, step) in steps.iter().enumerate() {
@@ -103,7 +111,9 @@ fn check_shared<S: SharedAckerStructure>(steps: &[Step], capacity: usize) {
                 peer.tick(now);
             }
         }
-        assert_eq!(ours.len(), peer.len(), "{}: len after step {i}", S::NAME);
+        if exact_len {
+            assert_eq!(ours.len(), peer.len(), "{}: len after step {i}", S::NAME);
+        }
     }
 }
 
@@ -116,6 +126,7 @@ fn every_peer_agrees_with_acker_core_on_random_sequences() {
         let results = check_single::<StormStyle>(&steps, capacity);
         check_single::<HashbrownAcker>(&steps, capacity);
         check_single::<OneAtATime>(&steps, capacity);
+        check_shared::<CoreShared>(&steps, capacity);
         check_shared::<MutexHashbrown>(&steps, capacity);
         check_shared::<DashMapAcker>(&steps, capacity);
         for r in results {
@@ -145,6 +156,7 @@ fn peers_agree_on_larger_tables_with_expiry() {
         check_single::<HashbrownAcker>(&steps, 2_048);
         check_single::<OneAtATime>(&steps, 2_048);
         check_shared::<DashMapAcker>(&steps, 2_048);
+        check_shared_with::<CoreShared>(&steps, 2_048, false);
     }
 }
 

@@ -6,8 +6,8 @@ use std::alloc::System;
 
 use acker_benches::compare::{capacity_for_window, MESSAGE_TIMEOUT_NS};
 use acker_benches::{
-    AckerStructure, DashMapAcker, HashbrownAcker, MutexHashbrown, SharedAckerStructure, StormStyle,
-    Workload, WorkloadConfig,
+    AckerStructure, CoreShared, DashMapAcker, HashbrownAcker, MutexHashbrown, SharedAckerStructure,
+    StormStyle, Workload, WorkloadConfig,
 };
 use acker_core::{AckerTable, Slot};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -57,6 +57,8 @@ fn computed_memory_matches_the_counting_allocator() {
         assert_eq!(measured, computed, "storm-style at W = {window}");
         let (measured, computed) = heap_of_shared::<MutexHashbrown>(&w);
         assert_eq!(measured, computed, "mutex-hashbrown at W = {window}");
+        let (measured, computed) = heap_of_shared::<CoreShared>(&w);
+        assert_eq!(measured, computed, "acker-core-shared at W = {window}");
         let (measured, computed) = heap_of_shared::<DashMapAcker>(&w);
         assert_eq!(measured, computed, "dashmap at W = {window}");
     }

@@ -10,7 +10,8 @@ use std::alloc::System;
 use std::process::ExitCode;
 
 use acker_benches::compare::{
-    run_compare, CompareConfig, CompareReport, Measurement, TARGET_LOAD_PERCENT,
+    run_compare, CompareConfig, CompareReport, Measurement, SHARED_TARGET_LOAD_PERCENT,
+    TARGET_LOAD_PERCENT,
 };
 use clap::{Parser, Subcommand};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -154,11 +155,12 @@ fn compare(args: CompareArgs) -> ExitCode {
 
 fn print_table(config: &CompareConfig, report: &CompareReport) {
     println!(
-        "acker-bench compare: k = {} acks per tree, seed {}, {} repetition(s) (median), acker-core sized for load 0.{} at W",
+        "acker-bench compare: k = {} acks per tree, seed {}, {} repetition(s) (median); single-owner tables sized for load 0.{} at W, shared tables for 0.{}",
         config.acks_per_tree,
         config.seed,
         config.repetitions,
-        TARGET_LOAD_PERCENT / 10
+        TARGET_LOAD_PERCENT / 10,
+        SHARED_TARGET_LOAD_PERCENT / 10
     );
     for &window in &config.windows {
         println!();
