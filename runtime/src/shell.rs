@@ -519,6 +519,11 @@ impl Core<'_> {
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
+                        if self.outbox.is_empty() {
+                            // Nothing to emit now (Storm's spout wait strategy): leave this spout
+                            // until the next turn, and let an otherwise idle thread go idle.
+                            break;
+                        }
                         work += 1;
                         self.route_outbox();
                     }
