@@ -102,12 +102,24 @@ impl std::error::Error for RunError {}
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    Deliver(u32),
-    Process { task: TaskId, inc: u32 },
-    Tick { task: TaskId, inc: u32 },
+    /// The head message of link `l` arrives.
+    Link(u16),
+    Process {
+        task: TaskId,
+        inc: u32,
+    },
+    Tick {
+        task: TaskId,
+        inc: u32,
+    },
     Fault(u32),
-    Restart { task: TaskId },
-    Heal { a: u16, b: u16 },
+    Restart {
+        task: TaskId,
+    },
+    Heal {
+        a: u16,
+        b: u16,
+    },
 }
 
 struct InFlight {
@@ -157,6 +169,9 @@ pub struct Sim {
     slab: Vec<Option<InFlight>>,
     free: Vec<u32>,
     link_last: Vec<u64>,
+    /// Messages in flight on each link, in arrival order: (arrival time, slab index). Only each
+    /// link's head is in the event queue, which keeps the queue a few dozen events long.
+    link_queue: Vec<VecDeque<(u64, u32)>>,
     partitioned: Vec<u32>,
     drop_next: u64,
     link_rng: SimRng,
@@ -304,6 +319,7 @@ impl Sim {
             slab: Vec::new(),
             free: Vec::new(),
             link_last: vec![0; w * w],
+            link_queue: (0..w * w).map(|_| VecDeque::new()).collect(),
             partitioned: vec![0; w * w],
             drop_next: 0,
             trace: Trace::new(trace_out),
@@ -390,7 +406,16 @@ impl Sim {
             }
             self.now = t;
             match ev {
-                Ev::Deliver(idx) => self.on_deliver(idx),
+                Ev::Link(l) => {
+                    let q = &mut self.link_queue[l as usize];
+                    let head = q.pop_front();
+                    if let Some(&(next, _)) = q.front() {
+                        self.queue.push(next, Ev::Link(l));
+                    }
+                    if let Some((_, idx)) = head {
+                        self.on_deliver(idx);
+                    }
+                }
                 Ev::Process { task, inc } => self.on_process(task, inc),
                 Ev::Tick { task, inc } => self.on_tick(task, inc),
                 Ev::Fault(i) => self.fire(i),
@@ -753,7 +778,12 @@ impl Sim {
             }
         };
         self.in_flight += 1;
-        self.queue.push(arrival, Ev::Deliver(idx));
+        let l = sw * w + dw;
+        let q = &mut self.link_queue[l];
+        q.push_back((arrival, idx));
+        if q.len() == 1 {
+            self.queue.push(arrival, Ev::Link(l as u16));
+        }
     }
 
     fn on_deliver(&mut self, idx: u32) {

@@ -144,7 +144,8 @@ fn cli_run_prints_verdict_and_checks_determinism() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("verdict: ok"));
     assert!(text.contains("determinism: ok"));
-    // Two acker crashes duplicate 2 × 80 = 160; each lost message at most one more.
+    // Two acker crashes duplicate 2 × 80 = 160; a lost message moves that by at most one (a lost
+    // ack adds a duplicate; a lost data tuple of a tree the crash doomed removes one).
     let dups: u64 = text
         .split("duplicates ")
         .nth(1)
