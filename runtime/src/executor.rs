@@ -29,13 +29,14 @@
 //! Per-executor [`ExecutorCounters`] count what happened; spouts also keep a histogram of the
 //! complete latency of every acked tuple ([`Executor::complete_latency_ns`]).
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Range;
 
 use acker_core::{
     acker_index, AckerMessage, AckerTable, AnchorError, Anchors, Decision, EdgeId, InputHandle,
     InputSlot, InputTracker, PendingError, PendingSlot, SpoutConfig, SpoutEmit, SpoutPending,
-    TaskId,
+    TableError, TaskId,
 };
 use hdrhistogram::Histogram;
 use rand_core::{RngCore, SeedableRng};
@@ -289,8 +290,15 @@ pub struct ExecutorCounters {
     /// before a restart), or a message kind the executor does not take.
     pub ignored: u64,
     /// Refusals: user emits/acks refused, tuples failed because a bolt's open inputs were full,
-    /// acker messages dropped because the acker table was full.
+    /// acker messages refused by the acker table as invalid (root 0, a second init).
     pub errors: u64,
+    /// Acker: messages refused by a full acker table ([`acker_core::TableError::Full`]) and parked
+    /// in the acker's back-pressure queue, to be applied, in order, once a slot frees.
+    pub parked: u64,
+    /// Acker: messages dropped because the table was full *and* the park queue was full. The
+    /// tree then times out at its spout and is replayed (at-least-once still holds), exactly as
+    /// if the message had been lost on the way.
+    pub dropped_full: u64,
 }
 
 impl ExecutorCounters {
@@ -304,6 +312,8 @@ impl ExecutorCounters {
         self.timed_out += other.timed_out;
         self.ignored += other.ignored;
         self.errors += other.errors;
+        self.parked += other.parked;
+        self.dropped_full += other.dropped_full;
     }
 }
 
@@ -972,30 +982,108 @@ impl BoltExecutor {
 }
 
 /// An acker task's executor (Storm's `Acker` bolt), around an [`AckerTable`].
+///
+/// # Back-pressure on a full table
+///
+/// A message that would create an entry in a full table is refused by acker-core
+/// ([`TableError::Full`](acker_core::TableError::Full)) and changes nothing. The acker must keep
+/// draining its input (acks and decisions must always flow, or the cycle
+/// spout → bolt → acker → spout could deadlock), so instead of stopping it *parks* the refused
+/// message in a bounded FIFO preallocated at build time (no allocation afterwards; capacity
+/// [`Plan::acker_park_capacity`], default `max(acker capacity / 8, 64)`), and retries the parked
+/// messages, oldest first, after every decision that frees a slot (`Completed`, `Failed`) and
+/// after every tick (expiry frees slots). A retry stops at the first message still refused.
+/// Only when the park queue itself is full is a message dropped, counted in
+/// [`ExecutorCounters::dropped_full`]; its tree then times out at the spout and is replayed.
+///
+/// Order: the table is full exactly when it holds `capacity` live roots, and the queue is retried
+/// whenever that number drops, so between two messages the queue is non-empty only while the
+/// table is full. A new message for a root with parked messages therefore finds its root absent
+/// and the table full, and is parked behind them: the messages of one root are applied in their
+/// arrival order. Messages for live roots apply at once, overtaking parked messages of *other*
+/// roots (which they cannot affect). A decision needs the root's single `Init`, and a decided
+/// entry is removed, so no root is decided twice: a parked message applied after its tree was
+/// decided only makes an orphan entry that expires silently.
 pub struct AckerExecutor {
     task: TaskId,
     table: AckerTable<Vec<acker_core::Slot>>,
     counters: ExecutorCounters,
+    /// Messages refused by the full table, oldest first; never grows past `park_capacity`.
+    parked: VecDeque<AckerMessage>,
+    park_capacity: usize,
 }
 
 impl AckerExecutor {
     fn acker_message(&mut self, m: AckerMessage, out: &mut Outbox) {
-        self.counters.executed += 1;
+        match self.apply(m, out) {
+            Applied::Done => {}
+            Applied::Freed => self.retry_parked(out),
+            Applied::Full => self.park(m),
+        }
+    }
+
+    /// Applies `m` to the table; a decision goes out as a notice to the spout task.
+    #[inline]
+    fn apply(&mut self, m: AckerMessage, out: &mut Outbox) -> Applied {
         let root = m.root();
         match self.table.apply(m) {
             Ok(Decision::Pending) => {}
             Ok(Decision::Completed { spout_task }) => {
+                self.counters.executed += 1;
                 self.counters.acked += 1;
                 out.push(spout_task, Message::Notice(Notice::Completed { root }));
+                return if self.parked.is_empty() {
+                    Applied::Done
+                } else {
+                    Applied::Freed
+                };
             }
             Ok(Decision::Failed { spout_task }) => {
+                self.counters.executed += 1;
                 self.counters.failed += 1;
                 out.push(spout_task, Message::Notice(Notice::Failed { root }));
+                return if self.parked.is_empty() {
+                    Applied::Done
+                } else {
+                    Applied::Freed
+                };
             }
             Ok(Decision::Reset { spout_task }) => {
                 out.push(spout_task, Message::Notice(Notice::Reset { root }));
             }
+            Err(TableError::Full) => return Applied::Full,
             Err(_) => self.counters.errors += 1,
+        }
+        self.counters.executed += 1;
+        Applied::Done
+    }
+
+    /// Parks `m` at the back of the queue, or drops it (counted) when the queue is full.
+    fn park(&mut self, m: AckerMessage) {
+        if self.parked.len() < self.park_capacity {
+            self.parked.push_back(m);
+            self.counters.parked += 1;
+        } else {
+            self.counters.dropped_full += 1;
+        }
+    }
+
+    /// Applies parked messages oldest first until one is refused again (the table is full) or
+    /// none is left.
+    #[inline(never)]
+    fn retry_parked(&mut self, out: &mut Outbox) {
+        while let Some(&m) = self.parked.front() {
+            if let Applied::Full = self.apply(m, out) {
+                return;
+            }
+            self.parked.pop_front();
+        }
+    }
+
+    fn tick(&mut self, now_ns: u64, out: &mut Outbox) {
+        self.table.tick(now_ns);
+        if !self.parked.is_empty() {
+            self.retry_parked(out);
         }
     }
 
@@ -1003,6 +1091,21 @@ impl AckerExecutor {
     pub fn live_roots(&self) -> usize {
         self.table.len()
     }
+
+    /// Messages waiting in the park queue for a free table slot.
+    pub fn parked_messages(&self) -> usize {
+        self.parked.len()
+    }
+}
+
+/// What applying one acker message did.
+enum Applied {
+    /// Applied; no slot was freed or nothing is parked.
+    Done,
+    /// Applied, freed a slot, and messages are parked: retry them.
+    Freed,
+    /// Refused by the full table; nothing changed.
+    Full,
 }
 
 /// One task's executor: a spout, a bolt or an acker (see the [module docs](self) for the contract).
@@ -1052,7 +1155,7 @@ impl Executor {
             Message::Tuple(t) => self.handle_tuple(t, out),
             Message::Acker(m) => self.handle_acker(m, out),
             Message::Notice(n) => self.handle_notice(n, now_ns),
-            Message::Tick => self.handle_tick(now_ns),
+            Message::Tick => self.handle_tick(now_ns, out),
         }
     }
 
@@ -1088,13 +1191,14 @@ impl Executor {
         }
     }
 
-    /// [`handle`](Self::handle) for a tick.
+    /// [`handle`](Self::handle) for a tick. An acker may apply parked messages (expiry freed
+    /// slots), so decisions can go out.
     #[inline]
-    pub(crate) fn handle_tick(&mut self, now_ns: u64) {
+    pub(crate) fn handle_tick(&mut self, now_ns: u64, out: &mut Outbox) {
         match self {
             Executor::Spout(e) => e.tick(now_ns),
             Executor::Bolt(_) => {}
-            Executor::Acker(e) => e.table.tick(now_ns),
+            Executor::Acker(e) => e.tick(now_ns, out),
         }
     }
 
@@ -1224,6 +1328,8 @@ impl Plan {
                     task,
                     table,
                     counters: ExecutorCounters::default(),
+                    parked: VecDeque::with_capacity(self.acker_park_capacity),
+                    park_capacity: self.acker_park_capacity,
                 }))
             }
             TaskKind::Spout | TaskKind::Bolt => {

@@ -40,9 +40,9 @@ pub use message::{
     DEFAULT_STREAM, MAX_ROOTS,
 };
 pub use topology::{
-    BoltDeclarer, BoltFactory, Config, ConfigError, Grouping, Placement, Plan, SpoutDeclarer,
-    SpoutFactory, TaskInfo, TaskKind, Topology, TopologyBuilder, TopologyError, ACKER_COMPONENT,
-    DEFAULT_PENDING_CAPACITY,
+    default_acker_park_capacity, BoltDeclarer, BoltFactory, Config, ConfigError, Grouping,
+    Placement, Plan, SpoutDeclarer, SpoutFactory, TaskInfo, TaskKind, Topology, TopologyBuilder,
+    TopologyError, ACKER_COMPONENT, DEFAULT_PENDING_CAPACITY,
 };
 
 #[cfg(test)]

@@ -367,7 +367,7 @@ impl Core<'_> {
         match env.msg {
             CtrlMsg::Acker(m) => e.handle_acker(m, &mut self.outbox),
             CtrlMsg::Notice(n) => e.handle_notice(n, now_ns),
-            CtrlMsg::Tick => e.handle_tick(now_ns),
+            CtrlMsg::Tick => e.handle_tick(now_ns, &mut self.outbox),
         }
         if !self.outbox.is_empty() {
             self.route_outbox();

@@ -171,8 +171,9 @@ pub struct Config {
     /// How often the shell sends a [`crate::Message::Tick`] to every executor, in ns (default 1 s).
     pub tick_interval_ns: u64,
     /// Roots one acker task can hold; `None` = 4 × (all spout tasks' pending capacity) / ackers,
-    /// at least 1024. A message that finds the table full is dropped and counted (the tree then
-    /// times out and is replayed, as a lost message would).
+    /// at least 1024. A message that finds the table full is parked until a slot frees (see
+    /// [`Plan::acker_park_capacity`]); only when the park queue is full too is it dropped and
+    /// counted (the tree then times out and is replayed, as a lost message would).
     pub acker_capacity_roots: Option<usize>,
     /// Most inputs a bolt task may hold unacked at once (default 1024). A tuple arriving when all
     /// are open is failed at once and counted.
@@ -725,6 +726,7 @@ impl Topology {
             config: config.clone(),
             tasks,
             acker_capacity,
+            acker_park_capacity: default_acker_park_capacity(acker_capacity),
         })
     }
 }
@@ -795,6 +797,13 @@ pub struct Plan {
     pub(crate) config: Config,
     tasks: Vec<TaskInfo>,
     pub(crate) acker_capacity: usize,
+    pub(crate) acker_park_capacity: usize,
+}
+
+/// The default size of an acker's park queue for `acker_capacity` roots:
+/// `max(acker_capacity / 8, 64)` messages (see [`Plan::acker_park_capacity`]).
+pub fn default_acker_park_capacity(acker_capacity: usize) -> usize {
+    (acker_capacity / 8).max(64)
 }
 
 impl fmt::Debug for Plan {
@@ -831,6 +840,27 @@ impl Plan {
     /// Roots one acker task can hold.
     pub fn acker_capacity_roots(&self) -> usize {
         self.acker_capacity
+    }
+
+    /// Messages one acker task can park while its table is full (back-pressure instead of a
+    /// drop; see [`AckerExecutor`](crate::AckerExecutor)). Default
+    /// [`default_acker_park_capacity`]`(`[`acker_capacity_roots`](Self::acker_capacity_roots)`)`
+    /// = `max(capacity / 8, 64)`; each parked message takes 24 bytes, preallocated when the
+    /// acker is built.
+    pub fn acker_park_capacity(&self) -> usize {
+        self.acker_park_capacity
+    }
+
+    /// This plan with acker park queues of `messages` entries (0: a message refused by a full
+    /// table is dropped at once and counted in
+    /// [`ExecutorCounters::dropped_full`](crate::ExecutorCounters::dropped_full)). Executors
+    /// built afterwards use it.
+    ///
+    /// It lives on the plan rather than in [`Config`] so that code building a `Config` with a
+    /// struct literal keeps compiling.
+    pub fn with_acker_park_capacity(mut self, messages: usize) -> Self {
+        self.acker_park_capacity = messages;
+        self
     }
 
     pub(crate) fn component_of(&self, task: TaskId) -> Option<usize> {

@@ -235,6 +235,8 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
                 "acked": c.acked,
                 "failed": c.failed,
                 "timed_out": c.timed_out,
+                "parked": c.parked,
+                "dropped_full": c.dropped_full,
             }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
         println!("{v}");
@@ -397,6 +399,8 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
             "tuples_through_per_sec": null_executed as f64 / secs,
             "failed": report.spout_totals().failed,
             "timed_out": report.spout_totals().timed_out,
+            "acker_parked": report.kind_totals(acker_runtime::TaskKind::Acker).parked,
+            "acker_dropped_full": report.kind_totals(acker_runtime::TaskKind::Acker).dropped_full,
             "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
         })
     );
