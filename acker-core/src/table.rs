@@ -395,10 +395,11 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
 
     /// Applies `messages` in order, handing each result to `sink` with the message's index:
     /// exactly what calling [`apply`](Self::apply) on each would return, in the same order,
-    /// leaving the table in the same state. Faster on tables larger than the CPU caches: while
+    /// leaving the table in the same state. Meant for tables larger than the CPU caches: while
     /// it applies message `i`, it already reads the first bucket of message
     /// `i + `[`BATCH_LOOKAHEAD`] (and the second bucket of an init, which always misses the
     /// first), so that several cache misses are in flight at once instead of one after the other.
+    /// Tables under [`BATCH_READ_AHEAD_MIN_SLOTS`] slots are applied one message at a time.
     ///
     /// ```
     /// use acker_core::{AckerMessage, AckerTable, Decision, Slot};
@@ -417,6 +418,13 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         messages: &[AckerMessage],
         mut sink: F,
     ) {
+        if self.capacity() < BATCH_READ_AHEAD_MIN_SLOTS {
+            // A table this small stays in the core's cache: reading ahead only costs.
+            for (i, m) in messages.iter().enumerate() {
+                sink(i, self.apply(*m));
+            }
+            return;
+        }
         let mut touched = 0u64;
         for m in messages.iter().take(BATCH_LOOKAHEAD) {
             touched ^= self.touch(m);
@@ -858,6 +866,11 @@ fn unreachable_no_room() -> ! {
 
 /// How many messages ahead [`AckerTable::apply_batch`] reads the slots of.
 pub const BATCH_LOOKAHEAD: usize = 8;
+
+/// [`AckerTable::apply_batch`] reads ahead only in tables of at least this many slots (1 MiB of
+/// slots, the L2 cache of one core of the benchmark machine); smaller ones are applied one message
+/// at a time.
+pub const BATCH_READ_AHEAD_MIN_SLOTS: usize = (1 << 20) / 20;
 
 /// Slots per bucket: a root lives in one of two buckets of 4 slots (80 bytes).
 const BUCKET: usize = 4;

@@ -182,6 +182,13 @@ impl AckerStructure for OneAtATime {
     }
 }
 
+/// The timed part of [`measure_single`], kept out of line so that a profiler can count it alone
+/// (`valgrind --tool=callgrind --toggle-collect='*timed_loop*'`).
+#[inline(never)]
+pub fn timed_loop<S: AckerStructure>(table: &mut S, ops: &[AckerMessage], outcome: &mut Outcome) {
+    table.apply_all(ops, |_, r| outcome.count(r));
+}
+
 /// Builds a fresh `S`, applies the prefill, times `workload.ops`, and measures memory.
 pub fn measure_single<S: AckerStructure>(
     workload: &Workload,
@@ -196,7 +203,7 @@ pub fn measure_single<S: AckerStructure>(
     table.apply_all(&workload.prefill, |_, r| warm.count(r));
     let mut outcome = Outcome::default();
     let start = Instant::now();
-    table.apply_all(&workload.ops, |_, r| outcome.count(r));
+    timed_loop(&mut table, &workload.ops, &mut outcome);
     let elapsed = start.elapsed();
     outcome.by_class[4] += warm.by_class[4];
     let outcome = outcome.settle(table.len());

@@ -164,9 +164,18 @@ fn peers_agree_on_larger_tables_with_expiry() {
 /// applying one message at a time.
 #[test]
 fn apply_all_matches_one_at_a_time() {
-    for seed in 0..50u64 {
-        let capacity = 4 + (seed as usize % 60);
-        let steps = scenario(seed, 3_000, 80);
+    for seed in 0..52u64 {
+        // Two large tables, so that the read-ahead path of `apply_batch` runs too.
+        let (capacity, len, roots) = if seed >= 50 {
+            (
+                acker_core::table::BATCH_READ_AHEAD_MIN_SLOTS + 1_000,
+                200_000,
+                60_000,
+            )
+        } else {
+            (4 + (seed as usize % 60), 3_000, 80)
+        };
+        let steps = scenario(seed, len, roots);
         let mut one = reference(capacity);
         let mut all = reference(capacity);
         // Apply the messages between ticks as one batch.
