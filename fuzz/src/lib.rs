@@ -11,10 +11,12 @@
 //! | --- | --- | --- |
 //! | [`table_ops`] | `table_ops`, `shared_table` | `AckerTable` operation sequences against a `BTreeMap` model of the acker rules |
 //! | [`tuple_trees`] | `tuple_trees` | random tuple DAGs built with `InputTracker` / `Anchors` / `SpoutPending`, messages delivered in fuzzed order with duplicates and drops, against a symbolic acker and the tree rule |
+//! | [`sim_schedule`] | `sim_schedule` | `acker-sim` scenarios and fault schedules from the input: every simulator oracle holds, two runs agree |
 //! | [`spout_pending`] | `spout_pending` | `SpoutPending` emits, decisions, resets, timeouts, late messages against a model; one ack or fail per message id; max spout pending |
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod sim_schedule;
 pub mod spout_pending;
 pub mod table_ops;
 pub mod tuple_trees;
@@ -22,7 +24,13 @@ pub mod tuple_trees;
 use arbitrary::{Arbitrary, Unstructured};
 
 /// The names of the fuzz targets this library serves.
-pub const TARGETS: &[&str] = &["table_ops", "tuple_trees", "spout_pending", "shared_table"];
+pub const TARGETS: &[&str] = &[
+    "table_ops",
+    "tuple_trees",
+    "spout_pending",
+    "shared_table",
+    "sim_schedule",
+];
 
 /// Decodes `bytes` as libFuzzer hands them to a `fuzz_target!` taking `T`
 /// (`arbitrary_take_rest`); `None` when arbitrary refuses them (the target then skips the input).
@@ -43,6 +51,13 @@ pub fn decode_input(target: &str, bytes: &[u8]) -> Option<String> {
         "tuple_trees" => show::<tuple_trees::TreeInput>(bytes),
         "spout_pending" => show::<spout_pending::SpoutInput>(bytes),
         "shared_table" => show::<table_ops::TableInput>(bytes),
+        "sim_schedule" => match decode::<sim_schedule::SimInput>(bytes) {
+            Some(i) => format!(
+                "{i:#?}\nreplay: {}",
+                acker_sim::search::replay_command(&i.scenario())
+            ),
+            None => "(not decodable: the target skips it)".to_string(),
+        },
         _ => return None,
     })
 }
@@ -74,6 +89,38 @@ pub fn run_input(target: &str, bytes: &[u8]) {
                 table_ops::shared_table(&i);
             }
         }
+        "sim_schedule" => {
+            if let Some(i) = decode(bytes) {
+                sim_schedule::sim_schedule(&i);
+            }
+        }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every committed seed (`corpus/TARGET/`) and regression (`regressions/TARGET/`) still
+    /// passes its target.
+    #[test]
+    fn seeds_and_regressions_pass() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut ran = 0;
+        for t in TARGETS {
+            for dir in ["corpus", "regressions"] {
+                let Ok(entries) = std::fs::read_dir(root.join(dir).join(t)) else {
+                    continue;
+                };
+                for e in entries {
+                    let path = e.expect("readable directory entry").path();
+                    let bytes = std::fs::read(&path).expect("readable seed file");
+                    run_input(t, &bytes);
+                    ran += 1;
+                }
+            }
+        }
+        assert!(ran >= TARGETS.len(), "only {ran} seed files found");
     }
 }
