@@ -57,12 +57,14 @@ pub struct Outcome {
     pub reset: u64,
     /// `Pending` decisions.
     pub pending: u64,
-    /// Errors.
+    /// Errors (of any kind, `full` included).
     pub errors: u64,
+    /// [`TableError::Full`] errors.
+    pub full: u64,
     /// Live roots after the run.
     pub final_len: usize,
     #[serde(skip)]
-    by_class: [u64; 5],
+    by_class: [u64; 6],
 }
 
 impl Outcome {
@@ -75,6 +77,7 @@ impl Outcome {
             Ok(Decision::Completed { .. }) => 1,
             Ok(Decision::Failed { .. }) => 2,
             Ok(Decision::Reset { .. }) => 3,
+            Err(TableError::Full) => 5,
             Err(_) => 4,
         };
         self.by_class[class] += 1;
@@ -85,8 +88,9 @@ impl Outcome {
         self.completed = self.by_class[1];
         self.failed = self.by_class[2];
         self.reset = self.by_class[3];
-        self.errors = self.by_class[4];
-        self.by_class = [0; 5];
+        self.full = self.by_class[5];
+        self.errors = self.by_class[4] + self.by_class[5];
+        self.by_class = [0; 6];
         self.final_len = final_len;
         self
     }
@@ -206,6 +210,7 @@ pub fn measure_single<S: AckerStructure>(
     timed_loop(&mut table, &workload.ops, &mut outcome);
     let elapsed = start.elapsed();
     outcome.by_class[4] += warm.by_class[4];
+    outcome.by_class[5] += warm.by_class[5];
     let outcome = outcome.settle(table.len());
     let computed = table.memory_bytes();
     let measured = before
@@ -258,6 +263,7 @@ pub fn measure_shared<S: SharedAckerStructure>(
                     }
                     let end = Instant::now();
                     outcome.by_class[4] += warm.by_class[4];
+                    outcome.by_class[5] += warm.by_class[5];
                     (outcome.settle(0), start, end)
                 })
             })
@@ -284,6 +290,7 @@ pub fn measure_shared<S: SharedAckerStructure>(
         outcome.reset += o.reset;
         outcome.pending += o.pending;
         outcome.errors += o.errors;
+        outcome.full += o.full;
     }
     outcome.final_len = table.len();
     let computed = table.memory_bytes();
@@ -315,8 +322,9 @@ pub fn expected_outcome(workloads: &[Workload]) -> Outcome {
         reset: 0,
         pending: (ops - completed) as u64,
         errors: 0,
+        full: 0,
         final_len: workloads.iter().map(|w| w.final_in_flight).sum(),
-        by_class: [0; 5],
+        by_class: [0; 6],
     }
 }
 
@@ -428,8 +436,31 @@ fn median(mut runs: Vec<Measurement>) -> Measurement {
     runs.swap_remove(mid)
 }
 
+/// Full errors tolerated from a structure that documents a windowed `Full`
+/// ([`SharedAckerStructure::WINDOWED_FULL`]): one per this many messages. Each is reported.
+pub const WINDOWED_FULL_TOLERANCE_OPS: usize = 100_000;
+
 fn check(m: &Measurement, expected: Outcome) -> Result<(), Box<Disagreement>> {
-    if m.outcome == expected {
+    check_with(m, expected, false)
+}
+
+fn check_with(
+    m: &Measurement,
+    expected: Outcome,
+    windowed_full: bool,
+) -> Result<(), Box<Disagreement>> {
+    let o = m.outcome;
+    // A tolerated `Full` on an init turns that tree's acks into orphans: each Full can shift
+    // one completion into a pending decision and leave one more root (an orphan) in flight.
+    let tolerated = windowed_full
+        && o.errors == o.full
+        && (o.full as usize) <= m.ops / WINDOWED_FULL_TOLERANCE_OPS + 1
+        && o.completed + o.full >= expected.completed
+        && o.completed <= expected.completed
+        && o.failed == 0
+        && o.reset == 0
+        && o.final_len <= expected.final_len + o.full as usize;
+    if o == expected || tolerated {
         Ok(())
     } else {
         Err(Box::new(Disagreement {
@@ -489,16 +520,16 @@ pub fn run_compare(
         for &threads in &config.threads {
             let workloads = Workload::generate_per_thread(wc, threads);
             let expected = expected_outcome(&workloads);
-            let runners: Vec<SharedRunner> = shared_runners()
+            let runners: Vec<(bool, SharedRunner)> = shared_runners()
                 .into_iter()
-                .filter(|(name, _)| selected(config, name))
-                .map(|(_, f)| f)
+                .filter(|(name, _, _)| selected(config, name))
+                .map(|(_, w, f)| (w, f))
                 .collect();
             let mut runs: Vec<Vec<Measurement>> = vec![Vec::new(); runners.len()];
             for _ in 0..reps {
-                for (i, run) in runners.iter().enumerate() {
+                for (i, (windowed_full, run)) in runners.iter().enumerate() {
                     let m = run(&workloads, config.live_bytes);
-                    check(&m, expected)?;
+                    check_with(&m, expected, *windowed_full)?;
                     progress(&m);
                     runs[i].push(m);
                 }
@@ -517,13 +548,22 @@ type SharedRunner = fn(&[Workload], Option<LiveBytes>) -> Measurement;
 type SingleRunner = fn(&Workload, Option<LiveBytes>) -> Measurement;
 
 /// The shared structures compared, in report order.
-fn shared_runners() -> Vec<(&'static str, SharedRunner)> {
+fn shared_runners() -> Vec<(&'static str, bool, SharedRunner)> {
     vec![
         (
             CoreShared::NAME,
+            CoreShared::WINDOWED_FULL,
             measure_shared::<CoreShared> as SharedRunner,
         ),
-        (MutexHashbrown::NAME, measure_shared::<MutexHashbrown>),
-        (DashMapAcker::NAME, measure_shared::<DashMapAcker>),
+        (
+            MutexHashbrown::NAME,
+            MutexHashbrown::WINDOWED_FULL,
+            measure_shared::<MutexHashbrown>,
+        ),
+        (
+            DashMapAcker::NAME,
+            DashMapAcker::WINDOWED_FULL,
+            measure_shared::<DashMapAcker>,
+        ),
     ]
 }

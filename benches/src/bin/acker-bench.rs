@@ -169,8 +169,16 @@ fn print_table(config: &CompareConfig, report: &CompareReport) {
             (config.ops_for_window)(window)
         );
         println!(
-            "{:<26} {:>7} {:>9} {:>8} {:>8} {:>8} {:>6} {:>12}",
-            "structure", "threads", "Mops/s", "ns/op", "B/slot", "B/root", "load", "ours/this"
+            "{:<26} {:>7} {:>9} {:>8} {:>8} {:>8} {:>6} {:>12} {:>5}",
+            "structure",
+            "threads",
+            "Mops/s",
+            "ns/op",
+            "B/slot",
+            "B/root",
+            "load",
+            "ours/this",
+            "Full"
         );
         let rows: Vec<&Measurement> = report
             .medians
@@ -184,7 +192,7 @@ fn print_table(config: &CompareConfig, report: &CompareReport) {
             };
             let ratio = ours.map_or("-".to_string(), |o| format!("{:.2}x", o.mops() / m.mops()));
             println!(
-                "{:<26} {:>7} {:>9.2} {:>8.1} {:>8.1} {:>8.1} {:>6.3} {:>12}",
+                "{:<26} {:>7} {:>9.2} {:>8.1} {:>8.1} {:>8.1} {:>6.3} {:>12} {:>5}",
                 m.structure,
                 m.threads.map_or("-".to_string(), |t| t.to_string()),
                 m.mops(),
@@ -192,7 +200,8 @@ fn print_table(config: &CompareConfig, report: &CompareReport) {
                 m.bytes_per_slot(),
                 m.bytes_per_root(),
                 m.load(),
-                ratio
+                ratio,
+                m.outcome.full
             );
         }
     }
