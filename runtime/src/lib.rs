@@ -11,6 +11,7 @@
 //! | [`message`] | [`Value`] / [`Values`], data [`Tuple`]s, [`Message`]s between executors, the [`Outbox`] |
 //! | [`topology`] | [`TopologyBuilder`], [`Grouping`], [`Config`], [`Topology`], the task [`Plan`] and [`Placement`] |
 //! | [`executor`] | the [`Spout`], [`Bolt`], [`BasicBolt`] traits and collectors; the [`Executor`] state machines |
+//! | [`ring`] | the bounded lock-free SPSC [`ring`](ring::ring) joining two cores of the shell |
 //! | [`shell`] | the thread-per-core shell: [`run`](shell::run) a plan on pinned cores joined by SPSC rings, [`RunReport`](shell::RunReport) metrics |
 //! | [`wordcount`] | the word-count topology behind `acker-run wordcount` |
 //! | [`local`] | [`LocalShell`](local::LocalShell): a minimal single-threaded FIFO shell for tests |
@@ -23,6 +24,7 @@
 pub mod executor;
 pub mod local;
 pub mod message;
+pub mod ring;
 pub mod shell;
 pub mod topology;
 pub mod wordcount;

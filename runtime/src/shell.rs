@@ -12,7 +12,8 @@
 //!   `i % spouts` ([`Placement::for_plan`]), keeping inits and notices local. Local-or-shuffle
 //!   grouping prefers tasks on the same thread.
 //! - **Rings and lanes.** Two lanes join every ordered pair of distinct threads, each a bounded
-//!   SPSC ring ([`rtrb`]: cache-padded head and tail, [`ShellOptions::ring_capacity`] entries):
+//!   SPSC ring ([`crate::ring`]: cache-padded head and tail, each side caching the other's
+//!   position, [`ShellOptions::ring_capacity`] entries):
 //!   the *data* lane carries tuples (128-byte, cache-line-aligned envelopes), the *control* lane carries acker
 //!   messages and notices (small `Copy` envelopes). A message for a task on the same thread goes
 //!   to that thread's local FIFO instead.
@@ -44,10 +45,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::ring::{ring, Consumer, Producer};
 use acker_core::TaskId;
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
-use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::executor::{latency_histogram, BuildError, Executor, ExecutorCounters};
 use acker_core::AckerMessage;
@@ -254,7 +255,7 @@ impl<T> Lane<T> {
             if let Some(p) = self.outbound[core].as_mut() {
                 match p.push(item) {
                     Ok(()) => return 1,
-                    Err(rtrb::PushError::Full(item)) => q.push_back(item),
+                    Err(item) => q.push_back(item),
                 }
                 return 0;
             }
@@ -271,12 +272,7 @@ impl<T> Lane<T> {
                 continue;
             }
             if let Some(p) = self.outbound[dest].as_mut() {
-                let n = p.slots().min(q.len());
-                if n > 0 {
-                    if let Ok(chunk) = p.write_chunk_uninit(n) {
-                        moved += chunk.fill_from_iter(q.drain(..n));
-                    }
-                }
+                moved += p.push_from(q);
             }
             staged += q.len();
         }
@@ -299,7 +295,7 @@ fn rings<T>(cores: usize, capacity: usize) -> Vec<ThreadRings<T>> {
     for (src, row) in producers.iter_mut().enumerate() {
         for (dst, slot) in row.iter_mut().enumerate() {
             if src != dst {
-                let (p, c) = RingBuffer::new(capacity);
+                let (p, c) = ring(capacity);
                 *slot = Some(p);
                 consumers[dst].push(c);
             }
@@ -396,16 +392,7 @@ impl Core<'_> {
         let mut inbound = std::mem::take(&mut self.ctrl.inbound);
         let mut work = 0;
         for c in inbound.iter_mut() {
-            let avail = c.slots().min(self.batch);
-            if avail == 0 {
-                continue;
-            }
-            if let Ok(chunk) = c.read_chunk(avail) {
-                for env in chunk {
-                    self.deliver_ctrl(env, now_ns);
-                }
-            }
-            work += avail;
+            work += c.pop_batch(self.batch, |env| self.deliver_ctrl(env, now_ns));
         }
         self.ctrl.inbound = inbound;
         self.received += work as u64;
@@ -417,17 +404,11 @@ impl Core<'_> {
         let mut inbound = std::mem::take(&mut self.data.inbound);
         let mut work = 0;
         for c in inbound.iter_mut() {
-            let avail = c.slots().min(self.batch);
-            if avail == 0 {
-                continue;
+            let n = c.pop_batch(self.batch, |env| self.deliver_tuple(env.dest, env.tuple));
+            if n > 0 {
+                work += n;
+                self.flush();
             }
-            if let Ok(chunk) = c.read_chunk(avail) {
-                for env in chunk {
-                    self.deliver_tuple(env.dest, env.tuple);
-                }
-            }
-            work += avail;
-            self.flush();
         }
         self.data.inbound = inbound;
         self.received += work as u64;
