@@ -361,7 +361,8 @@ pub fn format_table(rows: &[Row]) -> String {
 }
 
 /// Draws lost and duplicated tuples against injected faults, one panel per guarantee and
-/// measure, one line per fault kind, into an SVG file (plotters' SVG backend; no font library).
+/// measure, one line per fault kind, on a log scale of value + 1, into an SVG file (plotters'
+/// SVG backend; no font library).
 ///
 /// # Errors
 /// A message if the file cannot be written.
@@ -397,26 +398,34 @@ pub fn plot_svg(rows: &[Row], path: &std::path::Path) -> Result<(), String> {
             .iter()
             .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
             .max()
-            .unwrap_or(0)
-            .max(1);
+            .unwrap_or(0);
         let title = format!(
             "{} — {}",
             g.name(),
             if dup { "duplicates" } else { "lost tuples" }
         );
+        // Log scale of value + 1, so that 0, 1 and 100 000 all show; the headroom above the data
+        // (a factor 300) keeps the legend clear of the lines.
+        let top = (ymax as f64 + 1.0) * 300.0;
         let mut chart = ChartBuilder::on(panel)
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(30)
             .y_label_area_size(60)
-            .build_cartesian_2d(0u32..5u32, 0u64..(ymax + ymax / 10 + 1))
+            .build_cartesian_2d(0u32..5u32, (1f64..top).log_scale())
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
             .x_desc("injected faults")
+            .y_desc(if dup { "duplicates + 1" } else { "lost + 1" })
             .x_labels(6)
+            .y_label_formatter(&|v| format!("{v:.0}"))
             .draw()
             .map_err(|e| e.to_string())?;
+        let series: Vec<(FaultKind, Vec<(u32, f64)>)> = series
+            .into_iter()
+            .map(|(k, p)| (k, p.into_iter().map(|(x, y)| (x, y as f64 + 1.0)).collect()))
+            .collect();
         for (i, (k, pts)) in series.into_iter().enumerate() {
             let color = colors[i % colors.len()];
             chart
