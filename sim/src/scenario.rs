@@ -92,6 +92,11 @@ impl FromStr for PlantedBug {
 pub enum ScenarioError {
     /// `tuples` is 0.
     ZeroTuples,
+    /// `tuples` or `max_spout_pending` is above what one run can hold in memory
+    /// ([`MAX_TUPLES`], [`MAX_SPOUT_PENDING`]).
+    TooLarge(&'static str),
+    /// The tick interval is below 1 µs (the run would be all ticks).
+    TickTooShort,
     /// `max_spout_pending` is 0.
     ZeroMaxSpoutPending,
     /// The message timeout or tick interval is 0.
@@ -112,6 +117,8 @@ impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ScenarioError::ZeroTuples => f.write_str("--tuples must be at least 1"),
+            ScenarioError::TooLarge(what) => write!(f, "{what} is too large for one run"),
+            ScenarioError::TickTooShort => f.write_str("--tick must be at least 1us"),
             ScenarioError::ZeroMaxSpoutPending => {
                 f.write_str("--max-spout-pending must be at least 1")
             }
@@ -142,6 +149,12 @@ impl From<FaultError> for ScenarioError {
         ScenarioError::Fault(e)
     }
 }
+
+/// Most tuples one run takes (the sink keeps a few bytes per tuple).
+pub const MAX_TUPLES: u64 = 100_000_000;
+
+/// Most roots a spout may have pending in one run (the runtime preallocates its pending set).
+pub const MAX_SPOUT_PENDING: usize = 1_000_000;
 
 /// Workers of the simulated cluster. As in the seed experiment, spout, bolts and acker each run
 /// in their own worker (JVM process), so a crash of one does not touch the others.
@@ -259,14 +272,25 @@ impl Scenario {
         if self.tuples == 0 {
             return Err(ScenarioError::ZeroTuples);
         }
+        if self.tuples > MAX_TUPLES {
+            return Err(ScenarioError::TooLarge("--tuples (at most 100000000)"));
+        }
         if self.max_spout_pending == 0 {
             return Err(ScenarioError::ZeroMaxSpoutPending);
+        }
+        if self.max_spout_pending > MAX_SPOUT_PENDING {
+            return Err(ScenarioError::TooLarge(
+                "--max-spout-pending (at most 1000000)",
+            ));
         }
         if self.message_timeout_ns == 0 {
             return Err(ScenarioError::ZeroTime("the message timeout"));
         }
         if self.tick_interval_ns == 0 {
             return Err(ScenarioError::ZeroTime("the tick interval"));
+        }
+        if self.tick_interval_ns < 1_000 {
+            return Err(ScenarioError::TickTooShort);
         }
         if !(1..=1000).contains(&self.bolts) {
             return Err(ScenarioError::BadParallelism("--bolts"));
@@ -400,6 +424,12 @@ mod tests {
             })
             .unwrap();
         assert!(matches!(s.validate(), Err(ScenarioError::Fault(_))));
+        let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+        s.tuples = MAX_TUPLES + 1;
+        assert!(matches!(s.validate(), Err(ScenarioError::TooLarge(_))));
+        let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+        s.tick_interval_ns = 10;
+        assert_eq!(s.validate(), Err(ScenarioError::TickTooShort));
         assert!("sometimes-once".parse::<Guarantee>().is_err());
         assert_eq!(
             "exactly-once".parse::<Guarantee>(),
