@@ -76,8 +76,6 @@ struct Ring<T> {
     tail: CachePadded<AtomicUsize>,
     /// `slots.len() - 1` (the length is a power of two).
     mask: usize,
-    /// Most items held at once (≤ `slots.len()`).
-    capacity: usize,
     /// Slot `p & mask` holds an initialised item exactly when `head ≤ p < tail`.
     slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
 }
@@ -88,6 +86,17 @@ struct Ring<T> {
 unsafe impl<T: Send> Sync for Ring<T> {}
 // SAFETY: as above; the ring owns its items.
 unsafe impl<T: Send> Send for Ring<T> {}
+
+impl<T> Ring<T> {
+    /// Slot `i`, for `i ≤ mask`, without a bounds check.
+    #[inline(always)]
+    fn slot(&self, i: usize) -> &UnsafeCell<MaybeUninit<T>> {
+        debug_assert!(i < self.slots.len());
+        // SAFETY: callers pass `p & mask` (a handle's copy of `mask`, equal to the ring's), and
+        // `mask = slots.len() - 1`, so `i < slots.len()`.
+        unsafe { self.slots.get_unchecked(i) }
+    }
+}
 
 impl<T> Drop for Ring<T> {
     fn drop(&mut self) {
@@ -118,7 +127,6 @@ pub fn ring<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
         head: CachePadded::new(AtomicUsize::new(0)),
         tail: CachePadded::new(AtomicUsize::new(0)),
         mask: len - 1,
-        capacity,
         slots,
     });
     (
@@ -126,11 +134,15 @@ pub fn ring<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
             ring: ring.clone(),
             tail: 0,
             cached_head: 0,
+            capacity,
+            mask: len - 1,
         },
         Consumer {
             ring,
             head: 0,
             cached_tail: 0,
+            mask: len - 1,
+            capacity,
         },
     )
 }
@@ -142,24 +154,27 @@ pub struct Producer<T> {
     tail: usize,
     /// The consumer's position as last read (≤ the real one).
     cached_head: usize,
+    /// Copies of the ring's `capacity` and `mask`, read on every push without a pointer chase.
+    capacity: usize,
+    mask: usize,
 }
 
 impl<T> Producer<T> {
     /// The capacity given to [`ring`] (at least 1).
     pub fn capacity(&self) -> usize {
-        self.ring.capacity
+        self.capacity
     }
 
     /// Free slots: at least this many pushes will succeed now (re-reads the consumer's position).
     pub fn free(&mut self) -> usize {
         self.cached_head = self.ring.head.load(Ordering::Acquire);
-        self.ring.capacity - self.tail.wrapping_sub(self.cached_head)
+        self.capacity - self.tail.wrapping_sub(self.cached_head)
     }
 
     /// Free slots by the cached position, refreshed only when it shows none.
     #[inline(always)]
     fn free_cached(&mut self) -> usize {
-        let free = self.ring.capacity - self.tail.wrapping_sub(self.cached_head);
+        let free = self.capacity - self.tail.wrapping_sub(self.cached_head);
         if free > 0 {
             free
         } else {
@@ -173,7 +188,9 @@ impl<T> Producer<T> {
         // SAFETY: `tail - head < capacity` was checked by the caller, so slot `p & mask` is free:
         // the consumer has published `head` past its last item (Acquire load of `head` above
         // orders its read before this write) and will not read it before we publish `tail`.
-        self.ring.slots[p & self.ring.mask].with_mut(|s| unsafe { (*s).write(item) });
+        self.ring
+            .slot(p & self.mask)
+            .with_mut(|s| unsafe { (*s).write(item) });
     }
 
     /// Appends `item`, or hands it back when the ring is full.
@@ -194,7 +211,7 @@ impl<T> Producer<T> {
     /// Moves as many items as fit from the front of `queue` into the ring, in order, publishing
     /// them with one position update. Returns how many moved.
     pub fn push_from(&mut self, queue: &mut VecDeque<T>) -> usize {
-        let mut free = self.ring.capacity - self.tail.wrapping_sub(self.cached_head);
+        let mut free = self.capacity - self.tail.wrapping_sub(self.cached_head);
         if free < queue.len() {
             // One read of the consumer's line per batch to move as much as possible.
             free = self.free();
@@ -221,6 +238,9 @@ pub struct Consumer<T> {
     head: usize,
     /// The producer's position as last read (≤ the real one).
     cached_tail: usize,
+    /// Copies of the ring's `mask` and `capacity`.
+    mask: usize,
+    capacity: usize,
 }
 
 /// Publishes the consumer's position when a batch ends, also when the callback panics, so that
@@ -241,7 +261,7 @@ impl<T> Drop for Commit<'_, T> {
 impl<T> Consumer<T> {
     /// The capacity given to [`ring`] (at least 1).
     pub fn capacity(&self) -> usize {
-        self.ring.capacity
+        self.capacity
     }
 
     /// Items readable now (re-reads the producer's position).
@@ -266,7 +286,9 @@ impl<T> Consumer<T> {
         // SAFETY: `p < tail` as read with Acquire (ordering the producer's write of the slot
         // before this read), and `p ≥ head`, so the slot holds an initialised item that the
         // producer will not touch before we publish `head` past it; it is read exactly once.
-        self.ring.slots[p & self.ring.mask].with(|s| unsafe { (*s).assume_init_read() })
+        self.ring
+            .slot(p & self.mask)
+            .with(|s| unsafe { (*s).assume_init_read() })
     }
 
     /// Removes the oldest item, if any.
