@@ -57,7 +57,10 @@
 //! window, and an insert fails with [`TableError::Full`] when all slots of *its window* are
 //! taken, even if slots elsewhere are free. With `capacity ≤ 64` the window is the whole table
 //! and `Full` means exactly what it means for [`AckerTable`]; larger tables should be sized with
-//! headroom (linear probing at up to ~70% load rarely fills a 64-slot window). Dead entries
+//! headroom (linear probing at up to ~70% load rarely fills a 64-slot window). Under
+//! concurrency `Full` can also be transient: a slot another thread has reserved for an insert
+//! still in progress is not free, even if that insert turns out to be of the same root (loom
+//! model 6b). Either way nothing changed and the caller retries (back-pressure). Dead entries
 //! ("tombstones") are freed at once by the last thread to leave them; expired entries are
 //! reclaimed by [`SharedAckerTable::tick`]'s sweep, or by an insert that finds its window full.
 //!
@@ -80,7 +83,7 @@
 //! entry whose stamp is 3 epochs old has expired (2T to 3T after its last (re)insertion): no
 //! operation joins it any more, a message for its root creates a fresh entry. It leaves
 //! [`len`](SharedAckerTable::len) when a sweep reclaims it: each tick sweeps `capacity / 16`
-//! slots (all of them when `capacity ≤ 16`), so every slot is swept at least every 16 ticks, well
+//! slots (and at least 64; all of them when `capacity ≤ 64`), so every slot is swept at least every 16 ticks, well
 //! before its 6-bit stamp could wrap (61 epochs). An operation already inside an entry when it
 //! expires finishes on it (it is ordered before the expiry).
 //!
@@ -125,7 +128,8 @@ const STAMP_MASK: u32 = 0b11_1111;
 /// Most slots a root's probe window spans (it spans `min(capacity, MAX_WINDOW)`).
 pub const MAX_WINDOW: usize = 64;
 
-/// A tick sweeps `capacity / SWEEP_FRACTION` slots (rounded up) for expired entries.
+/// A tick sweeps `capacity / SWEEP_FRACTION` slots (rounded up, and at least
+/// `min(capacity, MAX_WINDOW)`) for expired entries.
 pub const SWEEP_FRACTION: usize = 16;
 
 #[inline]
@@ -476,7 +480,6 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         if root == 0 {
             return None;
         }
-        let epoch = self.epoch.load(Acquire);
         let home = self.home_slot(root);
         for pos in 0..self.window {
             let j = self.slot_at(home, pos);
@@ -484,7 +487,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 continue;
             }
             let m = self.slots.metas()[j].load(Acquire);
-            if state(m) != LIVE || self.expired(m, epoch) {
+            if state(m) != LIVE || self.expired(m) {
                 continue;
             }
             let ack_val = self.slots.ack_vals()[j].load(Acquire);
@@ -558,7 +561,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     /// Advances the table's clock to `now_ns` (the injected clock; a value earlier than the last
     /// tick is ignored). Each time the clock crosses a multiple of the message timeout, the
-    /// entries stamped 3 epochs ago expire; then `capacity / 16` slots (rounded up) are swept to
+    /// entries stamped 3 epochs ago expire; then `capacity / 16` slots (rounded up, at least 64) are swept to
     /// reclaim expired entries, which leave [`len`](Self::len) then. Expiry is silent: no decision
     /// is returned, as in Storm, where the spout times the tuple out itself. Safe to call from
     /// several threads at once (concurrent calls share the sweep).
@@ -578,13 +581,15 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 Err(now) => seen = now,
             }
         }
-        let budget = self.capacity.div_ceil(SWEEP_FRACTION);
+        let budget = self
+            .capacity
+            .div_ceil(SWEEP_FRACTION)
+            .max(self.capacity.min(MAX_WINDOW));
         let start = self.sweep_cursor.fetch_add(budget, AcqRel) % self.capacity;
-        let epoch = self.epoch.load(Acquire);
         for k in 0..budget {
             let j = (start + k) % self.capacity;
             let m = self.slots.metas()[j].load(Acquire);
-            if state(m) == LIVE && self.expired(m, epoch) {
+            if state(m) == LIVE && self.expired(m) {
                 self.expire(j, m);
             }
         }
@@ -602,8 +607,13 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
+    /// Whether the entry whose meta word `m` was just loaded has expired. The epoch is loaded
+    /// *after* `m`: the stamp in `m` was taken from an epoch value read before `m` was published,
+    /// so it is never ahead of the epoch read here (a stamp from the future would look 63
+    /// epochs old and expire a fresh entry).
     #[inline]
-    fn expired(&self, m: u32, epoch: u32) -> bool {
+    fn expired(&self, m: u32) -> bool {
+        let epoch = self.epoch.load(Acquire);
         (epoch.wrapping_sub(stamp_of(m)) & STAMP_MASK) >= EXPIRY_EPOCHS
     }
 
@@ -793,7 +803,6 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// it meets on the way). `None` if it has no live entry.
     fn find(&self, root: RootId, home: usize) -> Option<usize> {
         'restart: loop {
-            let epoch = self.epoch.load(Acquire);
             for pos in 0..self.window {
                 let j = self.slot_at(home, pos);
                 if self.slots.roots()[j].load(Acquire) != root {
@@ -801,14 +810,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 }
                 let m = self.meta(j).load(Acquire);
                 match state(m) {
-                    LIVE if self.expired(m, epoch) => self.expire(j, m),
+                    LIVE if self.expired(m) => self.expire(j, m),
                     LIVE | INSERTING => {
                         if !self.pin(j, root) {
                             continue 'restart;
                         }
                         let m = self.meta(j).load(Acquire);
                         match state(m) {
-                            LIVE if !self.expired(m, self.epoch.load(Acquire)) => return Some(j),
+                            LIVE if !self.expired(m) => return Some(j),
                             INSERTING => {
                                 self.resolve(j, root, home, pos);
                                 if state(self.meta(j).load(Acquire)) == LIVE {
@@ -833,14 +842,13 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// Inserts a candidate entry for `root` and resolves it. `Ok(Some(i))`: `i` is the root's
     /// live entry, pinned. `Ok(None)`: another candidate won; look again.
     fn insert(&self, root: RootId, home: usize) -> Result<Option<usize>, TableError> {
-        let epoch = self.epoch.load(Acquire);
         let mut claimed = None;
         'scan: for pos in 0..self.window {
             let j = self.slot_at(home, pos);
             let meta = self.meta(j);
             let mut m = meta.load(Acquire);
             loop {
-                if state(m) == LIVE && self.expired(m, epoch) {
+                if state(m) == LIVE && self.expired(m) {
                     self.expire(j, m);
                     m = meta.load(Acquire);
                 }
@@ -861,6 +869,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         };
         self.slots.roots()[j].store(root, Relaxed);
         self.slots.ack_vals()[j].store(0, Relaxed);
+        let epoch = self.epoch.load(Acquire);
         // Publish the candidate (release: the root id and the zeroed ack val go with it).
         self.meta(j)
             .swap(with_stamp(INSERTING | PIN, epoch), AcqRel);
@@ -880,7 +889,6 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         // Pairs with the fence of every other candidate's resolution: of two candidates of one
         // root, at least one sees the other's publication.
         fence(SeqCst);
-        let epoch = self.epoch.load(Acquire);
         for pos in 0..self.window {
             if pos == pos_e {
                 continue;
@@ -893,7 +901,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             let mut m = meta.load(Acquire);
             loop {
                 match state(m) {
-                    LIVE if !self.expired(m, epoch) => {
+                    LIVE if !self.expired(m) => {
                         self.kill(e);
                         return;
                     }

@@ -1,0 +1,305 @@
+//! Single-threaded semantics of [`SharedAckerTable`]: the same decisions, errors, lengths and
+//! entries as the single-owner [`AckerTable`] on the same message sequences (quickcheck
+//! differential test), plus its memory layout and configuration errors.
+#![cfg(not(loom))]
+
+use acker_core::shared::{AtomicU32, AtomicU64, SharedArrays, SharedSlots};
+use acker_core::{
+    AckerMessage, AckerTable, ConfigError, Decision, SharedAckerTable, Slot, SlotsLengthMismatch,
+    TableError,
+};
+use quickcheck::{Arbitrary, Gen, QuickCheck};
+
+const T: u64 = 1_000;
+
+type VecSlots = SharedSlots<Vec<AtomicU64>, Vec<AtomicU64>, Vec<AtomicU32>>;
+
+fn vec_slots(n: usize) -> VecSlots {
+    SharedSlots::new(
+        (0..n).map(|_| AtomicU64::new(0)).collect(),
+        (0..n).map(|_| AtomicU64::new(0)).collect(),
+        (0..n).map(|_| AtomicU32::new(0)).collect(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_entry_is_exactly_20_bytes() {
+    assert_eq!(
+        2 * std::mem::size_of::<AtomicU64>() + std::mem::size_of::<AtomicU32>(),
+        20
+    );
+    // Inline arrays: 20 bytes a slot, plus at most 4 bytes of alignment padding.
+    assert_eq!(std::mem::size_of::<SharedArrays<100>>(), 2_000);
+    assert_eq!(std::mem::size_of::<SharedArrays<101>>(), 2_024);
+    for n in [1usize, 7, 64, 1000, 4096] {
+        let table = SharedAckerTable::new(vec_slots(n), T).unwrap();
+        let header = std::mem::size_of::<SharedAckerTable<VecSlots>>();
+        assert_eq!(table.memory_bytes(), 20 * n + header);
+        // The header is a constant independent of the capacity.
+        assert!(header < 200, "header is {header} bytes");
+    }
+}
+
+#[test]
+fn configuration_errors() {
+    assert_eq!(
+        SharedAckerTable::new(vec_slots(0), T).unwrap_err(),
+        ConfigError::ZeroCapacity
+    );
+    assert_eq!(
+        SharedAckerTable::new(vec_slots(4), 0).unwrap_err(),
+        ConfigError::ZeroTimeout
+    );
+    let mismatch = SharedSlots::new(
+        vec![AtomicU64::new(0), AtomicU64::new(0)],
+        vec![AtomicU64::new(0)],
+        vec![AtomicU32::new(0), AtomicU32::new(0)],
+    )
+    .unwrap_err();
+    assert_eq!(
+        mismatch,
+        SlotsLengthMismatch {
+            roots: 2,
+            ack_vals: 1,
+            metas: 2
+        }
+    );
+}
+
+#[test]
+fn new_clears_dirty_storage() {
+    let slots = vec_slots(8);
+    {
+        let table = SharedAckerTable::new(&slots, T).unwrap();
+        table.ack(5, 9).unwrap();
+    }
+    let table = SharedAckerTable::new(&slots, T).unwrap();
+    assert!(table.is_empty());
+    assert_eq!(table.get(5), None);
+}
+
+#[test]
+fn errors_leave_the_table_unchanged() {
+    let table = SharedAckerTable::new(SharedArrays::<2>::arrays(), T).unwrap();
+    assert_eq!(table.ack(0, 1), Err(TableError::ZeroRoot));
+    assert_eq!(table.ack(1, 0xA), Ok(Decision::Pending));
+    assert_eq!(table.init(2, 0xB, 4), Ok(Decision::Pending));
+    assert_eq!(table.init(2, 0xC, 4), Err(TableError::DuplicateInit));
+    assert_eq!(table.ack(3, 1), Err(TableError::Full));
+    assert_eq!(table.fail(3), Err(TableError::Full));
+    assert_eq!(table.len(), 2);
+    assert_eq!(table.get(1).unwrap().ack_val, 0xA);
+    let two = table.get(2).unwrap();
+    assert_eq!(
+        (two.ack_val, two.spout_task, two.failed),
+        (0xB, Some(4), false)
+    );
+    assert_eq!(table.get(3), None);
+    // A decision frees a slot for the next root.
+    assert_eq!(table.ack(2, 0xB), Ok(Decision::Completed { spout_task: 4 }));
+    assert_eq!(table.ack(3, 1), Ok(Decision::Pending));
+}
+
+#[test]
+fn large_tables_fill_windows_not_just_slots() {
+    // All roots with the same home share one 64-slot window: the 65th is refused although the
+    // table has free slots elsewhere (the documented trade-off).
+    let table = SharedAckerTable::new(vec_slots(1024), T).unwrap();
+    let home = table.home_slot(1);
+    let same_home: Vec<u64> = (1..u64::MAX)
+        .filter(|&r| table.home_slot(r) == home)
+        .take(65)
+        .collect();
+    for &r in &same_home[..64] {
+        assert_eq!(table.ack(r, 1), Ok(Decision::Pending));
+    }
+    assert_eq!(table.ack(same_home[64], 1), Err(TableError::Full));
+    assert_eq!(table.len(), 64);
+    // Every one of them is still found.
+    for &r in &same_home[..64] {
+        assert_eq!(table.get(r).unwrap().ack_val, 1);
+    }
+}
+
+#[test]
+fn expiry_between_2t_and_3t() {
+    let table = SharedAckerTable::new(SharedArrays::<4>::arrays(), T).unwrap();
+    table.tick(T / 2);
+    table.ack(1, 7).unwrap(); // created in clock epoch 0
+    table.tick(T + 1);
+    table.fail(2).unwrap(); // created in clock epoch 1
+    table.tick(3 * T - 1);
+    assert_eq!(table.len(), 2);
+    table.tick(3 * T); // root 1: 2.5T old → expired
+    assert_eq!(table.len(), 1);
+    assert_eq!(table.get(1), None);
+    assert!(table.get(2).unwrap().failed);
+    // A message for an expired root creates a fresh entry.
+    assert_eq!(table.init(1, 7, 2), Ok(Decision::Pending));
+    assert_eq!(table.get(1).unwrap().ack_val, 7);
+    table.tick(4 * T);
+    assert_eq!(table.get(2), None);
+    assert_eq!(table.len(), 1);
+}
+
+// ---- differential test against the single-owner table ----------------------------------------
+
+#[derive(Clone, Debug)]
+enum Step {
+    Msg(AckerMessage),
+    /// Advance the clock by this many nanoseconds, then tick.
+    Tick(u64),
+}
+
+#[derive(Clone, Debug)]
+struct Script {
+    capacity: usize,
+    steps: Vec<Step>,
+}
+
+impl Arbitrary for Script {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let capacity = *g.choose(&[1usize, 2, 3, 4, 8, 16]).unwrap();
+        let roots = (capacity as u64 + 2).min(10);
+        let len = usize::arbitrary(g) % 200;
+        let steps = (0..len)
+            .map(|_| {
+                let root = u64::arbitrary(g) % roots + 1;
+                // Small XOR values so trees complete (ack vals cancel) often.
+                let xor = u64::arbitrary(g) % 4;
+                match u8::arbitrary(g) % 16 {
+                    0..=2 => Step::Msg(AckerMessage::Init {
+                        root,
+                        xor,
+                        spout_task: u16::arbitrary(g) % 3,
+                    }),
+                    3..=9 => Step::Msg(AckerMessage::Ack { root, xor }),
+                    10 | 11 => Step::Msg(AckerMessage::Fail { root }),
+                    12 | 13 => Step::Msg(AckerMessage::ResetTimeout { root }),
+                    _ => Step::Tick(u64::arbitrary(g) % (2 * T)),
+                }
+            })
+            .collect();
+        Script { capacity, steps }
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        let capacity = self.capacity;
+        Box::new(
+            self.steps
+                .shrink()
+                .map(move |steps| Script { capacity, steps }),
+        )
+    }
+}
+
+impl Arbitrary for Step {
+    fn arbitrary(_: &mut Gen) -> Self {
+        Step::Tick(0)
+    }
+}
+
+fn same_behaviour(script: Script) -> bool {
+    let mut single = AckerTable::new(vec![Slot::EMPTY; script.capacity], T).unwrap();
+    let shared = SharedAckerTable::new(vec_slots(script.capacity), T).unwrap();
+    let mut now = 0;
+    for (k, step) in script.steps.iter().enumerate() {
+        match *step {
+            Step::Msg(m) => {
+                let (a, b) = (single.apply(m), shared.apply(m));
+                if a != b {
+                    eprintln!("step {k} {m:?}: single {a:?}, shared {b:?}");
+                    return false;
+                }
+            }
+            Step::Tick(dt) => {
+                now += dt;
+                single.tick(now);
+                shared.tick(now);
+            }
+        }
+        if single.len() != shared.len() {
+            eprintln!(
+                "step {k}: len single {} shared {}",
+                single.len(),
+                shared.len()
+            );
+            return false;
+        }
+        for root in 1..=10 {
+            if single.get(root) != shared.get(root) {
+                eprintln!(
+                    "step {k}: root {root}: single {:?}, shared {:?}",
+                    single.get(root),
+                    shared.get(root)
+                );
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[test]
+fn same_decisions_as_the_single_owner_table() {
+    QuickCheck::new()
+        .tests(if cfg!(debug_assertions) { 300 } else { 3_000 })
+        .quickcheck(same_behaviour as fn(Script) -> bool);
+}
+
+/// A hand-written sequence covering every rule, checked against the single-owner table too.
+#[test]
+fn storm_rules_in_order() {
+    use AckerMessage::*;
+    let steps = [
+        Ack { root: 9, xor: 0xA1 }, // ack before init
+        Fail { root: 9 },           // fail before init
+        Init {
+            root: 9,
+            xor: 0xA1 ^ 0xB2,
+            spout_task: 1,
+        }, // → Failed
+        Ack { root: 9, xor: 0xB2 }, // orphan
+        Init {
+            root: 5,
+            xor: 0xC3,
+            spout_task: 2,
+        },
+        ResetTimeout { root: 5 }, // → Reset
+        Fail { root: 5 },         // → Failed
+        Init {
+            root: 6,
+            xor: 0,
+            spout_task: 3,
+        }, // tuple went nowhere → Completed
+        Ack { root: 7, xor: 0xD4 },
+        Fail { root: 7 },
+        Init {
+            root: 7,
+            xor: 0xD4,
+            spout_task: 4,
+        }, // ack wins over fail → Completed
+    ];
+    let expected = [
+        Decision::Pending,
+        Decision::Pending,
+        Decision::Failed { spout_task: 1 },
+        Decision::Pending,
+        Decision::Pending,
+        Decision::Reset { spout_task: 2 },
+        Decision::Failed { spout_task: 2 },
+        Decision::Completed { spout_task: 3 },
+        Decision::Pending,
+        Decision::Pending,
+        Decision::Completed { spout_task: 4 },
+    ];
+    let shared = SharedAckerTable::new(SharedArrays::<8>::arrays(), T).unwrap();
+    let mut single = AckerTable::new([Slot::EMPTY; 8], T).unwrap();
+    for (m, want) in steps.iter().zip(expected) {
+        assert_eq!(shared.apply(*m), Ok(want), "{m:?}");
+        assert_eq!(single.apply(*m), Ok(want), "{m:?}");
+    }
+    assert_eq!(shared.len(), 1); // the orphan of root 9
+    assert_eq!(shared.get(9).unwrap().ack_val, 0xB2);
+}

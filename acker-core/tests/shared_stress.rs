@@ -1,0 +1,284 @@
+//! Stress test of the [`SharedAckerTable`] with real threads: one million random tuple trees
+//! (fewer in debug builds), their messages dealt to 2, 4 or 8 threads in random orders (acks
+//! before the init, acks of one tree on several threads at once, fails, a ticking clock), and
+//! every tree must be decided exactly once, with the right decision, leaving nothing behind.
+#![cfg(not(loom))]
+
+use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
+use acker_core::{AckerMessage, Decision, SharedAckerTable, TableError};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Barrier;
+
+const T: u64 = 1_000_000;
+const TREES_PER_BATCH: usize = 1024;
+const CAPACITY: usize = 8192;
+const SPOUT_TASK: u16 = 3;
+
+/// Decision counters per tree: +1 per Completed, +16 per Failed.
+const COMPLETED_ONCE: u8 = 1;
+const FAILED_ONCE: u8 = 16;
+
+type VecSlots = SharedSlots<Vec<AtomicU64>, Vec<AtomicU64>, Vec<AtomicU32>>;
+
+fn vec_slots(n: usize) -> VecSlots {
+    SharedSlots::new(
+        (0..n).map(|_| AtomicU64::new(0)).collect(),
+        (0..n).map(|_| AtomicU64::new(0)).collect(),
+        (0..n).map(|_| AtomicU32::new(0)).collect(),
+    )
+    .unwrap()
+}
+
+fn root_of(tree: usize) -> u64 {
+    // A bijection of tree + 1 (never 0): distinct trees get distinct, well-spread roots.
+    (tree as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+}
+
+fn nonzero(rng: &mut Xoshiro256PlusPlus) -> u64 {
+    loop {
+        let x = rng.next_u64();
+        if x != 0 {
+            return x;
+        }
+    }
+}
+
+/// The messages of one tuple tree (the init and one ack or fail per tuple copy), and whether one
+/// bolt failed its input. Depth ≤ 3, fan-out 0–3 at the spout and 0–2 at bolts.
+fn tree_messages(
+    tree: usize,
+    with_fails: bool,
+    rng: &mut Xoshiro256PlusPlus,
+    out: &mut Vec<AckerMessage>,
+) -> bool {
+    let root = root_of(tree);
+    let mut fail_left = with_fails && rng.next_u32() % 10 == 0;
+    let failing = fail_left;
+    let copies = (rng.next_u32() % 4) as usize;
+    let mut init_xor = 0;
+    let mut frontier: Vec<(u64, u32)> = Vec::new();
+    for _ in 0..copies {
+        let e = nonzero(rng);
+        init_xor ^= e;
+        frontier.push((e, 1));
+    }
+    // A failing tree needs a tuple to fail.
+    if fail_left && frontier.is_empty() {
+        let e = nonzero(rng);
+        init_xor ^= e;
+        frontier.push((e, 1));
+    }
+    out.push(AckerMessage::Init {
+        root,
+        xor: init_xor,
+        spout_task: SPOUT_TASK,
+    });
+    while let Some((edge, depth)) = frontier.pop() {
+        if fail_left && (rng.next_u32() % 2 == 0 || frontier.is_empty()) {
+            fail_left = false;
+            out.push(AckerMessage::Fail { root });
+            continue;
+        }
+        let children = if depth < 3 { rng.next_u32() % 3 } else { 0 };
+        let mut xor = edge;
+        for _ in 0..children {
+            let c = nonzero(rng);
+            xor ^= c;
+            frontier.push((c, depth + 1));
+        }
+        out.push(AckerMessage::Ack { root, xor });
+    }
+    failing
+}
+
+fn shuffle<X>(v: &mut [X], rng: &mut Xoshiro256PlusPlus) {
+    for i in (1..v.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+}
+
+/// Runs `trees` trees over `threads` threads and checks every decision. Returns the number of
+/// `Full` retries (back-pressure events).
+fn stress(threads: usize, trees: usize, with_fails: bool, seed: u64) -> usize {
+    let table = SharedAckerTable::new(vec_slots(CAPACITY), T).unwrap();
+    let decisions: Vec<AtomicU8> = (0..trees).map(|_| AtomicU8::new(0)).collect();
+    let expected: Vec<AtomicU8> = (0..trees).map(|_| AtomicU8::new(0)).collect();
+    let full_retries = AtomicUsize::new(0);
+    let barrier = Barrier::new(threads);
+    let batches = trees.div_ceil(TREES_PER_BATCH);
+    std::thread::scope(|s| {
+        for me in 0..threads {
+            let (table, decisions, expected) = (&table, &decisions, &expected);
+            let (barrier, full_retries) = (&barrier, &full_retries);
+            s.spawn(move || {
+                let mut mine: Vec<(usize, AckerMessage)> = Vec::new();
+                let mut msgs = Vec::new();
+                let mut order = Xoshiro256PlusPlus::seed_from_u64(seed ^ (me as u64 + 1) << 32);
+                for batch in 0..batches {
+                    if me == 0 {
+                        // The clock moves one timeout per batch, concurrently with the updates.
+                        table.tick(batch as u64 * T);
+                    }
+                    // Every thread generates the same trees and keeps its share of messages.
+                    let mut gen = Xoshiro256PlusPlus::seed_from_u64(seed ^ batch as u64);
+                    mine.clear();
+                    let first = batch * TREES_PER_BATCH;
+                    let last = (first + TREES_PER_BATCH).min(trees);
+                    for (tree, want) in expected.iter().enumerate().take(last).skip(first) {
+                        msgs.clear();
+                        let failing = tree_messages(tree, with_fails, &mut gen, &mut msgs);
+                        if me == 0 {
+                            let w = if failing { FAILED_ONCE } else { COMPLETED_ONCE };
+                            want.store(w, Ordering::Relaxed);
+                        }
+                        for &m in &msgs {
+                            if (gen.next_u32() as usize) % threads == me {
+                                mine.push((tree, m));
+                            }
+                        }
+                    }
+                    // Random delivery order: acks before the init, trees interleaved.
+                    shuffle(&mut mine, &mut order);
+                    for &(tree, m) in &mine {
+                        let d = loop {
+                            match table.apply(m) {
+                                Ok(d) => break d,
+                                Err(TableError::Full) => {
+                                    full_retries.fetch_add(1, Ordering::Relaxed);
+                                    std::thread::yield_now();
+                                }
+                                Err(e) => panic!("tree {tree}: {m:?} → {e:?}"),
+                            }
+                        };
+                        match d {
+                            Decision::Completed { spout_task } => {
+                                assert_eq!(spout_task, SPOUT_TASK);
+                                decisions[tree].fetch_add(COMPLETED_ONCE, Ordering::Relaxed);
+                            }
+                            Decision::Failed { spout_task } => {
+                                assert_eq!(spout_task, SPOUT_TASK);
+                                decisions[tree].fetch_add(FAILED_ONCE, Ordering::Relaxed);
+                            }
+                            Decision::Pending => {}
+                            Decision::Reset { .. } => panic!("no reset was sent"),
+                        }
+                    }
+                    // Every message of this batch is in before the next batch starts.
+                    barrier.wait();
+                }
+            });
+        }
+    });
+    for tree in 0..trees {
+        assert_eq!(
+            decisions[tree].load(Ordering::Relaxed),
+            expected[tree].load(Ordering::Relaxed),
+            "tree {tree}: decisions (+1 per Completed, +16 per Failed)"
+        );
+    }
+    if !with_fails {
+        // Every entry was decided and removed: nothing at all is left.
+        assert_eq!(table.len(), 0);
+    }
+    // Acks that arrive after their tree failed leave orphans; they expire 2T–3T later.
+    let end = batches as u64 * T;
+    for k in 0..=(3 + 2 * CAPACITY as u64 / 64) {
+        table.tick(end + 3 * T + k);
+    }
+    assert_eq!(table.len(), 0);
+    full_retries.load(Ordering::Relaxed)
+}
+
+/// Trees per configuration: one million in all in release builds, 1/20 of it in debug builds.
+fn scaled(n: usize) -> usize {
+    if cfg!(debug_assertions) {
+        n / 20
+    } else {
+        n
+    }
+}
+
+#[test]
+fn two_threads_ack_only() {
+    let full = stress(2, scaled(250_000), false, 0x5EED_0002);
+    assert_eq!(full, 0, "the table never filled");
+}
+
+#[test]
+fn four_threads_with_fails() {
+    let full = stress(4, scaled(250_000), true, 0x5EED_0004);
+    assert_eq!(full, 0, "the table never filled");
+}
+
+#[test]
+fn eight_threads_with_fails() {
+    let full = stress(8, scaled(500_000), true, 0x5EED_0008);
+    assert_eq!(full, 0, "the table never filled");
+}
+
+/// A table far too small for the load: inserts hit `Full` and retry (back-pressure), and still
+/// every tree is decided exactly once.
+#[test]
+fn back_pressure_when_full() {
+    let table = SharedAckerTable::new(vec_slots(8), T).unwrap();
+    let trees = scaled(4_000);
+    let decided: Vec<AtomicU8> = (0..trees).map(|_| AtomicU8::new(0)).collect();
+    let fulls = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for me in 0..4usize {
+            let (table, decided, fulls) = (&table, &decided, &fulls);
+            s.spawn(move || {
+                // Each tree: the init on one thread, its two acks on two others. A message
+                // refused with Full is set aside and retried after the pass (blocking on it
+                // could deadlock: the slots may be held by trees whose other messages wait
+                // behind it on this thread).
+                let mut deferred = Vec::new();
+                let apply = |tree: usize, m: AckerMessage| match table.apply(m) {
+                    Ok(Decision::Pending) => true,
+                    Ok(d) => {
+                        assert_eq!(
+                            d,
+                            Decision::Completed {
+                                spout_task: SPOUT_TASK
+                            }
+                        );
+                        decided[tree].fetch_add(1, Ordering::Relaxed);
+                        true
+                    }
+                    Err(TableError::Full) => {
+                        fulls.fetch_add(1, Ordering::Relaxed);
+                        false
+                    }
+                    Err(e) => panic!("{e:?}"),
+                };
+                for tree in 0..trees {
+                    let root = root_of(tree);
+                    let (a, b) = (tree as u64 * 2 + 1, tree as u64 * 2 + 2);
+                    let m = match (tree + me) % 4 {
+                        0 => AckerMessage::Init {
+                            root,
+                            xor: a ^ b,
+                            spout_task: SPOUT_TASK,
+                        },
+                        1 => AckerMessage::Ack { root, xor: a },
+                        2 => AckerMessage::Ack { root, xor: b },
+                        _ => continue,
+                    };
+                    if !apply(tree, m) {
+                        deferred.push((tree, m));
+                    }
+                }
+                while !deferred.is_empty() {
+                    deferred.retain(|&(tree, m)| !apply(tree, m));
+                    std::thread::yield_now();
+                }
+            });
+        }
+    });
+    assert!(decided.iter().all(|d| d.load(Ordering::Relaxed) == 1));
+    assert!(fulls.load(Ordering::Relaxed) > 0, "the table did fill up");
+    assert_eq!(table.len(), 0);
+}
