@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicU64;
 use acker_core::{AckerMessage, Decision, RootId, SharedAckerTable, SharedSlots, TableError};
 use dashmap::DashMap;
 
-use crate::peers::hashbrown_map::{raw_table_bytes, StampedEntry};
+use crate::peers::hashbrown_map::{raw_table_bytes_for_buckets, StampedEntry};
 use crate::peers::{
     decide_entry, restamps, rotations, update_entry, AckerStructure, HashbrownAcker, PeerEntry,
 };
@@ -266,17 +266,15 @@ impl SharedAckerStructure for DashMapAcker {
         let tables: usize = shards
             .iter()
             .map(|s| {
-                raw_table_bytes::<(RootId, dashmap::SharedValue<StampedEntry>)>(s.read().capacity())
+                raw_table_bytes_for_buckets::<(RootId, dashmap::SharedValue<StampedEntry>)>(
+                    s.read().buckets(),
+                )
             })
             .sum();
         tables + std::mem::size_of_val(shards) + std::mem::size_of::<Self>()
     }
 
     fn slots(&self) -> usize {
-        self.map
-            .shards()
-            .iter()
-            .map(|s| crate::peers::hashbrown_map::buckets_for_capacity(s.read().capacity()))
-            .sum()
+        self.map.shards().iter().map(|s| s.read().buckets()).sum()
     }
 }

@@ -27,10 +27,19 @@ pub fn buckets_for_capacity(capacity: usize) -> usize {
 
 /// Bytes a hashbrown (or `std`) raw table of entry type `T` allocates for `capacity()` =
 /// `capacity`: the buckets, padded to the control bytes' 16-byte alignment, one control byte a
-/// bucket and one trailing group (hashbrown's `TableLayout::calculate_layout_for`).
+/// bucket and one trailing group (hashbrown's `TableLayout::calculate_layout_for`). Exact for a
+/// table without tombstones; once deletions leave tombstones, `capacity()` shrinks while the
+/// allocation does not, and this undercounts (the compare tool measures with a counting
+/// allocator instead).
 pub fn raw_table_bytes<T>(capacity: usize) -> usize {
-    let buckets = buckets_for_capacity(capacity);
-    if buckets == 0 {
+    raw_table_bytes_for_buckets::<T>(buckets_for_capacity(capacity))
+}
+
+/// Bytes a hashbrown raw table of entry type `T` with `buckets` buckets allocates (0 buckets:
+/// nothing allocated).
+pub fn raw_table_bytes_for_buckets<T>(buckets: usize) -> usize {
+    // Fewer than 4 buckets: hashbrown's unallocated empty singleton (it reports 1 bucket).
+    if buckets < 4 {
         return 0;
     }
     let ctrl_align = std::mem::align_of::<T>().max(GROUP_WIDTH);
@@ -133,10 +142,17 @@ impl AckerStructure for HashbrownAcker {
     }
 
     fn memory_bytes(&self) -> usize {
-        raw_table_bytes::<(RootId, StampedEntry)>(self.map.capacity()) + std::mem::size_of::<Self>()
+        // `allocation_size` is exact; `capacity()` undercounts once tombstones eat growth room.
+        self.map.allocation_size() + std::mem::size_of::<Self>()
     }
 
     fn slots(&self) -> usize {
-        buckets_for_capacity(self.map.capacity())
+        // Invert `raw_table_bytes_for_buckets` (buckets are a power of two).
+        let bytes = self.map.allocation_size();
+        let mut b = 0;
+        while raw_table_bytes_for_buckets::<(RootId, StampedEntry)>(b) < bytes {
+            b = if b == 0 { 4 } else { b * 2 };
+        }
+        b
     }
 }
