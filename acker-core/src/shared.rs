@@ -672,11 +672,10 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 }
                 Op::Fail | Op::Reset => {
                     let failed = if matches!(op, Op::Fail) { FAILED } else { 0 };
-                    let epoch = self.epoch.load(Acquire);
-                    if self
-                        .update_meta(i, |m| Ok(with_stamp(m | failed, epoch)))
-                        .is_err()
-                    {
+                    // The epoch is read after each load of the meta word, so the new stamp is
+                    // never older than one another thread just wrote.
+                    let restamp = |m| Ok(with_stamp(m | failed, self.epoch.load(Acquire)));
+                    if self.update_meta(i, restamp).is_err() {
                         self.unpin(i);
                         continue; // the entry died before this message touched it: retry
                     }
