@@ -333,9 +333,14 @@ impl Core<'_> {
             let dest = env.dest;
             let (core, _) = self.where_is[dest as usize];
             let msg = match &mut env.message {
-                Message::Tuple(t) => {
-                    let tuple = std::mem::take(t);
-                    self.sent += self.data.stage(core, me, DataEnv { dest, tuple });
+                Message::Tuple(_) => {
+                    // Leave a `Tick` behind rather than an empty tuple: `clear` below then has
+                    // nothing to drop for this envelope (an empty tuple still costs a call).
+                    if let Message::Tuple(tuple) =
+                        std::mem::replace(&mut env.message, Message::Tick)
+                    {
+                        self.sent += self.data.stage(core, me, DataEnv { dest, tuple });
+                    }
                     continue;
                 }
                 Message::Acker(m) => CtrlMsg::Acker(*m),
