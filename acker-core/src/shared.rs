@@ -87,6 +87,22 @@
 //! before its 6-bit stamp could wrap (61 epochs). An operation already inside an entry when it
 //! expires finishes on it (it is ordered before the expiry).
 //!
+//! ## Verification
+//!
+//! * `tests/loom.rs`: loom models (init ∥ ack, two completing acks, fail ∥ last ack, reset ∥ ack,
+//!   racing inserts of one root and of colliding roots, slot reuse ∥ late ack, tick ∥ updates,
+//!   insert into a full table ∥ completion), each exhaustive at `LOOM_MAX_PREEMPTIONS=3`:
+//!   `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p acker-core --release --test loom`.
+//!   The models fail if the `SeqCst` fence of the insert, the root check after pinning, or the
+//!   dead-entry check of the decision is removed.
+//! * `tests/shared_model.rs`: quickcheck differential test against [`AckerTable`] (same
+//!   decisions, errors, lengths and entries on random message sequences with ticks).
+//! * `tests/shared_stress.rs`: one million random trees over 2, 4 and 8 threads, every tree
+//!   decided exactly once, nothing left behind.
+//!
+//! No `CachePadded` is used: the header's counters are the only shared hot words, and no
+//! measurement has shown false sharing yet.
+//!
 //! [`AckerTable`]: crate::AckerTable
 
 use crate::ids::{RootId, TaskId};
