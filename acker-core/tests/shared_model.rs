@@ -244,7 +244,7 @@ fn same_behaviour(script: Script) -> bool {
 #[test]
 fn same_decisions_as_the_single_owner_table() {
     QuickCheck::new()
-        .tests(if cfg!(debug_assertions) { 300 } else { 3_000 })
+        .tests(if cfg!(debug_assertions) { 500 } else { 10_000 })
         .quickcheck(same_behaviour as fn(Script) -> bool);
 }
 
