@@ -994,7 +994,7 @@ impl BoltExecutor {
 /// # Back-pressure on a full table
 ///
 /// A message that would create an entry in a full table is refused by acker-core
-/// ([`TableError::Full`](acker_core::TableError::Full)) and changes nothing. The acker must keep
+/// ([`TableError::Full`]) and changes nothing. The acker must keep
 /// draining its input (acks and decisions must always flow, or the cycle
 /// spout → bolt → acker → spout could deadlock), so instead of stopping it *parks* the refused
 /// message in a bounded FIFO preallocated at build time (no allocation afterwards; capacity
