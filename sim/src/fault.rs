@@ -111,6 +111,8 @@ pub enum FaultError {
     BadTrigger(String),
     /// A target is not a number (or `a-b` for a partition), or names no such task or worker.
     BadTarget(String),
+    /// The specs expand to more than [`MAX_FAULTS`] faults.
+    TooMany,
     /// An offset trigger at or past the end of the input.
     OffsetPastInput {
         /// The offset given.
@@ -138,6 +140,10 @@ impl fmt::Display for FaultError {
                 "bad fault time `{s}`: expected a duration (2s, 500ms, 30us, 100ns) or #offset"
             ),
             FaultError::BadTarget(s) => write!(f, "bad fault target `{s}`"),
+            FaultError::TooMany => write!(
+                f,
+                "the fault specs expand to more than {MAX_FAULTS} faults; lower the rates"
+            ),
             FaultError::OffsetPastInput { offset, tuples } => write!(
                 f,
                 "fault at offset #{offset} is past the end of the input ({tuples} tuples)"
@@ -330,6 +336,9 @@ pub fn parse_specs(text: &str) -> Result<Vec<FaultSpec>, FaultError> {
         .collect()
 }
 
+/// Most faults one schedule may hold.
+pub const MAX_FAULTS: usize = 1_000_000;
+
 /// How many candidates each fault kind can target in a topology.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TargetCounts {
@@ -418,6 +427,9 @@ pub fn expand(
                                 if t >= ctx.fault_until_ns {
                                     break;
                                 }
+                                if out.len() + triggers.len() >= MAX_FAULTS {
+                                    return Err(FaultError::TooMany);
+                                }
                                 triggers.push(Trigger::AtNs(t));
                             }
                         }
@@ -436,6 +448,9 @@ pub fn expand(
                                 if o >= ctx.tuples {
                                     break;
                                 }
+                                if out.len() + triggers.len() >= MAX_FAULTS {
+                                    return Err(FaultError::TooMany);
+                                }
                                 triggers.push(Trigger::AtOffset(o));
                             }
                         }
@@ -443,6 +458,9 @@ pub fn expand(
                 }
             }
             (None, Some(Trigger::AtNs(t))) => {
+                if out.len() + spec.count as usize > MAX_FAULTS {
+                    return Err(FaultError::TooMany);
+                }
                 for i in 0..spec.count as u64 {
                     triggers.push(Trigger::AtNs(
                         t.saturating_add(i.saturating_mul(ctx.repeat_gap_ns)),
@@ -450,6 +468,9 @@ pub fn expand(
                 }
             }
             (None, Some(Trigger::AtOffset(o))) => {
+                if out.len() + spec.count as usize > MAX_FAULTS {
+                    return Err(FaultError::TooMany);
+                }
                 let gap = (ctx.tuples / (spec.count as u64 + 1)).max(1);
                 for i in 0..spec.count as u64 {
                     let at = o.saturating_add(i * gap);
@@ -463,6 +484,9 @@ pub fn expand(
                 }
             }
             (None, None) => {
+                if out.len() + spec.count as usize > MAX_FAULTS {
+                    return Err(FaultError::TooMany);
+                }
                 let k = spec.count as u64;
                 for i in 1..=k {
                     triggers.push(Trigger::AtOffset(i * ctx.tuples / (k + 1)));
@@ -590,6 +614,8 @@ mod tests {
             expand(&specs, &ctx(), &mut r),
             Err(FaultError::BadTarget(_))
         ));
+        let specs = parse_specs("message-loss~1e12/s").unwrap();
+        assert_eq!(expand(&specs, &ctx(), &mut r), Err(FaultError::TooMany));
         let specs = parse_specs("bolt-crash@#1000").unwrap();
         assert!(matches!(
             expand(&specs, &ctx(), &mut r),
