@@ -439,6 +439,19 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         core::hint::black_box(touched);
     }
 
+    /// The slots of `root`'s first bucket, where a lookup starts (and where most roots are):
+    /// for an embedding engine that may issue prefetch instructions (this crate has no
+    /// `unsafe`) and wants to prefetch them a few messages before calling
+    /// [`apply`](Self::apply) on a table larger than its caches. Empty for root 0.
+    #[inline]
+    pub fn first_bucket(&self, root: RootId) -> &[Slot] {
+        if root == 0 {
+            return &[];
+        }
+        let (start, end) = self.bucket_range(reduce(root, self.buckets()));
+        &self.slots.as_ref()[start..end]
+    }
+
     /// Reads the cache lines the message's probe will need (the first bucket, and the second for
     /// an init), returning a value that depends on them. A plain read, as the crate has no
     /// `unsafe` for a prefetch instruction.

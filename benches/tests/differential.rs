@@ -2,7 +2,7 @@
 //! give equal decisions, errors and lengths, message by message, so no peer is faster by being
 //! wrong.
 
-use acker_benches::compare::OneAtATime;
+use acker_benches::compare::{OneAtATime, Prefetched};
 use acker_benches::{
     AckerStructure, CoreShared, DashMapAcker, HashbrownAcker, MutexHashbrown, SharedAckerStructure,
     StormStyle,
@@ -126,6 +126,7 @@ fn every_peer_agrees_with_acker_core_on_random_sequences() {
         let results = check_single::<StormStyle>(&steps, capacity);
         check_single::<HashbrownAcker>(&steps, capacity);
         check_single::<OneAtATime>(&steps, capacity);
+        check_single::<Prefetched>(&steps, capacity);
         check_shared::<CoreShared>(&steps, capacity);
         check_shared::<MutexHashbrown>(&steps, capacity);
         check_shared::<DashMapAcker>(&steps, capacity);
@@ -155,6 +156,7 @@ fn peers_agree_on_larger_tables_with_expiry() {
         check_single::<StormStyle>(&steps, 2_048);
         check_single::<HashbrownAcker>(&steps, 2_048);
         check_single::<OneAtATime>(&steps, 2_048);
+        check_single::<Prefetched>(&steps, 2_048);
         check_shared::<DashMapAcker>(&steps, 2_048);
         check_shared_with::<CoreShared>(&steps, 2_048, false);
     }
