@@ -999,19 +999,24 @@ impl BoltExecutor {
 /// spout → bolt → acker → spout could deadlock), so instead of stopping it *parks* the refused
 /// message in a bounded FIFO preallocated at build time (no allocation afterwards; capacity
 /// [`Plan::acker_park_capacity`], default `max(acker capacity / 8, 64)`), and retries the parked
-/// messages, oldest first, after every decision that frees a slot (`Completed`, `Failed`) and
-/// after every tick (expiry frees slots). A retry stops at the first message still refused.
-/// Only when the park queue itself is full is a message dropped, counted in
-/// [`ExecutorCounters::dropped_full`]; its tree then times out at the spout and is replayed.
+/// messages after every decision that frees a slot (`Completed`, `Failed`) and after every tick
+/// (expiry frees slots). A retry offers *every* parked message, oldest first, and keeps the ones
+/// still refused in their order (stopping at the first refusal could leave a message for an
+/// admitted root stuck behind one that does not fit: a deadlock until expiry, found by the
+/// `small_acker_table_parks_and_every_tree_completes` shell test). Only when the park queue
+/// itself is full is a message dropped, counted in [`ExecutorCounters::dropped_full`]; its tree
+/// then times out at the spout and is replayed.
 ///
 /// Order: the table is full exactly when it holds `capacity` live roots, and the queue is retried
-/// whenever that number drops, so between two messages the queue is non-empty only while the
-/// table is full. A new message for a root with parked messages therefore finds its root absent
-/// and the table full, and is parked behind them: the messages of one root are applied in their
-/// arrival order. Messages for live roots apply at once, overtaking parked messages of *other*
-/// roots (which they cannot affect). A decision needs the root's single `Init`, and a decided
-/// entry is removed, so no root is decided twice: a parked message applied after its tree was
-/// decided only makes an orphan entry that expires silently.
+/// whenever that number drops, so between two messages the queue holds only messages for roots
+/// absent from a full table. A new message for a root with parked messages therefore finds its
+/// root absent and the table full, and is parked behind them. Within a retry, a slot freed by a
+/// decision may admit a root through a later message of it before an earlier one refused in the
+/// same pass (e.g. an ack before its init): the acker takes its messages in any order (XOR
+/// commutes; rule 1 of the design), as it must anyway since links reorder them. Messages for
+/// live roots apply at once, overtaking parked messages of other roots. A decision needs the
+/// root's single `Init`, and a decided entry is removed, so no root is decided twice: a parked
+/// message applied after its tree was decided only makes an orphan entry that expires silently.
 pub struct AckerExecutor {
     task: TaskId,
     table: AckerTable<Vec<acker_core::Slot>>,
@@ -1076,15 +1081,32 @@ impl AckerExecutor {
         }
     }
 
-    /// Applies parked messages oldest first until one is refused again (the table is full) or
-    /// none is left.
+    /// Offers every parked message to the table, oldest first; the ones refused again go back
+    /// in the queue in their order. Passes repeat while a pass applied something (a decision in
+    /// it may have freed a slot for a message refused earlier in the pass).
+    ///
+    /// It must not stop at the first refusal: a parked message for a root that a retry has just
+    /// admitted (e.g. its init) can sit behind a message for a new root that does not fit; if
+    /// every root in the table waited like that, nothing would ever free a slot (head-of-line
+    /// blocking until expiry). Cost: O(parked) table probes per pass, only while messages are
+    /// parked.
     #[inline(never)]
     fn retry_parked(&mut self, out: &mut Outbox) {
-        while let Some(&m) = self.parked.front() {
-            if let Applied::Full = self.apply(m, out) {
+        loop {
+            let mut progress = false;
+            for _ in 0..self.parked.len() {
+                let Some(m) = self.parked.pop_front() else {
+                    break;
+                };
+                match self.apply(m, out) {
+                    // Back at the end: the queue never grows past its length before this pass.
+                    Applied::Full => self.parked.push_back(m),
+                    Applied::Done | Applied::Freed => progress = true,
+                }
+            }
+            if !progress || self.parked.is_empty() {
                 return;
             }
-            self.parked.pop_front();
         }
     }
 
@@ -1243,6 +1265,15 @@ impl Executor {
             Executor::Spout(e) => e.pending.len(),
             Executor::Bolt(_) => 0,
             Executor::Acker(e) => e.table.len(),
+        }
+    }
+
+    /// Messages an acker holds in its park queue, waiting for a free table slot (see
+    /// [`AckerExecutor`]); 0 for spouts and bolts.
+    pub fn parked_messages(&self) -> usize {
+        match self {
+            Executor::Acker(e) => e.parked.len(),
+            _ => 0,
         }
     }
 

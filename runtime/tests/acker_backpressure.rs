@@ -109,7 +109,7 @@ fn burst_of_six_roots_into_four_slots_completes_all_six() {
 }
 
 #[test]
-fn parked_messages_of_one_root_keep_their_order_and_decide_once() {
+fn parked_messages_of_a_root_apply_once_it_fits_and_decide_once() {
     let plan = plan(4);
     let mut a = acker(&plan);
     let mut out = Outbox::new();
@@ -148,6 +148,30 @@ fn parked_messages_of_one_root_keep_their_order_and_decide_once() {
     assert!(out.is_empty());
     let c = a.counters();
     assert_eq!((c.acked, c.failed, c.dropped_full), (2, 1, 0));
+}
+
+/// A parked message for a root admitted by a retry must not wait behind a parked message that
+/// still does not fit: here the table's only freed slot goes to root 5, whose completing ack is
+/// parked behind root 6's init. Stopping the retry at root 6 would leave root 5 (and so the
+/// whole table, once every root is in this state) stuck until expiry.
+#[test]
+fn a_retry_does_not_stop_at_the_first_refusal() {
+    let plan = plan(4);
+    let mut a = acker(&plan);
+    let mut out = Outbox::new();
+    for root in 1..=6 {
+        a.handle(init(root), 0, &mut out);
+    }
+    a.handle(ack(5), 0, &mut out);
+    assert_eq!(a.parked_messages(), 3);
+    a.handle(ack(1), 0, &mut out);
+    assert_eq!(
+        notices(&mut out),
+        [Notice::Completed { root: 1 }, Notice::Completed { root: 5 }]
+    );
+    // Root 5's decision freed the slot root 6 then took.
+    assert_eq!(a.parked_messages(), 0);
+    assert_eq!(a.pending_roots(), 4);
 }
 
 #[test]

@@ -445,3 +445,59 @@ fn a_panic_in_prepare_ends_the_run_with_an_error() {
         other => panic!("expected a panic error, got {other:?}"),
     }
 }
+
+/// An acker table far smaller than max spout pending: the acker parks what the full table
+/// refuses and applies it as trees complete, so every tree completes and nothing is dropped or
+/// timed out. The first spout batch sends 256 inits through one ring ahead of any ack from the
+/// null bolt (which shares the spout's thread), so the 16-root table must park.
+#[test]
+fn small_acker_table_parks_and_every_tree_completes() {
+    let n = 5000;
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let failed = Arc::new(Mutex::new(Vec::new()));
+    let (a2, f2) = (acked.clone(), failed.clone());
+    let mut b = TopologyBuilder::new();
+    b.set_spout("spout", move || Finite::new(n, &a2, &f2), 1)
+        .output_fields(&["n"]);
+    b.set_basic_bolt(
+        "identity",
+        || SlowIdentity {
+            slept: Arc::new(AtomicU64::new(0)),
+        },
+        1,
+    )
+    .shuffle_grouping("spout")
+    .output_fields(&["n"]);
+    b.set_basic_bolt("null", || Null, 1)
+        .shuffle_grouping("identity");
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            num_ackers: 1,
+            max_spout_pending: Some(256),
+            acker_capacity_roots: Some(16),
+            message_timeout_ns: 10_000_000_000,
+            ..Config::default()
+        })
+        .unwrap()
+        .with_acker_park_capacity(1024);
+    let report = run_with_watchdog(
+        plan,
+        ShellOptions {
+            cores: Some(2),
+            batch: 256,
+            ..ShellOptions::default()
+        },
+        Duration::from_secs(60),
+    );
+    let s = report.spout_totals();
+    assert_eq!((s.acked, s.failed, s.timed_out), (n, 0, 0));
+    let a = report.kind_totals(TaskKind::Acker);
+    assert_eq!((a.acked, a.dropped_full, a.errors), (n, 0, 0));
+    assert!(a.parked >= 256 - 16, "parked {}", a.parked);
+    assert_eq!(report.undecided_roots, 0);
+    let mut got = acked.lock().unwrap().clone();
+    got.sort();
+    assert_eq!(got, (0..n).collect::<Vec<_>>());
+}
