@@ -1000,23 +1000,22 @@ impl BoltExecutor {
 /// message in a bounded FIFO preallocated at build time (no allocation afterwards; capacity
 /// [`Plan::acker_park_capacity`], default `max(acker capacity / 8, 64)`), and retries the parked
 /// messages after every decision that frees a slot (`Completed`, `Failed`) and after every tick
-/// (expiry frees slots). A retry offers *every* parked message, oldest first, and keeps the ones
-/// still refused in their order (stopping at the first refusal could leave a message for an
-/// admitted root stuck behind one that does not fit: a deadlock until expiry, found by the
-/// `small_acker_table_parks_and_every_tree_completes` shell test). Only when the park queue
-/// itself is full is a message dropped, counted in [`ExecutorCounters::dropped_full`]; its tree
-/// then times out at the spout and is replayed.
+/// (expiry frees slots): the oldest parked message is admitted, then at once every other parked
+/// message for the same root, in order; this repeats until the oldest is refused again. Only
+/// when the park queue itself is full is a message dropped, counted in
+/// [`ExecutorCounters::dropped_full`]; its tree then times out at the spout and is replayed.
 ///
 /// Order: the table is full exactly when it holds `capacity` live roots, and the queue is retried
 /// whenever that number drops, so between two messages the queue holds only messages for roots
 /// absent from a full table. A new message for a root with parked messages therefore finds its
-/// root absent and the table full, and is parked behind them. Within a retry, a slot freed by a
-/// decision may admit a root through a later message of it before an earlier one refused in the
-/// same pass (e.g. an ack before its init): the acker takes its messages in any order (XOR
-/// commutes; rule 1 of the design), as it must anyway since links reorder them. Messages for
-/// live roots apply at once, overtaking parked messages of other roots. A decision needs the
-/// root's single `Init`, and a decided entry is removed, so no root is decided twice: a parked
-/// message applied after its tree was decided only makes an orphan entry that expires silently.
+/// root absent and the table full, and is parked behind them: the messages of one root are
+/// applied in their arrival order. Messages for live roots apply at once, overtaking parked
+/// messages of other roots (which they cannot affect). A decision needs the root's single
+/// `Init`, and a decided entry is removed, so no root is decided twice: a parked message applied
+/// after its tree was decided only makes an orphan entry that expires silently.
+///
+/// Under sustained overload (a table much smaller than the trees in flight) each admitted root
+/// costs a pass over the park queue; see the runtime section of `benches/RESULTS.md`.
 pub struct AckerExecutor {
     task: TaskId,
     table: AckerTable<Vec<acker_core::Slot>>,
@@ -1081,32 +1080,32 @@ impl AckerExecutor {
         }
     }
 
-    /// Offers every parked message to the table, oldest first; the ones refused again go back
-    /// in the queue in their order. Passes repeat while a pass applied something (a decision in
-    /// it may have freed a slot for a message refused earlier in the pass).
+    /// Admits parked messages while the table has room: the oldest parked message is applied
+    /// (its root enters the table), then at once every other parked message for that root, in
+    /// order (they could not apply before, their root being absent). Stops when the oldest is
+    /// refused: the table is full, and every parked message is for a root absent from it, so
+    /// none could apply.
     ///
-    /// It must not stop at the first refusal: a parked message for a root that a retry has just
-    /// admitted (e.g. its init) can sit behind a message for a new root that does not fit; if
-    /// every root in the table waited like that, nothing would ever free a slot (head-of-line
-    /// blocking until expiry). Cost: O(parked) table probes per pass, only while messages are
-    /// parked.
+    /// Taking a root's later messages along matters: left behind a message for a new root that
+    /// does not fit, a message for an admitted root (say its completing ack) would wait, and if
+    /// every root in the table waited like that nothing would free a slot again (head-of-line
+    /// blocking until expiry; found by the `small_acker_table_parks_and_every_tree_completes`
+    /// shell test). Cost: one pass over the queue comparing root ids per admitted root, only
+    /// while messages are parked.
     #[inline(never)]
     fn retry_parked(&mut self, out: &mut Outbox) {
-        loop {
-            let mut progress = false;
-            for _ in 0..self.parked.len() {
-                let Some(m) = self.parked.pop_front() else {
-                    break;
-                };
-                match self.apply(m, out) {
-                    // Back at the end: the queue never grows past its length before this pass.
-                    Applied::Full => self.parked.push_back(m),
-                    Applied::Done | Applied::Freed => progress = true,
-                }
-            }
-            if !progress || self.parked.is_empty() {
+        while let Some(&m) = self.parked.front() {
+            if let Applied::Full = self.apply(m, out) {
                 return;
             }
+            self.parked.pop_front();
+            let root = m.root();
+            // Apply the root's other parked messages in their order; keep the others (and any of
+            // the root's refused because its tree was just decided and the table is full) in
+            // place. `retain` moves elements within the buffer: no allocation.
+            let mut parked = std::mem::take(&mut self.parked);
+            parked.retain(|p| p.root() != root || matches!(self.apply(*p, out), Applied::Full));
+            self.parked = parked;
         }
     }
 

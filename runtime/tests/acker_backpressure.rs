@@ -109,7 +109,7 @@ fn burst_of_six_roots_into_four_slots_completes_all_six() {
 }
 
 #[test]
-fn parked_messages_of_a_root_apply_once_it_fits_and_decide_once() {
+fn parked_messages_of_one_root_keep_their_order_and_decide_once() {
     let plan = plan(4);
     let mut a = acker(&plan);
     let mut out = Outbox::new();

@@ -68,6 +68,13 @@ struct RunArgs {
     /// placing every task round-robin.
     #[arg(long)]
     colocate_ackers: bool,
+    /// Roots one acker task can hold (default: 4 × all spouts' max spout pending / ackers, at
+    /// least 1024).
+    #[arg(long)]
+    acker_capacity: Option<usize>,
+    /// Messages an acker parks while its table is full (default: max(acker capacity / 8, 64)).
+    #[arg(long)]
+    acker_park_capacity: Option<usize>,
 }
 
 #[derive(Args)]
@@ -119,8 +126,18 @@ fn config(run: &RunArgs) -> Config {
         enable_message_timeouts: run.timeout_secs > 0,
         max_spout_pending: run.max_spout_pending,
         seed: run.seed,
+        acker_capacity_roots: run.acker_capacity,
         ..Config::default()
     }
+}
+
+/// `topology` planned under the run's flags (config, acker park capacity).
+fn plan(topology: &acker_runtime::Topology, run: &RunArgs) -> Result<acker_runtime::Plan, String> {
+    let plan = topology.plan(&config(run)).map_err(|e| e.to_string())?;
+    Ok(match run.acker_park_capacity {
+        Some(n) => plan.with_acker_park_capacity(n),
+        None => plan,
+    })
 }
 
 fn cores(run: &RunArgs) -> usize {
@@ -199,9 +216,7 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
     let n = cores(&args.run);
     let (topology, outputs) =
         wordcount::topology(lines.clone(), n, args.fail_rate).map_err(|e| e.to_string())?;
-    let plan = topology
-        .plan(&config(&args.run))
-        .map_err(|e| e.to_string())?;
+    let plan = plan(&topology, &args.run)?;
     let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string())?;
     let counts: BTreeMap<String, u64> =
         std::mem::take(&mut *outputs.counts.lock().unwrap_or_else(|p| p.into_inner()));
@@ -333,11 +348,7 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
         .output_fields(&["n"]);
     b.set_basic_bolt("null", || Null, 1)
         .shuffle_grouping("identity");
-    let plan = b
-        .build()
-        .map_err(|e| e.to_string())?
-        .plan(&config(&run))
-        .map_err(|e| e.to_string())?;
+    let plan = plan(&b.build().map_err(|e| e.to_string())?, &run)?;
     if local {
         let mut shell = acker_runtime::local::LocalShell::new(&plan).map_err(|e| e.to_string())?;
         let t0 = Instant::now();
@@ -439,7 +450,7 @@ fn bench_wordcount_cmd(
     drop(text);
     let n = cores(&run);
     let (topology, outputs) = wordcount::topology(lines, n, 0.0).map_err(|e| e.to_string())?;
-    let plan = topology.plan(&config(&run)).map_err(|e| e.to_string())?;
+    let plan = plan(&topology, &run)?;
     let cpu1 = process_cpu_secs();
     let report = shell::run(&plan, &shell_options(&run)).map_err(|e| e.to_string())?;
     let topo_cpu = cpu_delta(cpu1);
