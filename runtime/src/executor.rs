@@ -29,7 +29,6 @@
 //! Per-executor [`ExecutorCounters`] count what happened; spouts also keep a histogram of the
 //! complete latency of every acked tuple ([`Executor::complete_latency_ns`]).
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Range;
 
@@ -47,6 +46,7 @@ use crate::message::{
     Message, MessageId, Notice, Outbox, StreamId, Tuple, TupleAnchors, Values, DEFAULT_STREAM,
     MAX_ROOTS,
 };
+use crate::park::ParkQueue;
 use crate::topology::{Placement, Plan, RouteKind, TaskKind};
 
 /// Where a task sits in the topology, handed to `open` / `prepare` (Storm's `TopologyContext`).
@@ -1014,15 +1014,15 @@ impl BoltExecutor {
 /// `Init`, and a decided entry is removed, so no root is decided twice: a parked message applied
 /// after its tree was decided only makes an orphan entry that expires silently.
 ///
-/// Under sustained overload (a table much smaller than the trees in flight) each admitted root
-/// costs a pass over the park queue; see the runtime section of `benches/RESULTS.md`.
+/// The park queue groups messages by root (an index preallocated with it), so parking and
+/// admitting are O(1) each; see the runtime section of `benches/RESULTS.md` for the overload
+/// figures.
 pub struct AckerExecutor {
     task: TaskId,
     table: AckerTable<Vec<acker_core::Slot>>,
     counters: ExecutorCounters,
-    /// Messages refused by the full table, oldest first; never grows past `park_capacity`.
-    parked: VecDeque<AckerMessage>,
-    park_capacity: usize,
+    /// Messages refused by the full table, by root, oldest first (fixed capacity).
+    parked: ParkQueue,
 }
 
 impl AckerExecutor {
@@ -1072,40 +1072,47 @@ impl AckerExecutor {
 
     /// Parks `m` at the back of the queue, or drops it (counted) when the queue is full.
     fn park(&mut self, m: AckerMessage) {
-        if self.parked.len() < self.park_capacity {
-            self.parked.push_back(m);
-            self.counters.parked += 1;
-        } else {
-            self.counters.dropped_full += 1;
+        match self.parked.push(m) {
+            Ok(()) => self.counters.parked += 1,
+            Err(_) => self.counters.dropped_full += 1,
         }
     }
 
-    /// Admits parked messages while the table has room: the oldest parked message is applied
-    /// (its root enters the table), then at once every other parked message for that root, in
-    /// order (they could not apply before, their root being absent). Stops when the oldest is
-    /// refused: the table is full, and every parked message is for a root absent from it, so
-    /// none could apply.
+    /// Admits parked messages while the table has room: the root whose oldest parked message is
+    /// the oldest of all enters the table through it, then at once the root's other parked
+    /// messages are applied, in order (they could not apply before, their root being absent).
+    /// Stops when a root's oldest message is refused: the table is full, and every parked message
+    /// is for a root absent from it, so none could apply.
     ///
     /// Taking a root's later messages along matters: left behind a message for a new root that
     /// does not fit, a message for an admitted root (say its completing ack) would wait, and if
     /// every root in the table waited like that nothing would free a slot again (head-of-line
     /// blocking until expiry; found by the `small_acker_table_parks_and_every_tree_completes`
-    /// shell test). Cost: one pass over the queue comparing root ids per admitted root, only
-    /// while messages are parked.
+    /// shell test). The park queue indexes messages by root, so each step is O(1).
     #[inline(never)]
     fn retry_parked(&mut self, out: &mut Outbox) {
-        while let Some(&m) = self.parked.front() {
+        while let Some(root) = self.parked.front_root() {
+            let Some(m) = self.parked.peek(root) else {
+                // Not reached: a root in the order has parked messages.
+                self.parked.retire_front(false);
+                continue;
+            };
             if let Applied::Full = self.apply(m, out) {
                 return;
             }
-            self.parked.pop_front();
-            let root = m.root();
-            // Apply the root's other parked messages in their order; keep the others (and any of
-            // the root's refused because its tree was just decided and the table is full) in
-            // place. `retain` moves elements within the buffer: no allocation.
-            let mut parked = std::mem::take(&mut self.parked);
-            parked.retain(|p| p.root() != root || matches!(self.apply(*p, out), Applied::Full));
-            self.parked = parked;
+            let mut more = self.parked.pop(root);
+            while more {
+                let Some(m) = self.parked.peek(root) else {
+                    break;
+                };
+                if let Applied::Full = self.apply(m, out) {
+                    // The tree was just decided and the table is full again: the rest (orphans
+                    // to be) waits, behind the other roots.
+                    break;
+                }
+                more = self.parked.pop(root);
+            }
+            self.parked.retire_front(more);
         }
     }
 
@@ -1366,8 +1373,7 @@ impl Plan {
                     task,
                     table,
                     counters: ExecutorCounters::default(),
-                    parked: VecDeque::with_capacity(self.acker_park_capacity),
-                    park_capacity: self.acker_park_capacity,
+                    parked: ParkQueue::with_capacity(self.acker_park_capacity),
                 }))
             }
             TaskKind::Spout | TaskKind::Bolt => {

@@ -24,6 +24,7 @@
 pub mod executor;
 pub mod local;
 pub mod message;
+mod park;
 pub mod ring;
 pub mod shell;
 pub mod topology;

@@ -845,8 +845,8 @@ impl Plan {
     /// Messages one acker task can park while its table is full (back-pressure instead of a
     /// drop; see [`AckerExecutor`](crate::AckerExecutor)). Default
     /// [`default_acker_park_capacity`]`(`[`acker_capacity_roots`](Self::acker_capacity_roots)`)`
-    /// = `max(capacity / 8, 64)`; each parked message takes 24 bytes, preallocated when the
-    /// acker is built.
+    /// = `max(capacity / 8, 64)`; each parked message takes about 72 bytes (the message, its
+    /// chain link and a share of the by-root index), preallocated when the acker is built.
     pub fn acker_park_capacity(&self) -> usize {
         self.acker_park_capacity
     }

@@ -1,0 +1,227 @@
+//! The acker's park queue: acker messages refused by a full table, grouped by root, in a fixed
+//! preallocated space (see [`AckerExecutor`](crate::AckerExecutor) for how it is used).
+//!
+//! Roots are kept in the order of their oldest parked message; each root's messages in arrival
+//! order. Parking, and taking a root's next message, are O(1) (an open-addressing index of the
+//! parked roots, linear probing with backward-shift deletion); nothing allocates after
+//! [`ParkQueue::with_capacity`].
+
+use std::collections::VecDeque;
+
+use acker_core::{AckerMessage, RootId};
+
+const NIL: u32 = u32::MAX;
+
+/// Parked acker messages, at most `capacity`, grouped by root.
+#[derive(Debug)]
+pub(crate) struct ParkQueue {
+    len: usize,
+    /// Message slab; `next` chains the messages of one root, oldest first.
+    msgs: Vec<AckerMessage>,
+    next: Vec<u32>,
+    free: Vec<u32>,
+    /// Parked roots, by their oldest parked message.
+    order: VecDeque<RootId>,
+    /// Index: root → (first, last) message slot; `keys[i] == 0` marks a free index slot (root 0
+    /// is never parked: the table refuses it with an error, not `Full`).
+    keys: Vec<RootId>,
+    ends: Vec<(u32, u32)>,
+    mask: usize,
+}
+
+impl ParkQueue {
+    /// An empty queue for up to `capacity` messages (`capacity ≤ u32::MAX - 1`).
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        let capacity = capacity.min(NIL as usize - 1);
+        let index = (capacity * 2).next_power_of_two().max(2);
+        Self {
+            len: 0,
+            msgs: vec![AckerMessage::Fail { root: 0 }; capacity],
+            next: vec![NIL; capacity],
+            free: (0..capacity as u32).rev().collect(),
+            order: VecDeque::with_capacity(capacity),
+            keys: vec![0; index],
+            ends: vec![(NIL, NIL); index],
+            mask: index - 1,
+        }
+    }
+
+    /// Messages parked.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The index slot of `root`, or the free slot where it would go.
+    #[inline]
+    fn find(&self, root: RootId) -> (usize, bool) {
+        let mut i = (root.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & self.mask;
+        loop {
+            let k = self.keys[i];
+            if k == root {
+                return (i, true);
+            }
+            if k == 0 {
+                return (i, false);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Removes index slot `i` (backward-shift deletion keeps every probe chain unbroken).
+    fn remove_index(&mut self, mut i: usize) {
+        loop {
+            self.keys[i] = 0;
+            let mut j = i;
+            loop {
+                j = (j + 1) & self.mask;
+                let k = self.keys[j];
+                if k == 0 {
+                    return;
+                }
+                let home = (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & self.mask;
+                // Move `j` back to `i` unless its home lies cyclically in (i, j].
+                let between = if i <= j {
+                    i < home && home <= j
+                } else {
+                    i < home || home <= j
+                };
+                if !between {
+                    self.keys[i] = k;
+                    self.ends[i] = self.ends[j];
+                    i = j;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Parks `m` behind the other messages of its root; `Err(m)` when `capacity` are parked.
+    pub(crate) fn push(&mut self, m: AckerMessage) -> Result<(), AckerMessage> {
+        let Some(slot) = self.free.pop() else {
+            return Err(m);
+        };
+        self.msgs[slot as usize] = m;
+        self.next[slot as usize] = NIL;
+        let root = m.root();
+        let (i, found) = self.find(root);
+        if found {
+            let last = self.ends[i].1;
+            self.next[last as usize] = slot;
+            self.ends[i].1 = slot;
+        } else {
+            self.keys[i] = root;
+            self.ends[i] = (slot, slot);
+            self.order.push_back(root);
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The root whose oldest parked message is the oldest of all.
+    pub(crate) fn front_root(&self) -> Option<RootId> {
+        self.order.front().copied()
+    }
+
+    /// The oldest parked message of `root`.
+    pub(crate) fn peek(&self, root: RootId) -> Option<AckerMessage> {
+        let (i, found) = self.find(root);
+        found.then(|| self.msgs[self.ends[i].0 as usize])
+    }
+
+    /// Drops the oldest parked message of `root` (after it was applied). Returns whether `root`
+    /// has more; when not, it has left the index (the caller removes it from the order).
+    pub(crate) fn pop(&mut self, root: RootId) -> bool {
+        let (i, found) = self.find(root);
+        if !found {
+            return false;
+        }
+        let (first, last) = self.ends[i];
+        self.free.push(first);
+        self.len -= 1;
+        if first == last {
+            self.remove_index(i);
+            false
+        } else {
+            self.ends[i].0 = self.next[first as usize];
+            true
+        }
+    }
+
+    /// Removes the front root from the order (its messages are all applied), or moves it to the
+    /// back (`requeue`: it still has messages).
+    pub(crate) fn retire_front(&mut self, requeue: bool) {
+        if let Some(r) = self.order.pop_front() {
+            if requeue {
+                self.order.push_back(r);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::{RngCore, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// Against a plain model (a list of (root, message) in arrival order): random parks, and
+    /// retirements of the front root's messages, as the acker does them, on few roots so that
+    /// index collisions, chains and deletions all happen.
+    #[test]
+    fn matches_a_plain_model() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        for capacity in [1usize, 2, 5, 16] {
+            let mut q = ParkQueue::with_capacity(capacity);
+            let mut model: Vec<AckerMessage> = Vec::new();
+            let mut xor = 0u64;
+            for _ in 0..20_000 {
+                if rng.next_u32() % 3 != 0 {
+                    let root = 1 + rng.next_u64() % 7;
+                    xor += 1;
+                    let m = AckerMessage::Ack { root, xor };
+                    let r = q.push(m);
+                    if model.len() < capacity {
+                        assert_eq!(r, Ok(()));
+                        model.push(m);
+                    } else {
+                        assert_eq!(r, Err(m));
+                    }
+                } else if let Some(root) = q.front_root() {
+                    // The front root is the root of the oldest message.
+                    assert_eq!(root, model[0].root());
+                    // Apply up to k of its messages, in order.
+                    let k = 1 + rng.next_u32() % 3;
+                    let mut more = true;
+                    for _ in 0..k {
+                        let pos = model.iter().position(|m| m.root() == root).unwrap();
+                        assert_eq!(q.peek(root), Some(model.remove(pos)));
+                        more = q.pop(root);
+                        assert_eq!(more, model.iter().any(|m| m.root() == root));
+                        if !more {
+                            break;
+                        }
+                    }
+                    q.retire_front(more);
+                    if more {
+                        // Requeued at the back: the model keeps its messages in place, so only
+                        // check that the root is still parked.
+                        assert!(q.peek(root).is_some());
+                        // Mirror the requeue in the model: move the root's messages last.
+                        let (mut mine, rest): (Vec<_>, Vec<_>) =
+                            model.iter().partition(|m| m.root() == root);
+                        model = rest;
+                        model.append(&mut mine);
+                    }
+                } else {
+                    assert!(model.is_empty());
+                }
+                assert_eq!(q.len(), model.len());
+                assert_eq!(q.is_empty(), model.is_empty());
+            }
+        }
+    }
+}
