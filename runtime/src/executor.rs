@@ -997,11 +997,12 @@ impl BoltExecutor {
 /// ([`TableError::Full`]) and changes nothing. The acker must keep
 /// draining its input (acks and decisions must always flow, or the cycle
 /// spout → bolt → acker → spout could deadlock), so instead of stopping it *parks* the refused
-/// message in a bounded FIFO preallocated at build time (no allocation afterwards; capacity
+/// message in a bounded queue preallocated at build time (no allocation afterwards; capacity
 /// [`Plan::acker_park_capacity`], default `max(acker capacity / 8, 64)`), and retries the parked
 /// messages after every decision that frees a slot (`Completed`, `Failed`) and after every tick
-/// (expiry frees slots): the oldest parked message is admitted, then at once every other parked
-/// message for the same root, in order; this repeats until the oldest is refused again. Only
+/// (expiry frees slots): the first parked root (roots wait in the order of their oldest parked
+/// message) is admitted through its oldest message, then at once its other parked messages are
+/// applied in order; this repeats until the first root's message is refused again. Only
 /// when the park queue itself is full is a message dropped, counted in
 /// [`ExecutorCounters::dropped_full`]; its tree then times out at the spout and is replayed.
 ///
