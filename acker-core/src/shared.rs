@@ -52,8 +52,8 @@
 //! ## Probing, tombstones and the trade-off
 //!
 //! Linear probing inside a fixed window of `min(capacity, 64)` slots from the root's home slot.
-//! Freed slots leave holes in the middle of probe chains (nothing is moved, unlike the
-//! single-owner table's backward-shift deletion), so a lookup of an absent root scans the whole
+//! Freed slots leave holes in the middle of probe chains (nothing is moved, and no root has a
+//! second bucket, unlike the single-owner table's cuckoo buckets), so a lookup of an absent root scans the whole
 //! window, and an insert fails with [`TableError::Full`] when all slots of *its window* are
 //! taken, even if slots elsewhere are free. With `capacity ≤ 64` the window is the whole table
 //! and `Full` means exactly what it means for [`AckerTable`]; larger tables should be sized with

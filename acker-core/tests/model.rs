@@ -384,8 +384,8 @@ fn trees_complete_exactly_when_every_edge_is_acked() {
         .quickcheck(no_early_completion as fn(u64, u8) -> TestResult);
 }
 
-/// A long random run at high load with frequent expiry: the Robin Hood table, its incremental
-/// sweep and its reuse of expired slots stay equal to the model over many epochs.
+/// A long random run at high load with frequent expiry: the bucketed cuckoo table, its overflow
+/// entries, its incremental sweep and its reuse of expired slots stay equal to the model over many epochs.
 #[test]
 fn long_run_at_high_load_equals_model() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
