@@ -14,7 +14,8 @@
 # `work/campaign-summary.txt`. Exit status: 0 when no target crashed, 1 otherwise, 2 on bad use.
 #
 # Environment: FUZZ_TIMEOUT (seconds one input may take before it counts as a hang, default 20),
-# FUZZ_RSS_MB (memory limit, default 2048), FUZZ_SANITIZER=none.
+# FUZZ_RSS_MB (memory limit, default 2048), FUZZ_SANITIZER=none, FUZZ_COMMIT (the commit to name
+# in the summary when the checkout is an exported snapshot without .git).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,7 +64,14 @@ mkdir -p work/logs
 summary=work/campaign-summary.txt
 {
     echo "# acker fuzz campaign, $(date -u '+%Y-%m-%d %H:%M UTC'), ${secs} s per target, one job, $mode"
-    echo "# commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here" diff --quiet HEAD -- .. 2>/dev/null || echo ' (+ uncommitted changes)'), $(nproc) cores"
+    if [[ -n ${FUZZ_COMMIT:-} ]]; then
+        commit=$FUZZ_COMMIT
+    elif commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null); then
+        git -C "$here" diff --quiet HEAD -- .. || commit="$commit + uncommitted changes"
+    else
+        commit=unknown
+    fi
+    echo "# commit $commit, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$summary"
 
 crashed=0
