@@ -1347,6 +1347,10 @@ impl Plan {
     /// ([`Config::seed`](crate::Config::seed), `task`) only. `placement` says which worker every
     /// task is in (used by local-or-shuffle grouping).
     ///
+    /// To restart a task after a crash use [`restart_executor`](Self::restart_executor): a
+    /// second executor built here for the same task would draw the same root ids as the first
+    /// and take the acker's notices for its predecessor's trees as its own.
+    ///
     /// # Errors
     /// [`BuildError::UnknownTask`] for a task id beyond the plan.
     pub fn build_executor(
@@ -1354,11 +1358,32 @@ impl Plan {
         task: TaskId,
         placement: &Placement,
     ) -> Result<Executor, BuildError> {
+        self.restart_executor(task, placement, 0)
+    }
+
+    /// Builds incarnation `incarnation` of task `task`'s executor, for a restart after a crash
+    /// (state lost, as in a real crash). Incarnation 0 is [`build_executor`](Self::build_executor);
+    /// every other incarnation draws its root and edge ids from its own stream, seeded from
+    /// ([`Config::seed`](crate::Config::seed), `task`, `incarnation`), so a restarted spout never
+    /// hands out its predecessor's root ids (a Storm spout restarted in a new worker likewise draws
+    /// fresh random ids) and late notices for the old roots are ignored and counted.
+    ///
+    /// # Errors
+    /// [`BuildError::UnknownTask`] for a task id beyond the plan.
+    pub fn restart_executor(
+        &self,
+        task: TaskId,
+        placement: &Placement,
+        incarnation: u64,
+    ) -> Result<Executor, BuildError> {
         let info = self
             .tasks()
             .get(task as usize)
             .ok_or(BuildError::UnknownTask(task))?;
-        let seed = task_seed(self.config.seed, task);
+        let seed = match incarnation {
+            0 => task_seed(self.config.seed, task),
+            n => splitmix64(task_seed(self.config.seed, task) ^ splitmix64(n)),
+        };
         let ackers = AckerRoute {
             base: self.acker_tasks().start,
             count: self.config.num_ackers,
