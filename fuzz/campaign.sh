@@ -5,7 +5,7 @@
 #
 # For each target: build it, run it for SECONDS_PER_TARGET in one libFuzzer process (one job: the
 # machine is small and shared) over the kept corpus `work/corpus/TARGET` plus the committed seeds
-# `corpus/TARGET`, minimise the kept corpus with `cargo fuzz cmin`, and print one summary line:
+# `corpus/TARGET` and regressions `regressions/TARGET`, minimise the kept corpus with `cargo fuzz cmin`, and print one summary line:
 # executions, executions per second, corpus size after cmin, coverage (libFuzzer's `cov`
 # = covered code edges, `ft` = features), crashes (new files in `artifacts/TARGET/`).
 #
@@ -86,7 +86,9 @@ for t in "${targets[@]}"; do
         crashed=1
         continue
     fi
-    "${fuzz[@]}" run "${opts[@]}" "$t" "$corpus" "corpus/$t" -- \
+    seeds=("corpus/$t")
+    [[ -d regressions/$t ]] && seeds+=("regressions/$t")
+    "${fuzz[@]}" run "${opts[@]}" "$t" "$corpus" "${seeds[@]}" -- \
         -max_total_time="$secs" -timeout="$timeout_s" -rss_limit_mb="$rss_mb" \
         -print_final_stats=1 >"$log" 2>&1
     rc=$?
