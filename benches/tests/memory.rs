@@ -1,8 +1,9 @@
 //! The memory each structure reports (computed from its capacity and entry size) matches what a
-//! counting allocator sees it allocate. One test in this binary, so that no other test's
-//! allocations are counted.
+//! counting allocator sees it allocate. The allocator counts only the allocations of the thread
+//! that is measuring, so the test harness's own threads cannot disturb the figures.
 
-use std::alloc::System;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 
 use acker_benches::compare::{capacity_for_window, shared_capacity_for_window, MESSAGE_TIMEOUT_NS};
 use acker_benches::{
@@ -10,24 +11,69 @@ use acker_benches::{
     StormStyle, Workload, WorkloadConfig,
 };
 use acker_core::{AckerTable, Slot};
-use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+/// The system allocator, counting the live bytes of the current thread's allocations.
+struct ThreadCounting;
+
+thread_local! {
+    /// Bytes allocated minus bytes freed by this thread (only the measuring thread reads it).
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+}
+
+fn add_live(delta: isize) {
+    // `try_with`: during thread teardown the slot may be gone; nothing is measured then.
+    let _ = LIVE.try_with(|l| l.set(l.get() + delta));
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; the bookkeeping only touches a
+// const-initialised thread-local `Cell`, which never allocates.
+unsafe impl GlobalAlloc for ThreadCounting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        add_live(layout.size() as isize);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        add_live(layout.size() as isize);
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        add_live(-(layout.size() as isize));
+        // SAFETY: as for `alloc`; `ptr` came from `System` through this allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        add_live(new_size as isize - layout.size() as isize);
+        // SAFETY: as for `dealloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
 
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static GLOBAL: ThreadCounting = ThreadCounting;
+
+/// Live bytes this thread allocated since `start` (from `LIVE.get()` at the start).
+struct Region(isize);
+
+impl Region {
+    fn new() -> Self {
+        Region(LIVE.with(|l| l.get()))
+    }
+    fn live(&self) -> usize {
+        (LIVE.with(|l| l.get()) - self.0) as usize
+    }
+}
 
 fn heap_of<S: AckerStructure>(w: &Workload) -> (usize, usize) {
-    let region = Region::new(GLOBAL);
+    let region = Region::new();
     let mut s = S::with_capacity(capacity_for_window(w.config.window), MESSAGE_TIMEOUT_NS);
     s.apply_all(&w.prefill, |_, r| assert!(r.is_ok()));
     s.apply_all(&w.ops, |_, r| assert!(r.is_ok()));
-    let c = region.change();
-    let live =
-        (c.bytes_allocated as isize - c.bytes_deallocated as isize + c.bytes_reallocated) as usize;
-    (live + std::mem::size_of::<S>(), s.memory_bytes())
+    (region.live() + std::mem::size_of::<S>(), s.memory_bytes())
 }
 
 fn heap_of_shared<S: SharedAckerStructure>(w: &Workload) -> (usize, usize) {
-    let region = Region::new(GLOBAL);
+    let region = Region::new();
     let s = S::with_capacity(
         shared_capacity_for_window(w.config.window),
         MESSAGE_TIMEOUT_NS,
@@ -37,10 +83,7 @@ fn heap_of_shared<S: SharedAckerStructure>(w: &Workload) -> (usize, usize) {
         let r = s.apply(*m);
         assert!(r.is_ok() || (S::WINDOWED_FULL && r == Err(acker_core::TableError::Full)));
     }
-    let c = region.change();
-    let live =
-        (c.bytes_allocated as isize - c.bytes_deallocated as isize + c.bytes_reallocated) as usize;
-    (live + std::mem::size_of::<S>(), s.memory_bytes())
+    (region.live() + std::mem::size_of::<S>(), s.memory_bytes())
 }
 
 #[test]
