@@ -403,3 +403,20 @@ fn zero_root_and_duplicate_init_are_errors() {
     assert_eq!(a.init(3, 1, 1), Err(TableError::DuplicateInit));
     assert_eq!(a.get(3).unwrap().ack_val, 1);
 }
+
+/// Regression (fuzz `table_ops`, `fuzz/regressions/table_ops/capacity1-init-xor0-completes-at-once`):
+/// an uncommitted table rewrite looped forever removing the only entry of a 1-slot table. An
+/// init with xor 0 completes at once and leaves the table empty, at every capacity.
+#[test]
+fn init_with_zero_xor_completes_at_once_at_every_capacity() {
+    for capacity in [1, 2, 3, 4, 5, 7, 8, 9, 64] {
+        let mut a = AckerTable::new(vec![Slot::EMPTY; capacity], 11).unwrap();
+        assert_eq!(a.init(15, 0, 0), Ok(Decision::Completed { spout_task: 0 }));
+        assert!(a.is_empty(), "capacity {capacity}");
+        // And the freed slot takes the table's whole capacity again.
+        for r in 1..=capacity as u64 {
+            assert_eq!(a.ack(r, 1), Ok(Decision::Pending));
+        }
+        assert_eq!(a.ack(1000, 1), Err(TableError::Full));
+    }
+}

@@ -355,8 +355,12 @@ impl Scenario {
 
     /// The simulated time by which the run must have finished: after the last time-triggered
     /// fault (or 0), a restart delay, a partition, four message timeouts (a lost tuple is failed
-    /// T to 2T after emit; its replay then needs at most as long again), plus 100 µs per tuple for
-    /// processing at the slowest configured speed and 10 s per fault for offset-triggered faults.
+    /// T to 2T after emit; its replay then needs at most as long again), plus a time per tuple
+    /// and three timeouts and a restart delay per fault. The time per tuple is the larger of the
+    /// processing bound (100 µs, or four bolt service times) and the throttling bound: with at
+    /// most max spout pending trees in flight, each tree's critical path (spout → bolt → sink,
+    /// acks to the acker, the decision back: six worker hops at the maximum link latency, plus
+    /// every service time on the way) is shared by at most max spout pending tuples.
     /// Liveness: once faults stop, every input is decided within this bound.
     pub fn time_limit_ns(&self) -> u64 {
         if let Some(t) = self.time_limit_ns {
@@ -371,7 +375,16 @@ impl Scenario {
             })
             .max()
             .unwrap_or(0);
-        let per_tuple = 100_000u64.max(self.bolt_ns.saturating_mul(4));
+        let critical_path_ns = self
+            .latency_max_ns
+            .saturating_mul(6)
+            .saturating_add(self.spout_ns)
+            .saturating_add(self.bolt_ns.saturating_mul(2))
+            .saturating_add(self.acker_ns.saturating_mul(2));
+        let throttled = critical_path_ns.div_ceil(self.max_spout_pending.max(1) as u64);
+        let per_tuple = 100_000u64
+            .max(self.bolt_ns.saturating_mul(4))
+            .max(throttled);
         last_time
             .saturating_add(self.restart_delay_ns)
             .saturating_add(self.partition_ns)
