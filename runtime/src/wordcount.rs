@@ -4,16 +4,18 @@
 //! lines (spout) --shuffle--> split (basic bolt) --fields("word")--> count (basic bolt)
 //! ```
 //!
-//! - `lines` emits one tuple `(line_no, line)` per non-empty input line, with message id = the
-//!   line number (1-based); on `fail` it re-emits the same line (at-least-once). Task `i` of `n`
+//! - `lines` emits one tuple `(line_no, line, replay)` per non-empty input line, with message id =
+//!   the line number (1-based), `replay` 0 on the first emit and 1 on re-emits; on `fail` it
+//!   re-emits the same line (at-least-once). Task `i` of `n`
 //!   owns the lines whose position among the non-empty lines is `i` mod `n`.
 //! - `split` emits one `(word)` per whitespace-separated word, anchored to the line. With a fail
-//!   rate P it fails a line, before emitting anything, with probability P the first time it sees
-//!   it (draws from its own xoshiro stream seeded from the topology seed and its task id); the
-//!   replay then yields exact counts.
+//!   rate P it fails a line, before emitting anything, with probability P the first time the line
+//!   is emitted (`replay == 0`; whichever split task receives it), never on a replay. The draw is
+//!   a fixed hash of (topology seed, line number), so the same seed fails the same lines on any
+//!   number of cores and in any arrival order; the replays then yield exact counts.
 //! - `count` keeps a count per word and hands its counts over in `cleanup`.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -176,7 +178,7 @@ impl Spout for LineSpout {
             let Some(line) = self.line(id).cloned() else {
                 return;
             };
-            match c.emit(values![id as i64, line], Some(id)) {
+            match c.emit(values![id as i64, line, 1i64], Some(id)) {
                 Ok(_) => {
                     self.stats.replays.fetch_add(1, Ordering::Relaxed);
                 }
@@ -188,7 +190,7 @@ impl Spout for LineSpout {
             return;
         }
         let (id, line) = self.lines.lines[self.next].clone();
-        if c.emit(values![id as i64, line], Some(id)).is_ok() {
+        if c.emit(values![id as i64, line, 0i64], Some(id)).is_ok() {
             self.next += self.step;
             self.stats.lines_emitted.fetch_add(1, Ordering::Relaxed);
         }
@@ -221,27 +223,32 @@ impl Spout for LineSpout {
 /// The `split` bolt.
 pub struct SplitBolt {
     fail_rate: f64,
-    rng: Xoshiro256PlusPlus,
-    failed_once: HashSet<i64>,
+    topology_seed: u64,
 }
 
 impl SplitBolt {
-    /// A split bolt failing each line with probability `fail_rate` the first time it sees it.
+    /// A split bolt failing each line with probability `fail_rate` the first time it is emitted
+    /// (never a replay), decided by a fixed hash of (topology seed, line number).
     pub fn new(fail_rate: f64) -> Self {
         Self {
             fail_rate,
-            rng: Xoshiro256PlusPlus::seed_from_u64(0),
-            failed_once: HashSet::new(),
+            topology_seed: 0,
         }
+    }
+
+    /// Whether the first emit of `line_no` fails: a uniform draw in `[0, 1)` fixed by the
+    /// topology seed and the line number, below the fail rate.
+    fn fails_first_time(&self, line_no: i64) -> bool {
+        let h = task_seed(self.topology_seed ^ 0x5b11_7b01_7000_0000, 0) ^ line_no as u64;
+        let h = task_seed(h, 1);
+        let draw = (h >> 11) as f64 / (1u64 << 53) as f64;
+        draw < self.fail_rate
     }
 }
 
 impl BasicBolt for SplitBolt {
     fn prepare(&mut self, context: &TopologyContext) {
-        self.rng = Xoshiro256PlusPlus::seed_from_u64(task_seed(
-            context.topology_seed ^ 0x5b11_7b01_7000_0000,
-            context.task,
-        ));
+        self.topology_seed = context.topology_seed;
     }
 
     fn execute(
@@ -250,15 +257,15 @@ impl BasicBolt for SplitBolt {
         c: &mut BasicOutputCollector<'_, '_>,
     ) -> Result<(), FailedException> {
         let v = input.values();
-        let (Some(line_no), Some(line)) = (v[0].as_int(), v[1].as_str()) else {
-            return Err(FailedException::new("expected (line_no, line)"));
+        let (Some(line_no), Some(line), Some(replay)) = (
+            v.first().and_then(|x| x.as_int()),
+            v.get(1).and_then(|x| x.as_str()),
+            v.get(2).and_then(|x| x.as_int()),
+        ) else {
+            return Err(FailedException::new("expected (line_no, line, replay)"));
         };
-        if self.fail_rate > 0.0 && !self.failed_once.contains(&line_no) {
-            let draw = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            if draw < self.fail_rate {
-                self.failed_once.insert(line_no);
-                return Err(FailedException::new("injected failure"));
-            }
+        if self.fail_rate > 0.0 && replay == 0 && self.fails_first_time(line_no) {
+            return Err(FailedException::new("injected failure"));
         }
         for w in line.split_whitespace() {
             c.emit(values![w])
@@ -339,7 +346,7 @@ pub fn topology(
         move || LineSpout::new(lines.clone(), stats.clone()),
         1,
     )
-    .output_fields(&["line_no", "line"]);
+    .output_fields(&["line_no", "line", "replay"]);
     b.set_basic_bolt("split", move || SplitBolt::new(fail_rate), parallelism)
         .shuffle_grouping("lines")
         .output_fields(&["word"]);

@@ -105,6 +105,17 @@ fn shakespeare_counts_are_exact_and_identical_across_cores_and_failures() {
         faulty.failed
     );
 
+    // The failed lines are a function of the seed alone: the same on one core, each line
+    // failing only on its first emit (never on a replay, whichever split task gets it).
+    let faulty_one_core = count(&text, 1, 0.1, 7);
+    assert_eq!(faulty_one_core.failed, faulty.failed);
+    assert_eq!(faulty_one_core.counts, one.counts);
+    assert_ne!(
+        count(&text, 2, 0.1, 8).failed,
+        faulty.failed,
+        "another seed, other lines"
+    );
+
     let top = top_words(&one.counts, 3);
     assert_eq!(top[0], ("the".to_string(), 5437));
 }
