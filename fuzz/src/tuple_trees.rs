@@ -287,7 +287,10 @@ pub fn tuple_trees(input: &TreeInput) -> TreeStats {
         Ok(s) => s,
         Err(e) => panic!("spout pending refused a valid config: {e:?}"),
     };
-    let mut manual_ids = IdGenerator::from_seed(input.seed.rotate_left(17));
+    // Every generator gets its own seed: `rotate_left` alone left seeds 0 and u64::MAX equal to
+    // the tracker's, so spout and bolt drew the same edge ids and their XORs cancelled
+    // (regressions/tuple_trees/same-seed-generators).
+    let mut manual_ids = IdGenerator::from_seed(input.seed ^ 0x3A11_0C8E_D000_0001);
     let mut b = Build {
         edges: 0,
         in_flight: Vec::new(),
