@@ -243,3 +243,32 @@ fn cli_warns_when_timeouts_off_with_max_spout_pending() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"));
 }
+
+/// Settings that could only crawl, exhaust memory or overflow are refused up front (exit 2).
+#[test]
+fn cli_refuses_unusable_sizes() {
+    for (args, needle) in [
+        (
+            &["--acker-capacity", "1"][..],
+            "holds fewer roots than the spouts may keep pending",
+        ),
+        (
+            &["--acker-capacity", "99999999999"][..],
+            "--acker-capacity must be in",
+        ),
+        (
+            &["--max-spout-pending", "99999999999"][..],
+            "--max-spout-pending must be at most",
+        ),
+        (
+            &["--timeout-secs", "18446744074"][..],
+            "--timeout-secs must be at most",
+        ),
+        (&["--cores", "100000"][..], "core(s) of this machine"),
+    ] {
+        let out = bin().arg("wordcount").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

@@ -133,7 +133,27 @@ fn config(run: &RunArgs) -> Config {
 
 /// `topology` planned under the run's flags (config, acker park capacity).
 fn plan(topology: &acker_runtime::Topology, run: &RunArgs) -> Result<acker_runtime::Plan, String> {
-    let plan = topology.plan(&config(run)).map_err(|e| e.to_string())?;
+    let config = config(run);
+    let plan = topology.plan(&config).map_err(|e| e.to_string())?;
+    if let Some(capacity) = run.acker_capacity {
+        // Acker tables smaller than the trees the spouts may keep pending would park and drop
+        // messages on every round, replaying nearly everything: refuse rather than crawl.
+        let spouts = plan
+            .tasks()
+            .iter()
+            .filter(|t| t.kind == acker_runtime::TaskKind::Spout)
+            .count();
+        let pending = spouts.saturating_mul(config.pending_capacity());
+        if run.ackers > 0 && capacity.saturating_mul(run.ackers) < pending {
+            return Err(format!(
+                "--acker-capacity {capacity} x {} acker(s) holds fewer roots than the spouts may keep \
+                 pending ({spouts} spout task(s) x max spout pending {}): raise --acker-capacity or \
+                 lower --max-spout-pending",
+                run.ackers,
+                config.pending_capacity()
+            ));
+        }
+    }
     Ok(match run.acker_park_capacity {
         Some(n) => plan.with_acker_park_capacity(n),
         None => plan,
@@ -188,12 +208,46 @@ fn shell_options(run: &RunArgs) -> ShellOptions {
     }
 }
 
+/// Largest `--max-spout-pending` accepted (each pending root costs a slot at the spout and 4 at
+/// the acker).
+const MAX_PENDING_LIMIT: usize = 10_000_000;
+/// Largest `--acker-capacity` accepted: 2 GB of table at 20 bytes a root.
+const MAX_ACKER_CAPACITY: usize = 100_000_000;
+/// Largest `--timeout-secs` accepted (one year).
+const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
+
 fn check_run(run: &RunArgs) -> Result<(), String> {
     if run.cores == Some(0) {
         return Err("--cores must be at least 1".to_string());
     }
     if run.max_spout_pending == Some(0) {
         return Err("--max-spout-pending must be at least 1".to_string());
+    }
+    let machine = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
+    if run.cores.is_some_and(|c| c > 4 * machine) {
+        return Err(format!(
+            "--cores {} is more than 4 x the {machine} core(s) of this machine (one thread a core, \
+             and a ring per ordered pair of threads)",
+            run.cores.unwrap_or(0)
+        ));
+    }
+    if run.max_spout_pending.is_some_and(|p| p > MAX_PENDING_LIMIT) {
+        return Err(format!(
+            "--max-spout-pending must be at most {MAX_PENDING_LIMIT}"
+        ));
+    }
+    if run
+        .acker_capacity
+        .is_some_and(|c| c == 0 || c > MAX_ACKER_CAPACITY)
+    {
+        return Err(format!(
+            "--acker-capacity must be in 1..={MAX_ACKER_CAPACITY} (20 bytes a root)"
+        ));
+    }
+    if run.timeout_secs > MAX_TIMEOUT_SECS {
+        return Err(format!(
+            "--timeout-secs must be at most {MAX_TIMEOUT_SECS} (one year; 0 turns timeouts off)"
+        ));
     }
     Ok(())
 }
