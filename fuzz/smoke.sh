@@ -7,7 +7,8 @@
 # crate's unit tests (which also replay the committed seeds and regressions), then runs every
 # target for SECONDS_PER_TARGET with `-s none` starting from its committed seeds `corpus/TARGET`
 # and its regressions `regressions/TARGET` (new inputs go to a temporary directory, so the
-# checkout is not changed). Exits non-zero at the first failure, naming the crash artifact.
+# checkout is not changed). libFuzzer runs with -seed=1 so every CI run tries the same inputs (campaign.sh
+# explores with random seeds). Exits non-zero at the first failure, naming the crash artifact.
 set -euo pipefail
 
 secs=${1:-20}
@@ -42,7 +43,7 @@ for t in "${targets[@]}"; do
     [[ -d regressions/$t ]] && dirs+=("regressions/$t")
     echo "smoke.sh: $t for ${secs} s"
     if ! cargo fuzz run -s none --target-dir "$here/target" "$t" "${dirs[@]}" -- \
-        -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+        -max_total_time="$secs" -seed=1 -timeout=20 -rss_limit_mb=2048 \
         -artifact_prefix="$tmp/artifacts/$t/" >"$tmp/$t.log" 2>&1; then
         tail -n 40 "$tmp/$t.log" >&2
         mkdir -p "artifacts/$t"
