@@ -5,6 +5,12 @@
 //! be called from any number of threads at once, so an engine whose threads ack tuples directly
 //! does not have to route each message to one owner thread.
 //!
+//! **Known bug (issue #4, open):** with fails racing acks on several cores, a tree that should
+//! fail is sometimes reported `Completed` (the stress tests `four_threads_with_fails` and
+//! `eight_threads_with_fails` in `tests/shared_stress.rs` catch it in about one run in three on
+//! an idle 2-core machine and are `#[ignore]`d until it is fixed; the loom models, bounded at
+//! 3 preemptions, do not reach it). Use the single-owner [`AckerTable`] behind one owner thread
+//! where decisions must be exact.
 //! ## Layout: still 20 bytes a root
 //!
 //! A 20-byte struct of atomics cannot keep its 8-byte atomics aligned, so the storage is a
