@@ -428,15 +428,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// `u32::MAX` slots, [`ConfigError::ZeroTimeout`] for a zero timeout.
     pub fn new(storage: S, message_timeout_ns: u64) -> Result<Self, ConfigError> {
         let cap = storage.metas().len();
-        if cap == 0 {
-            return Err(ConfigError::ZeroCapacity);
-        }
-        if cap > u32::MAX as usize {
-            return Err(ConfigError::CapacityTooLarge);
-        }
-        if message_timeout_ns == 0 {
-            return Err(ConfigError::ZeroTimeout);
-        }
+        ConfigError::check(cap, message_timeout_ns)?;
         for i in 0..cap {
             storage.roots()[i].store(0, Relaxed);
             storage.ack_vals()[i].store(0, Relaxed);

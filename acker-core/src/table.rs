@@ -105,6 +105,22 @@ pub enum ConfigError {
     ZeroTimeout,
 }
 
+impl ConfigError {
+    /// The checks every acker table's constructor makes (single-owner and shared alike): at least
+    /// one slot, at most `u32::MAX` slots, a non-zero message timeout.
+    pub(crate) fn check(capacity: usize, message_timeout_ns: u64) -> Result<(), ConfigError> {
+        if capacity == 0 {
+            Err(ConfigError::ZeroCapacity)
+        } else if capacity > u32::MAX as usize {
+            Err(ConfigError::CapacityTooLarge)
+        } else if message_timeout_ns == 0 {
+            Err(ConfigError::ZeroTimeout)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
@@ -208,15 +224,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     /// `u32::MAX` slots, [`ConfigError::ZeroTimeout`] for a zero timeout.
     pub fn new(mut storage: S, message_timeout_ns: u64) -> Result<Self, ConfigError> {
         let cap = storage.as_ref().len();
-        if cap == 0 {
-            return Err(ConfigError::ZeroCapacity);
-        }
-        if cap > u32::MAX as usize {
-            return Err(ConfigError::CapacityTooLarge);
-        }
-        if message_timeout_ns == 0 {
-            return Err(ConfigError::ZeroTimeout);
-        }
+        ConfigError::check(cap, message_timeout_ns)?;
         storage.as_mut().fill(Slot::EMPTY);
         Ok(Self {
             slots: storage,
