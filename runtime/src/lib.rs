@@ -13,6 +13,7 @@
 //! | [`executor`] | the [`Spout`], [`Bolt`], [`BasicBolt`] traits and collectors; the [`Executor`] state machines |
 //! | [`ring`] | the bounded lock-free SPSC [`ring`](ring::ring) joining two cores of the shell |
 //! | [`shell`] | the thread-per-core shell: [`run`](shell::run) a plan on pinned cores joined by SPSC rings, [`RunReport`](shell::RunReport) metrics |
+//! | [`bolts`] | stock bolts: [`IdentityBolt`](bolts::IdentityBolt), [`NullBolt`](bolts::NullBolt) |
 //! | [`wordcount`] | the word-count topology behind `acker-run wordcount` |
 //! | [`local`] | [`LocalShell`](local::LocalShell): a minimal single-threaded FIFO shell for tests |
 //!
@@ -21,6 +22,7 @@
 //! ticks and the current time.
 #![deny(missing_docs)]
 
+pub mod bolts;
 pub mod executor;
 pub mod local;
 pub mod message;

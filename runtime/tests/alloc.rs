@@ -11,8 +11,7 @@ use std::time::Duration;
 use acker_runtime::local::LocalShell;
 use acker_runtime::shell::{run, ShellOptions};
 use acker_runtime::{
-    values, BasicBolt, BasicOutputCollector, Config, FailedException, Input, MessageId, Plan,
-    Spout, SpoutOutputCollector, TaskKind, TopologyBuilder,
+    values, Config, MessageId, Plan, Spout, SpoutOutputCollector, TaskKind, TopologyBuilder,
 };
 
 struct Counting;
@@ -74,31 +73,6 @@ impl Spout for Ints {
     }
 }
 
-struct Identity;
-impl BasicBolt for Identity {
-    fn execute(
-        &mut self,
-        input: &Input,
-        c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        let v = input.values()[0].clone();
-        c.emit(values![v])
-            .map_err(|e| FailedException::new(e.to_string()))?;
-        Ok(())
-    }
-}
-
-struct Null;
-impl BasicBolt for Null {
-    fn execute(
-        &mut self,
-        _input: &Input,
-        _c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        Ok(())
-    }
-}
-
 fn plan(limit: u64) -> Plan {
     let mut b = TopologyBuilder::new();
     b.set_spout(
@@ -111,10 +85,10 @@ fn plan(limit: u64) -> Plan {
         1,
     )
     .output_fields(&["n"]);
-    b.set_basic_bolt("identity", || Identity, 1)
+    b.set_basic_bolt("identity", || acker_runtime::bolts::IdentityBolt, 1)
         .shuffle_grouping("ints")
         .output_fields(&["n"]);
-    b.set_basic_bolt("null", || Null, 1)
+    b.set_basic_bolt("null", || acker_runtime::bolts::NullBolt, 1)
         .shuffle_grouping("identity");
     b.build()
         .unwrap()

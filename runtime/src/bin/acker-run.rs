@@ -15,10 +15,7 @@ use std::time::{Duration, Instant};
 
 use acker_runtime::shell::{self, RunReport, ShellOptions};
 use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
-use acker_runtime::{
-    values, BasicBolt, BasicOutputCollector, Config, FailedException, Input, Spout,
-    SpoutOutputCollector, TopologyBuilder,
-};
+use acker_runtime::{values, Config, Spout, SpoutOutputCollector, TopologyBuilder};
 use clap::{Args, Parser, Subcommand};
 
 /// Lines of the built-in input.
@@ -363,33 +360,6 @@ impl Spout for IntSpout {
     }
 }
 
-/// Re-emits its input, anchored.
-struct Identity;
-impl BasicBolt for Identity {
-    fn execute(
-        &mut self,
-        input: &Input,
-        c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        let v = input.values()[0].clone();
-        c.emit(values![v])
-            .map_err(|e| FailedException::new(e.to_string()))?;
-        Ok(())
-    }
-}
-
-/// Drops its input (acked by the basic-bolt adapter).
-struct Null;
-impl BasicBolt for Null {
-    fn execute(
-        &mut self,
-        _input: &Input,
-        _c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        Ok(())
-    }
-}
-
 fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
     check_run(&run)?;
     if !(seconds > 0.0 && seconds < 3600.0) {
@@ -397,10 +367,10 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
     }
     let mut b = TopologyBuilder::new();
     b.set_spout("ints", || IntSpout(0), 1).output_fields(&["n"]);
-    b.set_basic_bolt("identity", || Identity, 1)
+    b.set_basic_bolt("identity", || acker_runtime::bolts::IdentityBolt, 1)
         .shuffle_grouping("ints")
         .output_fields(&["n"]);
-    b.set_basic_bolt("null", || Null, 1)
+    b.set_basic_bolt("null", || acker_runtime::bolts::NullBolt, 1)
         .shuffle_grouping("identity");
     let plan = plan(&b.build().map_err(|e| e.to_string())?, &run)?;
     if local {
