@@ -5,12 +5,6 @@
 //! be called from any number of threads at once, so an engine whose threads ack tuples directly
 //! does not have to route each message to one owner thread.
 //!
-//! **Known bug (issue #4, open):** with fails racing acks on several cores, a tree that should
-//! fail is sometimes reported `Completed` (the stress tests `four_threads_with_fails` and
-//! `eight_threads_with_fails` in `tests/shared_stress.rs` catch it in about one run in three on
-//! an idle 2-core machine and are `#[ignore]`d until it is fixed; the loom models, bounded at
-//! 3 preemptions, do not reach it). Use the single-owner [`AckerTable`] behind one owner thread
-//! where decisions must be exact.
 //! ## Layout: still 20 bytes a root
 //!
 //! A 20-byte struct of atomics cannot keep its 8-byte atomics aligned, so the storage is a
@@ -39,14 +33,21 @@
 //!   change while the slot is pinned) and backs out if the slot holds another root. A decided or
 //!   expired entry becomes *dead*, and the slot is freed only by whoever drops the last pin, so no
 //!   thread in the middle of an update can ever XOR into another root's entry (no ABA).
-//! * **One CAS decides.** After its update, each operation re-evaluates rule 3 from the ack val
-//!   it read with an atomic read-modify-write and the current meta word, and, if the tree is
-//!   decided, moves the entry from live to dead with a CAS. Only one CAS can do that, so every
-//!   `Completed` / `Failed` is returned by exactly one call. The call whose read-modify-write of
-//!   the ack val comes last sees every XOR and every flag before it, so no decision is missed.
-//!   When several calls on one root overlap in time, the decision is returned by one of them
-//!   (whichever seals the entry, not necessarily the one whose XOR completed the tree), and it is
-//!   the one rule 3 gives for all of them together (so an ack still wins over a fail).
+//! * **One CAS decides.** Every operation ends with an atomic read-modify-write of the ack val
+//!   (its XOR; or, for a message that changes a flag, `fetch_xor(0)` after the flag), then
+//!   evaluates rule 3 on a snapshot (the meta word, then the ack val loaded after it) and, if the
+//!   tree is decided, moves the entry from live to dead with a CAS on the meta word that succeeds
+//!   only if the word did not change since it was read, so flags and ack val were current
+//!   together. Only one CAS can move an entry to dead, so every `Completed` / `Failed` is returned
+//!   by exactly one call. The call whose read-modify-write of the ack val comes last synchronises
+//!   with every other update, so its snapshot holds every XOR and every flag and no decision is
+//!   missed. When several calls on one root overlap in time, the decision is returned by one of
+//!   them (whichever seals the entry, not necessarily the one whose XOR completed the tree), and
+//!   it is the one rule 3 gives for all of them together (so an ack still wins over a fail).
+//!   (Deciding on the value a call's own read-modify-write returned instead is wrong: a fail that
+//!   read 0 from a fresh entry before a racing init's XOR landed would then see the init's spout
+//!   task and report `Completed`; loom models 3c and 4b, and the stress tests with fails, catch
+//!   that.)
 //! * **Inserts are two-phase.** A root that is not in the table gets a slot by CAS (free →
 //!   reserved), publishes it as *inserting*, and then, after a `SeqCst` fence, scans the root's
 //!   probe window for another candidate of the same root: a live one, or an inserting one nearer
@@ -100,11 +101,12 @@
 //!   insert into a full table ∥ completion), each exhaustive at `LOOM_MAX_PREEMPTIONS=3`:
 //!   `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p acker-core --release --test loom`.
 //!   The models fail if the `SeqCst` fence of the insert, the root check after pinning, or the
-//!   dead-entry check of the decision is removed.
+//!   dead-entry check of the decision is removed, or if the decision uses the value the call's
+//!   own read-modify-write returned (models 3c, 4b: fail or reset ∥ init).
 //! * `tests/shared_model.rs`: quickcheck differential test against [`AckerTable`] (same
 //!   decisions, errors, lengths and entries on random message sequences with ticks).
-//! * `tests/shared_stress.rs`: one million random trees over 2, 4 and 8 threads, every tree
-//!   decided exactly once, nothing left behind.
+//! * `tests/shared_stress.rs`: one million random trees over 2, 4 and 8 threads, with fails,
+//!   every tree decided exactly once with the right decision, nothing left behind.
 //!
 //! No `CachePadded` is used: the header's counters are the only shared hot words, and no
 //! measurement has shown false sharing yet.
@@ -656,8 +658,10 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         loop {
             let i = self.acquire(root)?;
             // `i` is pinned and was live with our root when pinned.
-            let nv = match op {
-                Op::Ack { xor } => self.slots.ack_vals()[i].fetch_xor(xor, AcqRel) ^ xor,
+            match op {
+                Op::Ack { xor } => {
+                    self.slots.ack_vals()[i].fetch_xor(xor, AcqRel);
+                }
                 Op::Init { xor, spout_task } => {
                     match self.update_meta(i, |m| {
                         if m & (HAS_TASK | INIT_CLAIMED) != 0 {
@@ -682,7 +686,9 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                         self.unpin(i);
                         return Ok(Decision::Pending);
                     }
-                    self.slots.ack_vals()[i].fetch_xor(0, AcqRel)
+                    // A read-modify-write after the flag, so that whichever update of the ack
+                    // val comes last also sees the flag (see `release`).
+                    self.slots.ack_vals()[i].fetch_xor(0, AcqRel);
                 }
                 Op::Fail | Op::Reset => {
                     let failed = if matches!(op, Op::Fail) { FAILED } else { 0 };
@@ -693,10 +699,11 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                         self.unpin(i);
                         continue; // the entry died before this message touched it: retry
                     }
-                    self.slots.ack_vals()[i].fetch_xor(0, AcqRel)
+                    // As for the init: the last update of the ack val sees the flag.
+                    self.slots.ack_vals()[i].fetch_xor(0, AcqRel);
                 }
-            };
-            return Ok(self.release(i, nv, matches!(op, Op::Reset)));
+            }
+            return Ok(self.release(i, matches!(op, Op::Reset)));
         }
     }
 
@@ -717,15 +724,28 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
-    /// Drops our pin on entry `i` after an update that left ack val `nv`, deciding the tree if
-    /// rule 3 says so. Returns the decision this call reports.
-    fn release(&self, i: usize, nv: u64, reset: bool) -> Decision {
+    /// Drops our pin on entry `i` after an update, deciding the tree if rule 3 says so. Returns
+    /// the decision this call reports.
+    ///
+    /// Rule 3 is evaluated on a consistent snapshot: the meta word `m`, then the ack val loaded
+    /// *after* it, and the CAS succeeds only if `m` is unchanged (its flags and state cannot
+    /// change back while we hold a pin), so the flags and the ack val were both current at the
+    /// moment of the second load. Deciding on the value this call's own read-modify-write
+    /// returned would not be: a fail that read 0 from a fresh entry, before a racing init's XOR
+    /// landed, would then see the init's spout task and report `Completed` (loom model 3c).
+    ///
+    /// No decision is missed: every update ends with a read-modify-write of the ack val after
+    /// its change (an XOR, or a flag followed by `fetch_xor(0)`). The update whose
+    /// read-modify-write is last in the ack val's modification order synchronises with all the
+    /// others, so its snapshot holds every XOR and every flag.
+    fn release(&self, i: usize, reset: bool) -> Decision {
         let meta = self.meta(i);
+        let ack_val = &self.slots.ack_vals()[i];
         let mut m = meta.load(Acquire);
         loop {
             let left = pins(m) - 1;
             let (decision, new) = if state(m) == LIVE {
-                let d = rule3(m, nv, reset);
+                let d = rule3(m, ack_val.load(Acquire), reset);
                 if is_final(d) {
                     (d, dead(m, left))
                 } else {

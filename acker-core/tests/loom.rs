@@ -151,6 +151,45 @@ fn fail_and_last_ack_before_init_ack_wins() {
     });
 }
 
+/// Model 3c: fail ∥ the init of a tree that is still in progress (its edge is never acked): the
+/// tree must fail exactly once, whichever arrives first. Regression for the bug the stress test
+/// found: a fail that read the ack val of a fresh entry (0) before the init's XOR landed, and then
+/// saw the init's spout task in the meta word, reported `Completed`.
+///
+/// Bound 3 (`LOOM_MAX_PREEMPTIONS=3`), exhaustive: 4.2 s.
+#[test]
+fn fail_races_init_of_an_unfinished_tree() {
+    model(|| {
+        let t = table::<2>();
+        let t2 = t.clone();
+        let a = thread::spawn(move || t2.fail(5).unwrap());
+        let b = t.init(5, 0x3, TASK).unwrap();
+        let a = a.join().unwrap();
+        assert_eq!(finals(&[a, b]), 1, "fail {a:?} init {b:?}");
+        assert!(a == FAILED || b == FAILED, "fail {a:?} init {b:?}");
+        assert_eq!(t.len(), 0);
+    });
+}
+
+/// Model 4b: reset ∥ the init of a tree still in progress: never decided (a reset is not a
+/// decision, and the ack val is not 0), the entry stays, with the spout task.
+///
+/// Bound 3 (`LOOM_MAX_PREEMPTIONS=3`), exhaustive: 4.2 s.
+#[test]
+fn reset_races_init_of_an_unfinished_tree() {
+    model(|| {
+        let t = table::<2>();
+        let t2 = t.clone();
+        let a = thread::spawn(move || t2.reset_timeout(5).unwrap());
+        let b = t.init(5, 0x3, TASK).unwrap();
+        let a = a.join().unwrap();
+        assert_eq!(finals(&[a, b]), 0, "reset {a:?} init {b:?}");
+        assert_eq!(b, Decision::Pending);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.get(5).map(|e| e.spout_task), Some(Some(TASK)));
+    });
+}
+
 /// Model 4: reset ∥ the last ack: exactly one Completed; the reset forwards Reset only if it came
 /// first (the tree was still in progress).
 ///

@@ -208,14 +208,12 @@ fn two_threads_ack_only() {
 }
 
 #[test]
-#[ignore = "known bug, issue #4: under real parallelism a failing tree is sometimes reported Completed (about 1 run in 3 on an idle 2-core machine); run with --ignored"]
 fn four_threads_with_fails() {
     let full = stress(4, scaled(250_000), true, 0x5EED_0004);
     assert_eq!(full, 0, "the table never filled");
 }
 
 #[test]
-#[ignore = "known bug, issue #4: under real parallelism a failing tree is sometimes reported Completed (about 1 run in 3 on an idle 2-core machine); run with --ignored"]
 fn eight_threads_with_fails() {
     let full = stress(8, scaled(500_000), true, 0x5EED_0008);
     assert_eq!(full, 0, "the table never filled");
