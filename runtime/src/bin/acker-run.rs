@@ -7,8 +7,14 @@
 //!   null bolt on integers; acked trees per second.
 //! - `acker-run bench wordcount --input PATH [--min-mb M]`: word count on the input repeated to
 //!   at least M MB, against a plain single-thread split-and-count loop.
+//!
+//! Output goes through a locked stdout with `writeln!`; a write error ends the command. Exit
+//! status: 0 on success, and also when stdout is a pipe its reader closed early (`| head -1`:
+//! the reader asked for no more, so the run ends quietly); 2 on bad arguments, a failed run, or
+//! any other stdout write error (e.g. `> /dev/full`), with a one-line message on stderr.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,11 +27,58 @@ use clap::{Args, Parser, Subcommand};
 /// Lines of the built-in input.
 const BUILTIN_LINES: usize = 200_000;
 
+/// The exit statuses, shown under `--help`.
+const EXIT_STATUS_HELP: &str = "Exit status: 0 on success (also when stdout is a pipe closed \
+early, e.g. `| head -1`: the run stops quietly); 2 on bad arguments, a failed run or a stdout \
+write error (e.g. `> /dev/full`), with a one-line message on stderr.";
+
+/// Why a command stopped early.
+#[derive(Debug)]
+enum CliError {
+    /// Bad arguments or a failed run: the message for stderr.
+    Run(String),
+    /// Writing the results to stdout failed.
+    Stdout(io::Error),
+}
+
+impl From<String> for CliError {
+    fn from(e: String) -> Self {
+        CliError::Run(e)
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(e: io::Error) -> Self {
+        CliError::Stdout(e)
+    }
+}
+
+/// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
+/// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
+/// flag) and fractions with a message naming the limit.
+fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= MIN => Ok(n),
+        Ok(_) => Err(format!("must be at least {MIN}")),
+        Err(_) if s.trim_start().starts_with('-') => {
+            Err(format!("must not be negative (a whole number >= {MIN})"))
+        }
+        Err(_) => Err(format!("not a whole number >= {MIN}")),
+    }
+}
+
+/// [`at_least`] for `usize` options.
+fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
+    let n = at_least::<MIN>(s)?;
+    usize::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
 #[derive(Parser)]
 #[command(
     name = "acker-run",
     version,
-    about = "Run Storm-style topologies with XOR acking on pinned cores"
+    about = "Run Storm-style topologies with XOR acking on pinned cores",
+    after_help = EXIT_STATUS_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -44,19 +97,19 @@ enum Command {
 #[derive(Args, Clone)]
 struct RunArgs {
     /// Threads, one pinned per core (default: every available core).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     cores: Option<usize>,
     /// Acker tasks (0 = at-most-once).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending per spout task (default: unbounded up to the runtime's pending capacity).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     max_spout_pending: Option<usize>,
     /// Message timeout in seconds (0 turns timeouts off).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = at_least::<0>)]
     timeout_secs: u64,
     /// Topology seed.
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = 42, allow_negative_numbers = true, value_parser = at_least::<0>)]
     seed: u64,
     /// Do not pin the threads to cores (lets the OS move them, e.g. on a shared machine).
     #[arg(long)]
@@ -67,10 +120,10 @@ struct RunArgs {
     colocate_ackers: bool,
     /// Roots one acker task can hold (default: 4 × all spouts' max spout pending / ackers, at
     /// least 1024).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     acker_capacity: Option<usize>,
     /// Messages an acker parks while its table is full (default: max(acker capacity / 8, 64)).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     acker_park_capacity: Option<usize>,
 }
 
@@ -80,7 +133,7 @@ struct WordcountArgs {
     #[arg(long)]
     input: Option<std::path::PathBuf>,
     /// Probability that the split bolt fails a line the first time it sees it.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     fail_rate: f64,
     /// Print one JSON object instead of the human summary.
     #[arg(long)]
@@ -94,7 +147,7 @@ enum BenchCommand {
     /// spout → identity bolt → null bolt on integer payloads.
     Pipeline {
         /// How long the spout runs.
-        #[arg(long, default_value_t = 5.0)]
+        #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
         seconds: f64,
         /// Run the executors on the single-threaded local shell instead (no rings, no threads):
         /// the executors' own cost per tree.
@@ -108,8 +161,8 @@ enum BenchCommand {
         /// Text file to repeat.
         #[arg(long)]
         input: std::path::PathBuf,
-        /// Minimum size of the repeated text, MB.
-        #[arg(long, default_value_t = 100)]
+        /// Minimum size of the repeated text, MB (1 to 1000000).
+        #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
         min_mb: usize,
         #[command(flatten)]
         run: RunArgs,
@@ -214,12 +267,6 @@ const MAX_ACKER_CAPACITY: usize = 100_000_000;
 const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 
 fn check_run(run: &RunArgs) -> Result<(), String> {
-    if run.cores == Some(0) {
-        return Err("--cores must be at least 1".to_string());
-    }
-    if run.max_spout_pending == Some(0) {
-        return Err("--max-spout-pending must be at least 1".to_string());
-    }
     let machine = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
     if run.cores.is_some_and(|c| c > 4 * machine) {
         return Err(format!(
@@ -249,13 +296,10 @@ fn check_run(run: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
+fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     check_run(&args.run)?;
     if !(0.0..1.0).contains(&args.fail_rate) {
-        return Err(format!(
-            "--fail-rate must be in [0, 1), got {}",
-            args.fail_rate
-        ));
+        return Err(format!("--fail-rate must be in [0, 1), got {}", args.fail_rate).into());
     }
     let text = match &args.input {
         Some(p) => std::fs::read_to_string(p)
@@ -277,6 +321,7 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
     let stats = &outputs.stats;
     let (p50, p99, max) = percentiles_us(&report);
     let elapsed_ms = report.elapsed.as_secs_f64() * 1e3;
+    let mut out = io::stdout().lock();
     if args.json {
         let v = serde_json::json!({
             "lines_total": lines.len(),
@@ -305,9 +350,10 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
                 "dropped_full": c.dropped_full,
             }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
-        println!("{v}");
+        writeln!(out, "{v}")?;
     } else {
-        println!(
+        writeln!(
+            out,
             "word count on {} ({} non-empty lines), {} cores, {} acker(s)",
             args.input
                 .as_ref()
@@ -316,38 +362,46 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), String> {
             lines.len(),
             report.cores,
             args.run.ackers
-        );
-        println!("words: {words_total} total, {} distinct", counts.len());
-        println!("top 10:");
+        )?;
+        writeln!(out, "words: {words_total} total, {} distinct", counts.len())?;
+        writeln!(out, "top 10:")?;
         for (w, c) in &top {
-            println!("  {c:>10}  {w}");
+            writeln!(out, "  {c:>10}  {w}")?;
         }
-        println!(
+        writeln!(
+            out,
             "lines: {} emitted, {} replayed; trees: {} acked, {} failed, {} timed out",
             stats.lines_emitted.load(Ordering::Relaxed),
             stats.replays.load(Ordering::Relaxed),
             spout.acked,
             spout.failed,
             spout.timed_out
-        );
-        println!(
+        )?;
+        writeln!(
+            out,
             "elapsed {:.1} ms: {:.0} lines/s, {:.0} words/s",
             elapsed_ms,
             spout.acked as f64 / report.elapsed.as_secs_f64().max(1e-9),
             words_total as f64 / report.elapsed.as_secs_f64().max(1e-9)
-        );
-        println!("complete latency: p50 {p50:.1} us, p99 {p99:.1} us, max {max:.1} us");
-        println!(
+        )?;
+        writeln!(
+            out,
+            "complete latency: p50 {p50:.1} us, p99 {p99:.1} us, max {max:.1} us"
+        )?;
+        writeln!(
+            out,
             "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10}",
             "component", "emitted", "executed", "acked", "failed", "timed out"
-        );
+        )?;
         for (name, c) in &report.components {
-            println!(
+            writeln!(
+                out,
                 "{name:<10} {:>10} {:>10} {:>10} {:>10} {:>10}",
                 c.emitted, c.executed, c.acked, c.failed, c.timed_out
-            );
+            )?;
         }
     }
+    out.flush()?;
     Ok(())
 }
 
@@ -360,11 +414,12 @@ impl Spout for IntSpout {
     }
 }
 
-fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
+fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), CliError> {
     check_run(&run)?;
     if !(seconds > 0.0 && seconds < 3600.0) {
-        return Err(format!("--seconds must be in (0, 3600), got {seconds}"));
+        return Err(format!("--seconds must be in (0, 3600), got {seconds}").into());
     }
+    let mut out = io::stdout().lock();
     let mut b = TopologyBuilder::new();
     b.set_spout("ints", || IntSpout(0), 1).output_fields(&["n"]);
     b.set_basic_bolt("identity", || acker_runtime::bolts::IdentityBolt, 1)
@@ -386,7 +441,8 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
         let secs = t0.elapsed().as_secs_f64();
         let spout = shell.counters(acker_runtime::TaskKind::Spout);
         let bolts = shell.counters(acker_runtime::TaskKind::Bolt);
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::json!({
                 "bench": "pipeline-local",
@@ -397,7 +453,8 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
                 "trees_per_sec": spout.acked as f64 / secs,
                 "bolt_executed": bolts.executed,
             })
-        );
+        )?;
+        out.flush()?;
         return Ok(());
     }
     let cpu0 = process_cpu_secs();
@@ -419,7 +476,8 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
         .unwrap_or(0);
     let secs = report.elapsed.as_secs_f64();
     let (p50, p99, max) = percentiles_us(&report);
-    println!(
+    writeln!(
+        out,
         "{}",
         serde_json::json!({
             "bench": "pipeline",
@@ -438,22 +496,31 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), String> {
             "acker_dropped_full": report.kind_totals(acker_runtime::TaskKind::Acker).dropped_full,
             "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
         })
-    );
+    )?;
+    out.flush()?;
     Ok(())
 }
+
+/// Largest `--min-mb` accepted (1 TB; the repeated text must also fit in memory).
+const MAX_MIN_MB: usize = 1_000_000;
 
 fn bench_wordcount_cmd(
     input: std::path::PathBuf,
     min_mb: usize,
     run: RunArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     check_run(&run)?;
+    if min_mb > MAX_MIN_MB {
+        return Err(format!("--min-mb must be in 1..={MAX_MIN_MB}, got {min_mb}").into());
+    }
     let base = std::fs::read_to_string(&input)
         .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
     if base.is_empty() {
-        return Err(format!("input {} is empty", input.display()));
+        return Err(format!("input {} is empty", input.display()).into());
     }
-    let mut text = String::with_capacity(min_mb * 1_000_000 + base.len());
+    let mut text = String::new();
+    text.try_reserve(min_mb * 1_000_000 + base.len())
+        .map_err(|e| format!("cannot allocate {min_mb} MB for the repeated input: {e}"))?;
     while text.len() < min_mb * 1_000_000 {
         text.push_str(&base);
         if !text.ends_with('\n') {
@@ -482,7 +549,9 @@ fn bench_wordcount_cmd(
     let words: u64 = counts.values().sum();
     let secs = report.elapsed.as_secs_f64();
     let (p50, p99, max) = percentiles_us(&report);
-    println!(
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
         "{}",
         serde_json::json!({
             "bench": "wordcount",
@@ -504,7 +573,8 @@ fn bench_wordcount_cmd(
             "topology_words_per_cpu_s": topo_cpu.map(|c| words as f64 / c),
             "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
         })
-    );
+    )?;
+    out.flush()?;
     Ok(())
 }
 
@@ -523,7 +593,13 @@ fn main() -> ExitCode {
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        // The reader of a pipe stopped reading (`| head -1`): it has what it asked for.
+        Err(CliError::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(CliError::Stdout(e)) => {
+            eprintln!("acker-run: error: cannot write to stdout: {e}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Run(e)) => {
             eprintln!("acker-run: error: {e}");
             ExitCode::from(2)
         }

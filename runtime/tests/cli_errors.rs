@@ -1,0 +1,145 @@
+//! `acker-run` on bad arguments and on a stdout it cannot write: a one-line message on stderr
+//! and exit status 2 (never a panic, status 101), or a quiet exit 0 when the reader of a pipe
+//! closed it early.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_acker-run"))
+}
+
+/// A three-line input file unique to `name`, so each test runs in milliseconds.
+fn tiny_input(name: &str) -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("acker-run-cli-{name}-{}.txt", std::process::id()));
+    std::fs::write(&path, "a b c\nb c\nc\n").expect("write the tiny input");
+    path
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `acker-run` with `args` and asserts exit status 2 and that stderr names `expected`.
+fn assert_usage_error(args: &[&str], expected: &str) {
+    let o = bin().args(args).output().expect("run acker-run");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(expected), "{args:?}: stderr was {err:?}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn full_stdout_is_an_error_not_a_panic() {
+    let input = tiny_input("full");
+    for json in [true, false] {
+        let mut cmd = bin();
+        cmd.args(["wordcount", "--cores", "1", "--no-pin", "--input"])
+            .arg(&input);
+        if json {
+            cmd.arg("--json");
+        }
+        let full = std::fs::File::create("/dev/full").expect("open /dev/full");
+        let o = cmd.stdout(full).output().expect("run acker-run");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "json {json}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            "acker-run: error: cannot write to stdout: No space left on device (os error 28)",
+            "json {json}"
+        );
+    }
+    let _ = std::fs::remove_file(input);
+}
+
+#[test]
+fn closed_pipe_exits_quietly() {
+    let input = tiny_input("pipe");
+    let mut child = bin()
+        .args(["wordcount", "--cores", "1", "--no-pin", "--input"])
+        .arg(&input)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acker-run");
+    // Close the read end before the run prints anything: its first write gets EPIPE.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("wait for acker-run");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let _ = std::fs::remove_file(input);
+}
+
+#[test]
+fn negative_numbers_are_refused_by_name() {
+    assert_usage_error(
+        &["wordcount", "--cores", "-1"],
+        "invalid value '-1' for '--cores <CORES>': must not be negative (a whole number >= 1)",
+    );
+    assert_usage_error(
+        &["wordcount", "--seed", "-3"],
+        "invalid value '-3' for '--seed <SEED>': must not be negative",
+    );
+    assert_usage_error(
+        &["wordcount", "--max-spout-pending", "-5"],
+        "'--max-spout-pending <MAX_SPOUT_PENDING>': must not be negative",
+    );
+    assert_usage_error(
+        &["wordcount", "--timeout-secs", "-1"],
+        "'--timeout-secs <TIMEOUT_SECS>': must not be negative",
+    );
+    assert_usage_error(
+        &["wordcount", "--fail-rate", "-0.1"],
+        "acker-run: error: --fail-rate must be in [0, 1), got -0.1",
+    );
+    assert_usage_error(
+        &["bench", "pipeline", "--seconds", "-2"],
+        "acker-run: error: --seconds must be in (0, 3600), got -2",
+    );
+    assert_usage_error(
+        &["wordcount", "--cores", "0"],
+        "'--cores <CORES>': must be at least 1",
+    );
+    assert_usage_error(
+        &["wordcount", "--max-spout-pending", "1.5"],
+        "'--max-spout-pending <MAX_SPOUT_PENDING>': not a whole number >= 1",
+    );
+}
+
+#[test]
+fn bench_wordcount_min_mb_must_be_at_least_one() {
+    let input = tiny_input("minmb");
+    let input = input.to_str().expect("utf-8 temp path");
+    assert_usage_error(
+        &["bench", "wordcount", "--input", input, "--min-mb", "0"],
+        "invalid value '0' for '--min-mb <MIN_MB>': must be at least 1",
+    );
+    assert_usage_error(
+        &["bench", "wordcount", "--input", input, "--min-mb", "-4"],
+        "'--min-mb <MIN_MB>': must not be negative",
+    );
+    assert_usage_error(
+        &[
+            "bench",
+            "wordcount",
+            "--input",
+            input,
+            "--min-mb",
+            "99999999999",
+        ],
+        "acker-run: error: --min-mb must be in 1..=1000000, got 99999999999",
+    );
+    let _ = std::fs::remove_file(input);
+}
+
+#[test]
+fn help_documents_the_exit_statuses() {
+    let o = bin().arg("--help").output().expect("run acker-run --help");
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("Exit status: 0 on success"), "{help}");
+    assert!(help.contains("closed early"), "{help}");
+}
