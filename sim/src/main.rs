@@ -3,13 +3,17 @@
 //! - `acker-sim experiment`: the reliability experiment (guarantee × fault × injected count).
 //! - `acker-sim run --seed S`: one simulation, its verdict and trace hash.
 //! - `acker-sim search --seeds N`: many seeds, every violation shrunk and given a replay command.
+//!
+//! Output goes through a locked stdout with `writeln!`; a write error ends the command (see
+//! [`EXIT_STATUS_HELP`] for the exit statuses, also shown under `--help`).
 
 use acker_sim::engine::Sim;
-use acker_sim::fault::{self, FaultSpec};
+use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::units::parse_duration_ns;
 use acker_sim::{experiment, search};
 use clap::{Args, Parser, Subcommand};
+use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -17,7 +21,8 @@ use std::time::Instant;
 #[command(
     name = "acker-sim",
     version,
-    about = "Seeded discrete-event simulator of acker's executors: fault injection, delivery-guarantee oracles, replay from a seed"
+    about = "Seeded discrete-event simulator of acker's executors: fault injection, delivery-guarantee oracles, replay from a seed",
+    after_help = EXIT_STATUS_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,8 +39,97 @@ enum Command {
     Search(SearchArgs),
 }
 
+/// The exit statuses, shown under `--help`.
+const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when stdout is a \
+pipe closed early, e.g. `| head -1`: the command stops quietly); 1 on an oracle violation or a \
+relation that does not hold; 2 on bad arguments, a failed run or a stdout write error (e.g. \
+`> /dev/full`), with a one-line message on stderr; 3 on nondeterminism (--check-determinism).";
+
+/// Why a command stopped early.
+#[derive(Debug)]
+enum CliError {
+    /// Bad arguments or a failed run: the message for stderr.
+    Run(String),
+    /// Writing the results to stdout failed.
+    Stdout(io::Error),
+}
+
+impl From<String> for CliError {
+    fn from(e: String) -> Self {
+        CliError::Run(e)
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(e: io::Error) -> Self {
+        CliError::Stdout(e)
+    }
+}
+
+/// clap value parser for a duration (`250ns`, `30us`, `2ms`, `1.5s`); the options using it set
+/// `allow_hyphen_values` so a negative one reaches here and is refused by name.
 fn duration(s: &str) -> Result<u64, String> {
+    if s.trim_start().starts_with('-') {
+        return Err("durations cannot be negative".into());
+    }
     parse_duration_ns(s)
+}
+
+/// [`duration`] that must be more than zero (`--time-limit`).
+fn positive_duration(s: &str) -> Result<u64, String> {
+    match duration(s)? {
+        0 => Err("must be more than 0 (e.g. 10s)".into()),
+        ns => Ok(ns),
+    }
+}
+
+/// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
+/// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
+/// flag) and fractions with a message naming the limit.
+fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= MIN => Ok(n),
+        Ok(_) => Err(format!("must be at least {MIN}")),
+        Err(_) if s.trim_start().starts_with('-') => {
+            Err(format!("must not be negative (a whole number >= {MIN})"))
+        }
+        Err(_) => Err(format!("not a whole number >= {MIN}")),
+    }
+}
+
+/// [`at_least`] for `usize` options.
+fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
+    let n = at_least::<MIN>(s)?;
+    usize::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
+/// Faults listed one by one on `acker-sim run`'s `faults:` line; past this the line gives the
+/// first ones and counts per kind (the full schedule is in the `--trace` file).
+const MAX_LISTED_FAULTS: usize = 20;
+
+/// The `faults:` line's text: `none`, the whole schedule in `--faults` syntax when it has at most
+/// [`MAX_LISTED_FAULTS`] faults, else the first ones, how many more, and the count per kind.
+fn faults_line(fired: &[Fault]) -> String {
+    if fired.is_empty() {
+        return "none".to_string();
+    }
+    if fired.len() <= MAX_LISTED_FAULTS {
+        return fault::format_schedule(fired);
+    }
+    let per_kind: Vec<String> = FaultKind::ALL
+        .iter()
+        .filter_map(|&k| {
+            let n = fired.iter().filter(|f| f.kind == k).count();
+            (n > 0).then(|| format!("{k} {n}"))
+        })
+        .collect();
+    format!(
+        "{} ... and {} more ({} fired: {})",
+        fault::format_schedule(&fired[..MAX_LISTED_FAULTS]),
+        fired.len() - MAX_LISTED_FAULTS,
+        fired.len(),
+        per_kind.join(", ")
+    )
 }
 
 fn latency_range(s: &str) -> Result<(u64, u64), String> {
@@ -51,61 +145,54 @@ fn latency_range(s: &str) -> Result<(u64, u64), String> {
     Ok((a, b))
 }
 
-fn positive_u64(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{s}` is not a positive integer")),
-    }
-}
-
 /// Settings shared by every command (defaults: `Scenario::new`).
 #[derive(Args, Clone)]
 struct SimArgs {
     /// Unique sequential numbers in the source.
-    #[arg(long, value_parser = positive_u64)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     tuples: Option<u64>,
     /// Max spout pending (topology.max.spout.pending).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = at_least::<1>)]
     max_spout_pending: u64,
     /// Message timeout T (topology.message.timeout.secs), e.g. 30s.
-    #[arg(long, default_value = "30s", value_parser = duration)]
+    #[arg(long, default_value = "30s", allow_hyphen_values = true, value_parser = duration)]
     timeout: u64,
     /// Tick interval fed to spouts and ackers.
-    #[arg(long, default_value = "1s", value_parser = duration)]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = duration)]
     tick: u64,
     /// Acker tasks (at-least-once, exactly-once).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Processing bolt tasks.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     bolts: usize,
     /// Latency between workers, uniform in MIN..MAX.
-    #[arg(long, default_value = "50us..150us", value_parser = latency_range)]
+    #[arg(long, default_value = "50us..150us", allow_hyphen_values = true, value_parser = latency_range)]
     latency: (u64, u64),
     /// Latency inside one worker.
-    #[arg(long, default_value = "1us", value_parser = duration)]
+    #[arg(long, default_value = "1us", allow_hyphen_values = true, value_parser = duration)]
     local_latency: u64,
     /// Spout time per next_tuple call or notice.
-    #[arg(long, default_value = "500ns", value_parser = duration)]
+    #[arg(long, default_value = "500ns", allow_hyphen_values = true, value_parser = duration)]
     spout_ns: u64,
     /// Bolt time per input.
-    #[arg(long, default_value = "2us", value_parser = duration)]
+    #[arg(long, default_value = "2us", allow_hyphen_values = true, value_parser = duration)]
     bolt_ns: u64,
     /// Acker time per message.
-    #[arg(long, default_value = "200ns", value_parser = duration)]
+    #[arg(long, default_value = "200ns", allow_hyphen_values = true, value_parser = duration)]
     acker_ns: u64,
     /// How long a crashed task or worker stays down.
-    #[arg(long, default_value = "1s", value_parser = duration)]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = duration)]
     restart_delay: u64,
     /// How long a partition lasts.
-    #[arg(long, default_value = "2s", value_parser = duration)]
+    #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
     partition: u64,
     /// Rate-per-second faults are drawn over 0..this.
-    #[arg(long, default_value = "2s", value_parser = duration)]
+    #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
     fault_until: u64,
-    /// Stop a run here (a liveness violation if unfinished); default: derived from the schedule.
-    #[arg(long, value_parser = duration)]
+    /// Stop a run here (a liveness violation if unfinished), more than 0; default: derived from
+    /// the schedule.
+    #[arg(long, allow_hyphen_values = true, value_parser = positive_duration)]
     time_limit: Option<u64>,
     /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed).
     #[arg(long)]
@@ -146,7 +233,7 @@ impl SimArgs {
 #[derive(Args)]
 struct ExperimentArgs {
     /// The seed of every run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
     seed: u64,
     /// Print `{"rows": [...]}` instead of the table.
     #[arg(long)]
@@ -161,7 +248,7 @@ struct ExperimentArgs {
 #[derive(Args)]
 struct RunArgs {
     /// The run's seed.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<0>)]
     seed: u64,
     /// at-most-once, at-least-once or exactly-once.
     #[arg(long, default_value = "at-least-once")]
@@ -182,10 +269,10 @@ struct RunArgs {
 #[derive(Args)]
 struct SearchArgs {
     /// How many seeds to run.
-    #[arg(long, value_parser = positive_u64)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     seeds: u64,
     /// The first seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
     first_seed: u64,
     /// Pick a random subset of fault kinds with random weights per seed.
     #[arg(long)]
@@ -197,7 +284,7 @@ struct SearchArgs {
     #[arg(long)]
     faults: Option<String>,
     /// Swarm mode's base rate, in faults per thousand tuples.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     rate: f64,
     /// Do not shrink violations.
     #[arg(long)]
@@ -218,14 +305,20 @@ fn main() -> ExitCode {
     };
     match r {
         Ok(code) => code,
-        Err(e) => {
+        // The reader of a pipe stopped reading (`| head -1`): it has what it asked for.
+        Err(CliError::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(CliError::Stdout(e)) => {
+            eprintln!("acker-sim: error: cannot write to stdout: {e}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Run(e)) => {
             eprintln!("acker-sim: error: {e}");
             ExitCode::from(2)
         }
     }
 }
 
-fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, String> {
+fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     let base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
     let start = Instant::now();
     let cells = experiment::cells().len() as u64;
@@ -244,26 +337,32 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, String> {
     if let Some(path) = &a.plot {
         experiment::plot_svg(&rows, path)?;
     }
+    let mut out = io::stdout().lock();
     if a.json {
         let json = serde_json::json!({ "rows": rows });
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?
-        );
+        )?;
     } else {
-        println!(
+        writeln!(out,
             "Reliability experiment: {} unique sequential numbers, seed {}, max spout pending {}, message timeout {} s, faults spread over the input",
             base.tuples,
             base.seed,
             base.max_spout_pending,
             base.message_timeout_ns as f64 / 1e9
-        );
-        println!();
-        print!("{}", experiment::format_table(&rows));
-        println!();
-        println!("Relations (seed experiment, DESIGN.md \"Delivery guarantees\"):");
+        )?;
+        writeln!(out)?;
+        write!(out, "{}", experiment::format_table(&rows))?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Relations (seed experiment, DESIGN.md \"Delivery guarantees\"):"
+        )?;
         for r in &relations {
-            println!(
+            writeln!(
+                out,
                 "  [{}] {}{}",
                 if r.holds { "holds" } else { "FAILS" },
                 r.text,
@@ -272,9 +371,10 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, String> {
                 } else {
                     format!("  ({})", r.detail)
                 }
-            );
+            )?;
         }
     }
+    out.flush()?;
     eprintln!(
         "acker-sim: {} runs in {:.2} s",
         rows.len(),
@@ -288,7 +388,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, String> {
     }
 }
 
-fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
+fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
     let g: Guarantee = a
         .guarantee
         .parse()
@@ -310,20 +410,15 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
     let start = Instant::now();
     let o = Sim::run(sc.clone(), open_trace()?).map_err(|e| e.to_string())?;
     let wall = start.elapsed().as_secs_f64();
-    println!("seed {} ({})", sc.seed, sc.guarantee);
-    println!("faults: {}", {
-        let s = fault::format_schedule(&o.fired);
-        if s.is_empty() {
-            "none".to_string()
-        } else {
-            s
-        }
-    });
-    println!(
+    let mut out = io::stdout().lock();
+    writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
+    writeln!(out, "faults: {}", faults_line(&o.fired))?;
+    writeln!(
+        out,
         "input {}  distinct {}  lost {}  duplicates {}  absorbed {}",
         o.input, o.distinct, o.lost, o.duplicates, o.absorbed
-    );
-    println!(
+    )?;
+    writeln!(out,
         "spout: acked {} failed {} timed out {} ignored {}  acker: completed {} failed {} max roots {}",
         o.spout.acked,
         o.spout.failed,
@@ -332,15 +427,16 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
         o.acker.acked,
         o.acker.failed,
         o.max_acker_roots
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "events {}  max queued {}  messages delivered {}  dropped {}  simulated {:.6} s",
         o.events,
         o.max_queue_len,
         o.delivered,
         o.dropped,
         o.end_ns as f64 / 1e9
-    );
+    )?;
     eprintln!(
         "acker-sim: wall {:.3} s, {:.2} M simulated messages/s, {:.2} M events/s",
         wall,
@@ -348,14 +444,14 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
         o.events as f64 / wall / 1e6
     );
     if o.ok() {
-        println!("verdict: ok (every oracle held)");
+        writeln!(out, "verdict: ok (every oracle held)")?;
     } else {
-        println!("verdict: VIOLATION");
+        writeln!(out, "verdict: VIOLATION")?;
         for v in &o.violations {
-            println!("  {v}");
+            writeln!(out, "  {v}")?;
         }
     }
-    println!("trace hash {:016x}", o.trace_hash);
+    writeln!(out, "trace hash {:016x}", o.trace_hash)?;
     if a.check_determinism {
         let again = Sim::run(sc.clone(), None).map_err(|e| e.to_string())?;
         if again.trace_hash != o.trace_hash {
@@ -365,8 +461,9 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
             );
             return Ok(ExitCode::from(3));
         }
-        println!("determinism: ok (second run gave the same trace hash)");
+        writeln!(out, "determinism: ok (second run gave the same trace hash)")?;
     }
+    out.flush()?;
     Ok(if o.ok() {
         ExitCode::SUCCESS
     } else {
@@ -374,9 +471,9 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn cmd_search(a: SearchArgs) -> Result<ExitCode, String> {
+fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     if !a.rate.is_finite() || a.rate < 0.0 {
-        return Err(format!("--rate {} must be a finite number >= 0", a.rate));
+        return Err(format!("--rate {} must be a finite number >= 0", a.rate).into());
     }
     let fixed: Option<Guarantee> = match &a.guarantee {
         Some(g) => Some(
@@ -405,13 +502,14 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, String> {
     );
     bar.set_message("0 violating");
     let start = Instant::now();
+    let mut out = io::stdout().lock();
     let mut violating = 0u64;
     let mut messages = 0u64;
     for seed in a.first_seed..a.first_seed.saturating_add(a.seeds) {
         let sc = plan.scenario(seed).map_err(|e| e.to_string())?;
         let g = sc.guarantee;
         if a.list {
-            println!("{}", search::replay_command(&sc));
+            writeln!(out, "{}", search::replay_command(&sc))?;
             continue;
         }
         let o = Sim::run(sc.clone(), None).map_err(|e| e.to_string())?;
@@ -423,40 +521,51 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, String> {
         violating += 1;
         bar.set_message(format!("{violating} violating"));
         bar.suspend(|| {
-            println!("seed {seed} ({g}): {} fault(s) fired", o.fired.len());
+            writeln!(out, "seed {seed} ({g}): {} fault(s) fired", o.fired.len())?;
             for v in &o.violations {
-                println!("  violation: {v}");
+                writeln!(out, "  violation: {v}")?;
             }
-            println!("  replay: {}", search::replay_command(&sc));
-        });
+            writeln!(out, "  replay: {}", search::replay_command(&sc))?;
+            io::Result::Ok(())
+        })?;
         if !a.no_shrink {
             let class = o.violations[0].class();
             let shrunk = search::shrink(&sc, class);
-            bar.suspend(|| match shrunk {
-                Some(s) => {
-                    println!(
-                        "  shrunk ({} runs) to {} fault(s): {}",
-                        s.runs,
-                        s.scenario.faults.len(),
-                        fault::format_schedule(&s.scenario.faults)
-                    );
-                    for v in &s.outcome.violations {
-                        println!("    violation: {v}");
+            bar.suspend(|| -> io::Result<()> {
+                match shrunk {
+                    Some(s) => {
+                        writeln!(
+                            out,
+                            "  shrunk ({} runs) to {} fault(s): {}",
+                            s.runs,
+                            s.scenario.faults.len(),
+                            fault::format_schedule(&s.scenario.faults)
+                        )?;
+                        for v in &s.outcome.violations {
+                            writeln!(out, "    violation: {v}")?;
+                        }
+                        writeln!(
+                            out,
+                            "  shrunk replay: {}",
+                            search::replay_command(&s.scenario)
+                        )?;
                     }
-                    println!("  shrunk replay: {}", search::replay_command(&s.scenario));
+                    None => writeln!(out, "  (could not shrink: the violation did not reproduce)")?,
                 }
-                None => println!("  (could not shrink: the violation did not reproduce)"),
-            });
+                Ok(())
+            })?;
         }
     }
     bar.finish_and_clear();
     let wall = start.elapsed().as_secs_f64();
-    println!(
+    writeln!(
+        out,
         "searched {} seeds{}: {} violating",
         a.seeds,
         if a.swarm { " (swarm)" } else { "" },
         violating
-    );
+    )?;
+    out.flush()?;
     eprintln!(
         "acker-sim: {:.2} s, {:.2} M simulated messages/s",
         wall,

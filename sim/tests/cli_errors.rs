@@ -1,0 +1,206 @@
+//! `acker-sim` on bad arguments, huge fault schedules and a stdout it cannot write: a one-line
+//! message on stderr and exit status 2 (never a panic, status 101), a quiet exit 0 when the
+//! reader of a pipe closed it early, and a bounded `faults:` line whose trace hash is the
+//! library's.
+
+use acker_sim::fault::{format_schedule, parse_specs};
+use acker_sim::{Guarantee, Scenario, Sim};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_acker-sim"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let o = bin().args(args).output().expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    String::from_utf8(o.stdout).expect("utf-8 stdout")
+}
+
+/// Runs `acker-sim` with `args` and asserts exit status 2 and that stderr names `expected`.
+fn assert_usage_error(args: &[&str], expected: &str) {
+    let o = bin().args(args).output().expect("run acker-sim");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(expected), "{args:?}: stderr was {err:?}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}");
+}
+
+/// The library's run of `acker-sim run --seed seed --faults faults` with every other flag at its
+/// default (1000 tuples, faults drawn over 2 s): its fired schedule and trace hash.
+fn library_run(seed: u64, faults: &str) -> (String, u64, usize) {
+    let mut sc = Scenario::new(seed, Guarantee::AtLeastOnce);
+    sc.tuples = 1000;
+    sc.set_fault_specs(&parse_specs(faults).expect("specs"), 2_000_000_000)
+        .expect("schedule");
+    let o = Sim::run(sc, None).expect("run");
+    (format_schedule(&o.fired), o.trace_hash, o.fired.len())
+}
+
+fn line<'a>(stdout: &'a str, prefix: &str) -> &'a str {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in {stdout}"))
+}
+
+#[test]
+fn small_schedules_print_in_full_with_the_library_trace_hash() {
+    let out = run_ok(&[
+        "run",
+        "--seed",
+        "7",
+        "--faults",
+        "acker-crash*2",
+        "--check-determinism",
+    ]);
+    let (schedule, hash, fired) = library_run(7, "acker-crash*2");
+    assert_eq!(fired, 2);
+    assert_eq!(line(&out, "faults: "), schedule);
+    assert_eq!(line(&out, "trace hash "), format!("{hash:016x}"));
+    assert!(out.contains("determinism: ok"), "{out}");
+}
+
+#[test]
+fn huge_schedules_print_the_first_twenty_and_counts() {
+    let out = run_ok(&[
+        "run",
+        "--seed",
+        "3",
+        "--faults",
+        "acker-crash*25,message-loss*5",
+    ]);
+    let (schedule, hash, fired) = library_run(3, "acker-crash*25,message-loss*5");
+    assert_eq!(fired, 30);
+    let first_twenty: Vec<&str> = schedule.split(',').take(20).collect();
+    let faults = line(&out, "faults: ");
+    assert_eq!(
+        faults,
+        format!(
+            "{} ... and 10 more (30 fired: acker-crash 25, message-loss 5)",
+            first_twenty.join(",")
+        )
+    );
+    assert_eq!(line(&out, "trace hash "), format!("{hash:016x}"));
+
+    // The schedule cap (1M faults) itself: a bounded line, not 19 MB.
+    let out = run_ok(&["run", "--seed", "1", "--faults", "acker-crash*1000000"]);
+    let faults = line(&out, "faults: ");
+    assert!(faults.len() < 1000, "{} bytes", faults.len());
+    assert!(
+        faults.ends_with(" ... and 999980 more (1000000 fired: acker-crash 1000000)"),
+        "{faults}"
+    );
+    assert!(out.len() < 2000, "{} bytes of stdout", out.len());
+}
+
+#[test]
+fn zero_time_limit_is_a_usage_error() {
+    assert_usage_error(
+        &["run", "--seed", "1", "--time-limit", "0s"],
+        "invalid value '0s' for '--time-limit <TIME_LIMIT>': must be more than 0",
+    );
+    assert_usage_error(
+        &["search", "--seeds", "1", "--time-limit", "0"],
+        "'--time-limit <TIME_LIMIT>': must be more than 0",
+    );
+    // A positive limit too short to finish is still the liveness oracle's business.
+    let o = bin()
+        .args(["run", "--seed", "1", "--time-limit", "1ms"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("verdict: VIOLATION"));
+}
+
+#[test]
+fn negative_numbers_are_refused_by_name() {
+    assert_usage_error(
+        &["run", "--seed", "-1"],
+        "invalid value '-1' for '--seed <SEED>': must not be negative (a whole number >= 0)",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--tuples", "-10"],
+        "'--tuples <TUPLES>': must not be negative (a whole number >= 1)",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--max-spout-pending", "-1"],
+        "'--max-spout-pending <MAX_SPOUT_PENDING>': must not be negative",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--ackers", "-2"],
+        "'--ackers <ACKERS>': must not be negative",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--timeout", "-3s"],
+        "invalid value '-3s' for '--timeout <TIMEOUT>': durations cannot be negative",
+    );
+    assert_usage_error(
+        &["search", "--seeds", "-2"],
+        "'--seeds <SEEDS>': must not be negative (a whole number >= 1)",
+    );
+    assert_usage_error(
+        &["search", "--seeds", "1", "--rate", "-1"],
+        "acker-sim: error: --rate -1 must be a finite number >= 0",
+    );
+    assert_usage_error(
+        &["experiment", "--seed", "-4"],
+        "'--seed <SEED>': must not be negative",
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn full_stdout_is_an_error_not_a_panic() {
+    for args in [
+        &["run", "--seed", "1"][..],
+        &["search", "--seeds", "2", "--list"][..],
+    ] {
+        let full = std::fs::File::create("/dev/full").expect("open /dev/full");
+        let o = bin()
+            .args(args)
+            .stdout(full)
+            .output()
+            .expect("run acker-sim");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(
+                "acker-sim: error: cannot write to stdout: No space left on device (os error 28)"
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn closed_pipe_exits_quietly() {
+    let mut child = bin()
+        .args(["run", "--seed", "1", "--tuples", "200"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acker-sim");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("wait for acker-sim");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("error"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn help_documents_the_exit_statuses() {
+    let help = run_ok(&["--help"]);
+    assert!(
+        help.contains("Exit status: 0 when every oracle held"),
+        "{help}"
+    );
+    assert!(help.contains("closed early"), "{help}");
+}
