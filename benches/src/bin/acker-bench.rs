@@ -3,16 +3,26 @@
 //!
 //! ```text
 //! acker-bench compare [--quick] [--json] [--windows 1000,100000,1000000] [--reps N]
-//!                     [--ops N] [--threads 1,2] [--acks-per-tree K] [--seed S]
+//!                     [--ops N] [--threads 1,2] [--acks-per-tree K] [--seed S] [--only NAME,..]
 //! ```
+//!
+//! Output goes through a locked stdout with `writeln!`; a write error ends the command (see
+//! [`EXIT_STATUS_HELP`] for the exit statuses, also shown under `--help`).
 
 use std::alloc::System;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use acker_benches::compare::{
-    run_compare, CompareConfig, CompareReport, Measurement, SHARED_TARGET_LOAD_PERCENT,
-    TARGET_LOAD_PERCENT,
+    run_compare, CompareConfig, CompareReport, Measurement, OneAtATime, Prefetched,
+    SHARED_TARGET_LOAD_PERCENT, TARGET_LOAD_PERCENT,
 };
+use acker_benches::{
+    AckerStructure, CoreShared, DashMapAcker, HashbrownAcker, MutexHashbrown, SharedAckerStructure,
+    StormStyle,
+};
+use acker_core::{AckerTable, Slot};
+use clap::builder::PossibleValuesParser;
 use clap::{Parser, Subcommand};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -26,11 +36,53 @@ fn live_bytes() -> usize {
         as usize
 }
 
+/// The exit statuses, shown under `--help`.
+const EXIT_STATUS_HELP: &str = "Exit status: 0 on success (also when stdout is a pipe closed \
+early, e.g. `| head -1`: the command stops quietly); 1 when the structures disagree (no figures \
+reported); 2 on bad arguments or a stdout write error (e.g. `> /dev/full`), with a one-line \
+message on stderr.";
+
+/// The names `--only` accepts: every structure `compare` runs, single-owner then shared, as
+/// `run_compare` names them.
+fn structure_names() -> [&'static str; 8] {
+    [
+        <AckerTable<Box<[Slot]>> as AckerStructure>::NAME,
+        OneAtATime::NAME,
+        Prefetched::NAME,
+        HashbrownAcker::NAME,
+        StormStyle::NAME,
+        CoreShared::NAME,
+        MutexHashbrown::NAME,
+        DashMapAcker::NAME,
+    ]
+}
+
+/// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
+/// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
+/// flag) and fractions with a message naming the limit.
+fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= MIN => Ok(n),
+        Ok(_) => Err(format!("must be at least {MIN}")),
+        Err(_) if s.trim_start().starts_with('-') => {
+            Err(format!("must not be negative (a whole number >= {MIN})"))
+        }
+        Err(_) => Err(format!("not a whole number >= {MIN}")),
+    }
+}
+
+/// [`at_least`] for `usize` options.
+fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
+    let n = at_least::<MIN>(s)?;
+    usize::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
 #[derive(Parser)]
 #[command(
     name = "acker-bench",
     version,
-    about = "Benchmarks acker-core's acker tables against Storm-style, hashbrown, Mutex<hashbrown> and dashmap peers"
+    about = "Benchmarks acker-core's acker tables against Storm-style, hashbrown, Mutex<hashbrown> and dashmap peers",
+    after_help = EXIT_STATUS_HELP
 )]
 struct Cli {
     #[command(subcommand)]
@@ -53,25 +105,37 @@ struct CompareArgs {
     #[arg(long)]
     json: bool,
     /// Roots in flight (W), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1000,100000,1000000")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,100000,1000000",
+        allow_negative_numbers = true,
+        value_parser = count_at_least::<1>
+    )]
     windows: Vec<usize>,
-    /// Repetitions of each run; the median is reported [default: 3, 1 with --quick].
-    #[arg(long)]
+    /// Repetitions of each run, at least 1; the median is reported [default: 3, 1 with --quick].
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     reps: Option<usize>,
     /// Timed messages per run [default: max(8M, 4W); 2M with --quick].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     ops: Option<usize>,
     /// Thread counts for the shared tables, comma-separated (0 alone skips them).
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2",
+        allow_negative_numbers = true,
+        value_parser = count_at_least::<0>
+    )]
     threads: Vec<usize>,
     /// Acks per tree (k).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     acks_per_tree: usize,
     /// Seed of the op streams.
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 7, allow_negative_numbers = true, value_parser = at_least::<0>)]
     seed: u64,
     /// Run only these structures (comma-separated names, e.g. for a profiler).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(structure_names()))]
     only: Vec<String>,
 }
 
@@ -90,32 +154,34 @@ fn ops_quick(_window: usize) -> usize {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let r = match cli.command {
         Command::Compare(args) => compare(args),
+    };
+    match r {
+        Ok(code) => code,
+        // The reader of a pipe stopped reading (`| head -1`): it has what it asked for.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("acker-bench: error: cannot write to stdout: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
-fn compare(args: CompareArgs) -> ExitCode {
-    if args.windows.is_empty() || args.windows.contains(&0) {
+/// Runs `compare`; `Err` only for a failed stdout write (bad arguments are refused by clap).
+fn compare(args: CompareArgs) -> io::Result<ExitCode> {
+    if args.windows.is_empty() {
         eprintln!("acker-bench: --windows needs values of at least 1");
-        return ExitCode::from(2);
-    }
-    if args.acks_per_tree == 0 {
-        eprintln!("acker-bench: --acks-per-tree must be at least 1");
-        return ExitCode::from(2);
+        return Ok(ExitCode::from(2));
     }
     if let Some(ops) = args.ops {
-        if ops == 0 {
-            eprintln!("acker-bench: --ops must be at least 1");
-            return ExitCode::from(2);
-        }
         let _ = OPS_OVERRIDE.set(ops);
     }
     let threads: Vec<usize> = args.threads.iter().copied().filter(|&t| t > 0).collect();
     let config = CompareConfig {
         windows: args.windows.clone(),
         ops_for_window: if args.quick { ops_quick } else { ops_full },
-        repetitions: args.reps.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+        repetitions: args.reps.unwrap_or(if args.quick { 1 } else { 3 }),
         threads,
         acks_per_tree: args.acks_per_tree,
         seed: args.seed,
@@ -138,37 +204,46 @@ fn compare(args: CompareArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => {
             eprintln!("acker-bench: structures disagree, no figures reported: {e}");
-            return ExitCode::FAILURE;
+            return Ok(ExitCode::FAILURE);
         }
     };
+    let mut out = io::stdout().lock();
     if json {
         let rows = serde_json::json!({ "rows": report.rows() });
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::to_string_pretty(&rows).expect("rows serialise")
-        );
+        )?;
     } else {
-        print_table(&config, &report);
+        print_table(&mut out, &config, &report)?;
     }
-    ExitCode::SUCCESS
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
-fn print_table(config: &CompareConfig, report: &CompareReport) {
-    println!(
+fn print_table(
+    out: &mut impl Write,
+    config: &CompareConfig,
+    report: &CompareReport,
+) -> io::Result<()> {
+    writeln!(out,
         "acker-bench compare: k = {} acks per tree, seed {}, {} repetition(s) (median); single-owner tables sized for load 0.{} at W, shared tables for 0.{}",
         config.acks_per_tree,
         config.seed,
         config.repetitions,
         TARGET_LOAD_PERCENT / 10,
         SHARED_TARGET_LOAD_PERCENT / 10
-    );
+    )?;
     for &window in &config.windows {
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "W = {window}  ({} timed messages)",
             (config.ops_for_window)(window)
-        );
-        println!(
+        )?;
+        writeln!(
+            out,
             "{:<26} {:>7} {:>9} {:>8} {:>8} {:>8} {:>6} {:>12} {:>5}",
             "structure",
             "threads",
@@ -179,7 +254,7 @@ fn print_table(config: &CompareConfig, report: &CompareReport) {
             "load",
             "ours/this",
             "Full"
-        );
+        )?;
         let rows: Vec<&Measurement> = report
             .medians
             .iter()
@@ -191,7 +266,8 @@ fn print_table(config: &CompareConfig, report: &CompareReport) {
                 Some(t) => report.find("acker-core-shared", window, Some(t)),
             };
             let ratio = ours.map_or("-".to_string(), |o| format!("{:.2}x", o.mops() / m.mops()));
-            println!(
+            writeln!(
+                out,
                 "{:<26} {:>7} {:>9.2} {:>8.1} {:>8.1} {:>8.1} {:>6.3} {:>12} {:>5}",
                 m.structure,
                 m.threads.map_or("-".to_string(), |t| t.to_string()),
@@ -202,7 +278,7 @@ fn print_table(config: &CompareConfig, report: &CompareReport) {
                 m.load(),
                 ratio,
                 m.outcome.full
-            );
+            )?;
         }
     }
     let shared_scaling: Vec<String> = config
@@ -215,10 +291,12 @@ fn print_table(config: &CompareConfig, report: &CompareReport) {
         })
         .collect();
     if !shared_scaling.is_empty() {
-        println!();
-        println!(
+        writeln!(out)?;
+        writeln!(
+            out,
             "acker-core-shared 2-thread scaling: {}",
             shared_scaling.join(", ")
-        );
+        )?;
     }
+    Ok(())
 }

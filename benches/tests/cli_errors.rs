@@ -1,0 +1,168 @@
+//! `acker-bench` on bad arguments and on a stdout it cannot write: a one-line message on stderr
+//! and exit status 2 (never a panic, status 101), or a quiet exit 0 when the reader of a pipe
+//! closed it early. Runs use tiny windows and op counts, so each takes milliseconds.
+
+use std::collections::BTreeSet;
+use std::process::{Command, Output, Stdio};
+
+/// `compare --quick` on one window of 100 roots, 2000 timed messages.
+const TINY: [&str; 6] = ["compare", "--quick", "--windows", "100", "--ops", "2000"];
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_acker-bench"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn run(extra: &[&str]) -> Output {
+    bin()
+        .args(TINY)
+        .args(extra)
+        .output()
+        .expect("run acker-bench")
+}
+
+/// Runs the tiny compare plus `extra` and asserts exit status 2 and that stderr names `expected`.
+fn assert_usage_error(extra: &[&str], expected: &str) {
+    let o = run(extra);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+    assert!(err.contains(expected), "{extra:?}: stderr was {err:?}");
+    assert!(!err.contains("panicked"), "{extra:?}: {err}");
+    assert!(o.stdout.is_empty(), "{extra:?}");
+}
+
+/// The structure names `--only` lists as valid, read from its error for an unknown name.
+fn listed_names() -> Vec<String> {
+    let err = stderr(&run(&["--only", "bogus"]));
+    let list = err
+        .split_once("[possible values: ")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .unwrap_or_else(|| panic!("no possible values in {err}"))
+        .0;
+    list.split(", ").map(str::to_string).collect()
+}
+
+/// The structures a run reported, from its `ran NAME ...` progress lines on stderr.
+fn ran(o: &Output) -> BTreeSet<String> {
+    stderr(o)
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("ran "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn unknown_only_names_are_refused_listing_the_valid_ones() {
+    assert_usage_error(
+        &["--only", "bogus"],
+        "invalid value 'bogus' for '--only <ONLY>'\n  [possible values: acker-core, ",
+    );
+    assert_usage_error(
+        &["--only", "acker-core,hashbrwn"],
+        "invalid value 'hashbrwn' for '--only <ONLY>'",
+    );
+}
+
+#[test]
+fn the_listed_names_are_exactly_the_structures_compare_runs() {
+    let names = listed_names();
+    assert_eq!(names.len(), 8, "{names:?}");
+    // Without --only every structure runs (shared ones at 1 thread): the same set of names.
+    let all = run(&["--threads", "1"]);
+    assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));
+    let listed: BTreeSet<String> = names.iter().cloned().collect();
+    assert_eq!(ran(&all), listed);
+    // And each name selects just that structure.
+    for name in ["storm-style", "mutex-hashbrown"] {
+        let o = run(&["--threads", "1", "--only", name]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        assert_eq!(ran(&o), BTreeSet::from([name.to_string()]));
+    }
+}
+
+#[test]
+fn zero_and_negative_counts_are_refused_by_name() {
+    assert_usage_error(
+        &["--reps", "0"],
+        "invalid value '0' for '--reps <REPS>': must be at least 1",
+    );
+    assert_usage_error(
+        &["--reps", "-1"],
+        "invalid value '-1' for '--reps <REPS>': must not be negative (a whole number >= 1)",
+    );
+    let o = bin()
+        .args(["compare", "--quick", "--ops", "0"])
+        .output()
+        .expect("run acker-bench");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid value '0' for '--ops <OPS>': must be at least 1"));
+    assert_usage_error(
+        &["--windows", "100,-5"],
+        "invalid value '-5' for '--windows <WINDOWS>': must not be negative",
+    );
+    assert_usage_error(
+        &["--threads", "-2"],
+        "'--threads <THREADS>': must not be negative (a whole number >= 0)",
+    );
+    assert_usage_error(
+        &["--acks-per-tree", "0"],
+        "'--acks-per-tree <ACKS_PER_TREE>': must be at least 1",
+    );
+    assert_usage_error(&["--seed", "-7"], "'--seed <SEED>': must not be negative");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn full_stdout_is_an_error_not_a_panic() {
+    for json in [false, true] {
+        let full = std::fs::File::create("/dev/full").expect("open /dev/full");
+        let mut cmd = bin();
+        cmd.args(TINY)
+            .args(["--threads", "0", "--only", "acker-core"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let o = cmd.stdout(full).output().expect("run acker-bench");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "json {json}: {err}");
+        assert!(
+            err.ends_with(
+                "acker-bench: error: cannot write to stdout: No space left on device (os error 28)\n"
+            ),
+            "json {json}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn closed_pipe_exits_quietly() {
+    let mut child = bin()
+        .args(TINY)
+        .args(["--threads", "0", "--only", "acker-core", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acker-bench");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("wait for acker-bench");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err, "");
+}
+
+#[test]
+fn help_documents_the_exit_statuses() {
+    let o = bin()
+        .arg("--help")
+        .output()
+        .expect("run acker-bench --help");
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("Exit status: 0 on success"), "{help}");
+    assert!(help.contains("closed early"), "{help}");
+}
