@@ -149,12 +149,10 @@ pub const MAX_PINS: u32 = 15;
 const STAMP_SHIFT: u32 = 26;
 const STAMP_MASK: u32 = 0b11_1111;
 
-/// Most slots a root's probe window spans (it spans `min(capacity, MAX_WINDOW)`).
+/// Most slots a root's probe window spans (it spans `min(capacity, MAX_WINDOW)`). A root whose
+/// window is full goes to any free slot of the table instead (an *overflow* entry, see the
+/// module docs).
 pub const MAX_WINDOW: usize = 64;
-
-/// A tick sweeps `capacity / SWEEP_FRACTION` slots (rounded up, and at least
-/// `min(capacity, MAX_WINDOW)`) for expired entries.
-pub const SWEEP_FRACTION: usize = 16;
 
 #[inline]
 fn state(m: u32) -> u32 {
@@ -406,7 +404,9 @@ pub struct SharedAckerTable<S> {
     clock_epoch: AtomicU64,
     /// Internal epoch: advances by `min(clock epochs elapsed, 3)` per tick.
     epoch: AtomicU32,
-    sweep_cursor: AtomicUsize,
+    /// Entries outside their root's probe window (counted from before their candidate is
+    /// published until after their slot is freed). While it is not 0, probes span the whole table.
+    overflow: AtomicUsize,
 }
 
 impl<S> core::fmt::Debug for SharedAckerTable<S> {
@@ -444,8 +444,18 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             live: AtomicUsize::new(0),
             clock_epoch: AtomicU64::new(0),
             epoch: AtomicU32::new(0),
-            sweep_cursor: AtomicUsize::new(0),
+            overflow: AtomicUsize::new(0),
         })
+    }
+
+    /// A table whose probe window is `window` slots (at least 1) instead of
+    /// `min(capacity, MAX_WINDOW)`: loom builds only, so that models with two or three slots
+    /// reach the overflow path.
+    #[cfg(loom)]
+    pub fn with_window(storage: S, message_timeout_ns: u64, window: usize) -> Result<Self, ConfigError> {
+        let mut table = Self::new(storage, message_timeout_ns)?;
+        table.window = window.clamp(1, table.capacity);
+        Ok(table)
     }
 
     /// The number of roots the table can hold (its number of slots).
@@ -454,12 +464,21 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         self.capacity
     }
 
-    /// The number of live roots: entries created and neither decided nor reclaimed. An expired
-    /// entry counts until a [`tick`](Self::tick)'s sweep reclaims it (see the module docs). Under
-    /// concurrent updates this is a snapshot.
+    /// The number of live roots: entries created and neither decided nor expired, as
+    /// [`AckerTable::len`](crate::AckerTable::len) counts them (expired entries leave it at the
+    /// [`tick`](Self::tick) that expires them). Under concurrent updates this is a snapshot.
     #[inline]
     pub fn len(&self) -> usize {
         self.live.load(Acquire)
+    }
+
+    /// The number of overflow entries: roots that found their probe window (`min(capacity, 64)`
+    /// slots from their home slot) full and live elsewhere in the table. While it is not 0,
+    /// every lookup of an absent root (each new root) scans the whole table instead of one
+    /// window: a sign the table is too small for its load (see the module docs). A snapshot.
+    #[inline]
+    pub fn overflow_len(&self) -> usize {
+        self.overflow.load(Acquire)
     }
 
     /// Whether no root is live (see [`len`](Self::len)).
@@ -497,7 +516,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             return None;
         }
         let home = self.home_slot(root);
-        for pos in 0..self.window {
+        for pos in 0..self.span() {
             let j = self.slot_at(home, pos);
             if self.slots.roots()[j].load(Acquire) != root {
                 continue;
@@ -540,7 +559,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// ack val to `xor`, or a fail arrived first.
     ///
     /// # Errors
-    /// [`TableError::ZeroRoot`], [`TableError::Full`] (unknown root, no free slot in its window),
+    /// [`TableError::ZeroRoot`], [`TableError::Full`] (unknown root, no free slot),
     /// [`TableError::DuplicateInit`] (an init for this root was already applied, or is being
     /// applied by another thread). Nothing changes on error.
     pub fn init(&self, root: RootId, xor: u64, spout_task: TaskId) -> Result<Decision, TableError> {
@@ -577,10 +596,12 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     /// Advances the table's clock to `now_ns` (the injected clock; a value earlier than the last
     /// tick is ignored). Each time the clock crosses a multiple of the message timeout, the
-    /// entries stamped 3 epochs ago expire; then `capacity / 16` slots (rounded up, at least 64) are swept to
-    /// reclaim expired entries, which leave [`len`](Self::len) then. Expiry is silent: no decision
-    /// is returned, as in Storm, where the spout times the tuple out itself. Safe to call from
-    /// several threads at once (concurrent calls share the sweep).
+    /// entries stamped 3 epochs ago expire: the call that advances the epoch sweeps the whole
+    /// table once and reclaims them, so they leave [`len`](Self::len) before it returns, as in
+    /// [`AckerTable::tick`](crate::AckerTable::tick). Expiry is silent: no decision is returned,
+    /// as in Storm, where the spout times the tuple out itself. Safe to call from several threads
+    /// at once (only the one that advances the epoch sweeps). A tick that does not cross a
+    /// multiple of the timeout costs one atomic load.
     pub fn tick(&self, now_ns: u64) {
         let clock_epoch = now_ns / self.timeout_ns;
         let mut seen = self.clock_epoch.load(Acquire);
@@ -592,21 +613,12 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 Ok(_) => {
                     let steps = (clock_epoch - seen).min(EXPIRY_EPOCHS as u64) as u32;
                     self.epoch.fetch_add(steps, AcqRel);
-                    break;
+                    for j in 0..self.capacity {
+                        self.expire(j);
+                    }
+                    return;
                 }
                 Err(now) => seen = now,
-            }
-        }
-        let budget = self
-            .capacity
-            .div_ceil(SWEEP_FRACTION)
-            .max(self.capacity.min(MAX_WINDOW));
-        let start = self.sweep_cursor.fetch_add(budget, AcqRel) % self.capacity;
-        for k in 0..budget {
-            let j = (start + k) % self.capacity;
-            let m = self.slots.metas()[j].load(Acquire);
-            if state(m) == LIVE && self.expired(m) {
-                self.expire(j, m);
             }
         }
     }
@@ -638,15 +650,53 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         &self.slots.metas()[i]
     }
 
-    /// Moves the live, expired entry at `j` (meta word `m` as read) to dead (free if unpinned).
-    /// Does nothing if the meta word changed meanwhile (a restamp, a decision, another expiry).
-    fn expire(&self, j: usize, m: u32) {
-        if self
-            .meta(j)
-            .compare_exchange(m, dead(m, pins(m)), AcqRel, Acquire)
-            .is_ok()
-        {
-            self.live.fetch_sub(1, AcqRel);
+    /// If the entry at `j` is live and expired, moves it to dead (free if unpinned). Retries
+    /// while only its pins change; stops once it is not live or not expired (restamped, decided,
+    /// expired by another thread).
+    fn expire(&self, j: usize) {
+        let mut m = self.meta(j).load(Acquire);
+        while state(m) == LIVE && self.expired(m) {
+            match self.cas(j, m, dead(m, pins(m))) {
+                Ok(_) => {
+                    self.live.fetch_sub(1, AcqRel);
+                    return;
+                }
+                Err(now) => m = now,
+            }
+        }
+    }
+
+    /// Slots a probe spans now: the window, or the whole table while overflow entries exist.
+    #[inline]
+    fn span(&self) -> usize {
+        if self.overflow.load(Acquire) == 0 {
+            self.window
+        } else {
+            self.capacity
+        }
+    }
+
+    /// `compare_exchange_weak` on slot `j`'s meta word (`m` → `new`) that keeps the overflow
+    /// count: when it frees the slot of an overflow entry, the count drops. The root id is read
+    /// before the CAS, while the slot is not free (it cannot change until then).
+    #[inline]
+    fn cas(&self, j: usize, m: u32, new: u32) -> Result<u32, u32> {
+        let overflow = new == FREE && self.is_overflow_slot(j);
+        let r = self.meta(j).compare_exchange_weak(m, new, AcqRel, Acquire);
+        if overflow && r.is_ok() {
+            self.overflow.fetch_sub(1, AcqRel);
+        }
+        r
+    }
+
+    /// Whether the (not free) slot `j` holds an entry outside its root's window. The count is
+    /// read first: an overflow entry's increment happened before its publication, which the
+    /// caller has seen, so a count of 0 proves the slot is not one.
+    #[inline]
+    fn is_overflow_slot(&self, j: usize) -> bool {
+        self.capacity > self.window && self.overflow.load(Acquire) != 0 && {
+            let home = self.home_slot(self.slots.roots()[j].load(Acquire));
+            (j + self.capacity - home) % self.capacity >= self.window
         }
     }
 
@@ -755,7 +805,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 // Decided or expired by another thread while we were inside.
                 (Decision::Pending, dead(m, left))
             };
-            match meta.compare_exchange_weak(m, new, AcqRel, Acquire) {
+            match self.cas(i, m, new) {
                 Ok(_) => {
                     if is_final(decision) {
                         self.live.fetch_sub(1, AcqRel);
@@ -778,7 +828,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             } else {
                 m - PIN
             };
-            match meta.compare_exchange_weak(m, new, AcqRel, Acquire) {
+            match self.cas(i, m, new) {
                 Ok(_) => return,
                 Err(now) => m = now,
             }
@@ -836,14 +886,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// it meets on the way). `None` if it has no live entry.
     fn find(&self, root: RootId, home: usize) -> Option<usize> {
         'restart: loop {
-            for pos in 0..self.window {
+            for pos in 0..self.span() {
                 let j = self.slot_at(home, pos);
                 if self.slots.roots()[j].load(Acquire) != root {
                     continue;
                 }
                 let m = self.meta(j).load(Acquire);
                 match state(m) {
-                    LIVE if self.expired(m) => self.expire(j, m),
+                    LIVE if self.expired(m) => self.expire(j),
                     LIVE | INSERTING => {
                         if !self.pin(j, root) {
                             continue 'restart;
@@ -876,13 +926,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// live entry, pinned. `Ok(None)`: another candidate won; look again.
     fn insert(&self, root: RootId, home: usize) -> Result<Option<usize>, TableError> {
         let mut claimed = None;
-        'scan: for pos in 0..self.window {
+        // The window first, then (only if it is full) the rest of the table.
+        'scan: for pos in 0..self.capacity {
             let j = self.slot_at(home, pos);
             let meta = self.meta(j);
             let mut m = meta.load(Acquire);
             loop {
                 if state(m) == LIVE && self.expired(m) {
-                    self.expire(j, m);
+                    self.expire(j);
                     m = meta.load(Acquire);
                 }
                 if m != FREE {
@@ -902,6 +953,11 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         };
         self.slots.roots()[j].store(root, Relaxed);
         self.slots.ack_vals()[j].store(0, Relaxed);
+        if pos >= self.window {
+            // Counted before it is published: every probe that could meet it then spans the
+            // whole table (see `resolve` for the candidates' side).
+            self.overflow.fetch_add(1, SeqCst);
+        }
         let epoch = self.epoch.load(Acquire);
         // Publish the candidate (release: the root id and the zeroed ack val go with it).
         self.meta(j)
@@ -920,9 +976,15 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// candidate may run this; all runs agree.
     fn resolve(&self, e: usize, root: RootId, home: usize, pos_e: usize) {
         // Pairs with the fence of every other candidate's resolution: of two candidates of one
-        // root, at least one sees the other's publication.
+        // root, at least one sees the other's publication (and, if that one is an overflow
+        // entry, its count, which was raised before it was published, so the scan spans it).
         fence(SeqCst);
-        for pos in 0..self.window {
+        let span = if self.overflow.load(SeqCst) == 0 {
+            self.window
+        } else {
+            self.capacity
+        };
+        for pos in 0..span {
             if pos == pos_e {
                 continue;
             }
@@ -944,8 +1006,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                     }
                     INSERTING => {
                         // A candidate farther from home loses to this one.
-                        let new = dead(m, pins(m));
-                        match meta.compare_exchange(m, new, AcqRel, Acquire) {
+                        match self.cas(j, m, dead(m, pins(m))) {
                             Ok(_) => break,
                             Err(now) => m = now,
                         }
@@ -972,7 +1033,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let meta = self.meta(e);
         let mut m = meta.load(Acquire);
         while state(m) == INSERTING {
-            match meta.compare_exchange_weak(m, dead(m, pins(m)), AcqRel, Acquire) {
+            match self.cas(e, m, dead(m, pins(m))) {
                 Ok(_) => return,
                 Err(now) => m = now,
             }

@@ -466,3 +466,54 @@ fn two_inits_of_one_root() {
         }
     });
 }
+
+/// A table of `N` slots whose probe window is one slot, so that any collision overflows.
+fn narrow<const N: usize>() -> Arc<Table<N>> {
+    Arc::new(SharedAckerTable::with_window(SharedArrays::<N>::arrays(), T, 1).unwrap())
+}
+
+/// Model 11a: two inserts of one root whose window is full: both go to overflow slots, exactly
+/// one becomes the root's entry, and it holds both XORs.
+///
+/// Bound 3 (`LOOM_MAX_PREEMPTIONS=3`), exhaustive: see the module docs.
+#[test]
+fn two_overflow_inserts_of_one_root() {
+    model(|| {
+        let t = narrow::<3>();
+        let (a, b) = same_home(&t);
+        assert_eq!(t.ack(a, 0x1), Ok(Decision::Pending)); // fills b's window
+        let t2 = t.clone();
+        let x = thread::spawn(move || t2.ack(b, 0x10).unwrap());
+        let y = t.ack(b, 0x20).unwrap();
+        assert_eq!((x.join().unwrap(), y), (Decision::Pending, Decision::Pending));
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.overflow_len(), 1);
+        assert_eq!(t.get(b).unwrap().ack_val, 0x30);
+        assert_eq!(t.init(b, 0x30, TASK), Ok(COMPLETED));
+        assert_eq!(t.overflow_len(), 0);
+        assert_eq!(t.get(a).unwrap().ack_val, 0x1);
+    });
+}
+
+/// Model 11b: an insert of a root whose window is full (it overflows) ∥ the completion of the
+/// root holding that window followed by an insert of the same root (which may now take its
+/// window): an overflow candidate and an in-window candidate of one root agree on one entry.
+///
+/// Bound 3 (`LOOM_MAX_PREEMPTIONS=3`), exhaustive: see the module docs.
+#[test]
+fn overflow_and_in_window_candidates_of_one_root() {
+    model(|| {
+        let t = narrow::<2>();
+        let (a, b) = same_home(&t);
+        assert_eq!(t.init(a, 0x1, TASK), Ok(Decision::Pending));
+        let t2 = t.clone();
+        let x = thread::spawn(move || t2.ack(b, 0x10).unwrap());
+        assert_eq!(t.ack(a, 0x1), Ok(COMPLETED));
+        let y = t.ack(b, 0x20).unwrap();
+        assert_eq!((x.join().unwrap(), y), (Decision::Pending, Decision::Pending));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.get(b).unwrap().ack_val, 0x30);
+        assert_eq!(t.init(b, 0x30, TASK), Ok(COMPLETED));
+        assert_eq!((t.len(), t.overflow_len()), (0, 0));
+    });
+}

@@ -102,24 +102,44 @@ fn errors_leave_the_table_unchanged() {
 }
 
 #[test]
-fn large_tables_fill_windows_not_just_slots() {
-    // All roots with the same home share one 64-slot window: the 65th is refused although the
-    // table has free slots elsewhere (the documented trade-off).
+fn a_full_window_overflows_into_the_rest_of_the_table() {
+    // 100 roots with the same home: the first 64 fill their window, the other 36 go to free
+    // slots elsewhere (overflow entries) instead of being refused.
     let table = SharedAckerTable::new(vec_slots(1024), T).unwrap();
     let home = table.home_slot(1);
     let same_home: Vec<u64> = (1..u64::MAX)
         .filter(|&r| table.home_slot(r) == home)
-        .take(65)
+        .take(100)
         .collect();
-    for &r in &same_home[..64] {
-        assert_eq!(table.ack(r, 1), Ok(Decision::Pending));
+    for &r in &same_home {
+        assert_eq!(table.ack(r, r), Ok(Decision::Pending));
     }
-    assert_eq!(table.ack(same_home[64], 1), Err(TableError::Full));
-    assert_eq!(table.len(), 64);
-    // Every one of them is still found.
-    for &r in &same_home[..64] {
-        assert_eq!(table.get(r).unwrap().ack_val, 1);
+    assert_eq!(table.len(), 100);
+    assert_eq!(table.overflow_len(), 36);
+    // Every one of them is found, and an init joins its entry (no second entry is created).
+    for &r in &same_home {
+        assert_eq!(table.get(r).unwrap().ack_val, r);
     }
+    for &r in &same_home[60..] {
+        assert_eq!(table.init(r, r, 2), Ok(Decision::Completed { spout_task: 2 }));
+    }
+    assert_eq!(table.len(), 60);
+    assert_eq!(table.overflow_len(), 0);
+    // Fill every other slot: `Full` comes exactly when all 1024 slots are taken.
+    let mut r = 1u64 << 40;
+    while table.len() < 1024 {
+        assert_eq!(table.ack(r, 1), Ok(Decision::Pending), "len {}", table.len());
+        r += 1;
+    }
+    assert_eq!(table.ack(r, 1), Err(TableError::Full));
+    assert_eq!(table.len(), 1024);
+    assert!(table.overflow_len() > 0);
+    assert_eq!(table.get(same_home[0]).unwrap().ack_val, same_home[0]);
+    // Expiry reclaims everything, overflow entries included.
+    table.tick(3 * T);
+    assert_eq!(table.len(), 0);
+    assert_eq!(table.overflow_len(), 0);
+    assert_eq!(table.ack(r, 1), Ok(Decision::Pending));
 }
 
 #[test]
@@ -158,17 +178,57 @@ struct Script {
     steps: Vec<Step>,
 }
 
+impl Script {
+    /// The root id of root number `k` (`1..=roots()`). Large tables use scrambled ids: sequential
+    /// ids are spread so evenly by the home-slot hash that windows almost never fill.
+    fn root_id(&self, k: u64) -> u64 {
+        if self.capacity > 64 {
+            k.wrapping_mul(0xD1B5_4A32_D192_ED03)
+        } else {
+            k
+        }
+    }
+
+    /// Roots used are numbers `1..=roots()`.
+    fn roots(&self) -> u64 {
+        if self.capacity > 64 {
+            self.capacity as u64 + 30
+        } else {
+            (self.capacity as u64 + 2).min(10)
+        }
+    }
+}
+
 impl Arbitrary for Script {
     fn arbitrary(g: &mut Gen) -> Self {
-        let capacity = *g.choose(&[1usize, 2, 3, 4, 8, 16]).unwrap();
-        let roots = (capacity as u64 + 2).min(10);
-        let len = usize::arbitrary(g) % 200;
+        // Small tables (the window is the whole table) and tables above the 64-slot window,
+        // filled to the brim so that windows overflow and `Full` comes at capacity.
+        let capacity = *g.choose(&[1usize, 2, 3, 4, 8, 16, 65, 80, 100]).unwrap();
+        let shape = Script {
+            capacity,
+            steps: Vec::new(),
+        };
+        let roots = shape.roots();
+        let len = if capacity > 64 {
+            300 + usize::arbitrary(g) % 700
+        } else {
+            usize::arbitrary(g) % 200
+        };
         let steps = (0..len)
             .map(|_| {
-                let root = u64::arbitrary(g) % roots + 1;
-                // Small XOR values so trees complete (ack vals cancel) often.
-                let xor = u64::arbitrary(g) % 4;
-                match u8::arbitrary(g) % 16 {
+                let root = shape.root_id(u64::arbitrary(g) % roots + 1);
+                // Small XOR values so trees complete (ack vals cancel) often; less often in
+                // large tables, which should fill.
+                let xor = u64::arbitrary(g) % if capacity > 64 { 64 } else { 4 };
+                // Large tables: mostly acks (which create entries) and rare ticks, so they fill.
+                let kind = if capacity > 64 {
+                    [0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 10, 12, 3, 3, 3]
+                        [usize::from(u8::arbitrary(g) % 16)]
+                        .max(if u8::arbitrary(g) == 0 { 14 } else { 0 })
+                } else {
+                    u8::arbitrary(g) % 16
+                };
+                match kind {
                     0..=2 => Step::Msg(AckerMessage::Init {
                         root,
                         xor,
@@ -200,7 +260,13 @@ impl Arbitrary for Step {
     }
 }
 
+/// Scripts that reached an overflow entry, and scripts that met `Full` (the generator must reach
+/// both, or the large capacities test nothing new).
+static OVERFLOWED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static FILLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 fn same_behaviour(script: Script) -> bool {
+    let (mut overflowed, mut filled) = (false, false);
     let mut single = AckerTable::new(vec![Slot::EMPTY; script.capacity], T).unwrap();
     let shared = SharedAckerTable::new(vec_slots(script.capacity), T).unwrap();
     let mut now = 0;
@@ -208,6 +274,8 @@ fn same_behaviour(script: Script) -> bool {
         match *step {
             Step::Msg(m) => {
                 let (a, b) = (single.apply(m), shared.apply(m));
+                filled |= b == Err(TableError::Full);
+                overflowed |= shared.overflow_len() > 0;
                 if a != b {
                     eprintln!("step {k} {m:?}: single {a:?}, shared {b:?}");
                     return false;
@@ -227,7 +295,7 @@ fn same_behaviour(script: Script) -> bool {
             );
             return false;
         }
-        for root in 1..=10 {
+        for root in (1..=script.roots()).map(|k| script.root_id(k)) {
             if single.get(root) != shared.get(root) {
                 eprintln!(
                     "step {k}: root {root}: single {:?}, shared {:?}",
@@ -238,14 +306,21 @@ fn same_behaviour(script: Script) -> bool {
             }
         }
     }
+    use std::sync::atomic::Ordering::Relaxed;
+    OVERFLOWED.fetch_add(overflowed as usize, Relaxed);
+    FILLED.fetch_add(filled as usize, Relaxed);
     true
 }
 
 #[test]
 fn same_decisions_as_the_single_owner_table() {
     QuickCheck::new()
-        .tests(if cfg!(debug_assertions) { 500 } else { 10_000 })
+        .tests(if cfg!(debug_assertions) { 300 } else { 5_000 })
         .quickcheck(same_behaviour as fn(Script) -> bool);
+    use std::sync::atomic::Ordering::Relaxed;
+    let (overflowed, filled) = (OVERFLOWED.load(Relaxed), FILLED.load(Relaxed));
+    eprintln!("{overflowed} scripts reached an overflow entry, {filled} met Full");
+    assert!(overflowed > 0 && filled > 0, "{overflowed} overflowed, {filled} filled");
 }
 
 /// A hand-written sequence covering every rule, checked against the single-owner table too.

@@ -223,38 +223,60 @@ fn eight_threads_with_fails() {
 /// every tree is decided exactly once.
 #[test]
 fn back_pressure_when_full() {
-    let table = SharedAckerTable::new(vec_slots(8), T).unwrap();
-    let trees = scaled(4_000);
+    let (fulls, _) = back_pressure(8, scaled(4_000));
+    assert!(fulls > 0, "the table did fill up");
+}
+
+/// A table above the 64-slot window, filled to the brim: full windows overflow into the rest of
+/// the table while other threads look those roots up, decide them and free their slots; every
+/// tree is still decided exactly once and the overflow count returns to 0.
+#[test]
+fn overflow_under_pressure() {
+    let (fulls, max_overflow) = back_pressure(96, scaled(20_000));
+    assert!(fulls > 0, "the table did fill up");
+    assert!(max_overflow > 0, "some window overflowed");
+}
+
+/// `trees` trees of three messages (the init and two acks, each on its own thread of four; two
+/// threads walk the trees backwards so that many trees are in flight) over a table of
+/// `capacity` slots. Returns the number of `Full` refusals and the most overflow entries seen.
+fn back_pressure(capacity: usize, trees: usize) -> (usize, usize) {
+    let table = SharedAckerTable::new(vec_slots(capacity), T).unwrap();
     let decided: Vec<AtomicU8> = (0..trees).map(|_| AtomicU8::new(0)).collect();
     let fulls = AtomicUsize::new(0);
+    let max_overflow = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for me in 0..4usize {
-            let (table, decided, fulls) = (&table, &decided, &fulls);
+            let (table, decided, fulls, max_overflow) = (&table, &decided, &fulls, &max_overflow);
             s.spawn(move || {
-                // Each tree: the init on one thread, its two acks on two others. A message
-                // refused with Full is set aside and retried after the pass (blocking on it
-                // could deadlock: the slots may be held by trees whose other messages wait
+                // A message refused with Full is set aside and retried after the pass (blocking
+                // on it could deadlock: the slots may be held by trees whose other messages wait
                 // behind it on this thread).
                 let mut deferred = Vec::new();
-                let apply = |tree: usize, m: AckerMessage| match table.apply(m) {
-                    Ok(Decision::Pending) => true,
-                    Ok(d) => {
-                        assert_eq!(
-                            d,
-                            Decision::Completed {
-                                spout_task: SPOUT_TASK
-                            }
-                        );
-                        decided[tree].fetch_add(1, Ordering::Relaxed);
-                        true
+                let apply = |tree: usize, m: AckerMessage| {
+                    let r = table.apply(m);
+                    max_overflow.fetch_max(table.overflow_len(), Ordering::Relaxed);
+                    match r {
+                        Ok(Decision::Pending) => true,
+                        Ok(d) => {
+                            assert_eq!(
+                                d,
+                                Decision::Completed {
+                                    spout_task: SPOUT_TASK
+                                }
+                            );
+                            decided[tree].fetch_add(1, Ordering::Relaxed);
+                            true
+                        }
+                        Err(TableError::Full) => {
+                            fulls.fetch_add(1, Ordering::Relaxed);
+                            false
+                        }
+                        Err(e) => panic!("{e:?}"),
                     }
-                    Err(TableError::Full) => {
-                        fulls.fetch_add(1, Ordering::Relaxed);
-                        false
-                    }
-                    Err(e) => panic!("{e:?}"),
                 };
-                for tree in 0..trees {
+                for k in 0..trees {
+                    let tree = if me % 2 == 0 { k } else { trees - 1 - k };
                     let root = root_of(tree);
                     let (a, b) = (tree as u64 * 2 + 1, tree as u64 * 2 + 2);
                     let m = match (tree + me) % 4 {
@@ -278,7 +300,13 @@ fn back_pressure_when_full() {
             });
         }
     });
-    assert!(decided.iter().all(|d| d.load(Ordering::Relaxed) == 1));
-    assert!(fulls.load(Ordering::Relaxed) > 0, "the table did fill up");
+    for (tree, d) in decided.iter().enumerate() {
+        assert_eq!(d.load(Ordering::Relaxed), 1, "tree {tree}");
+    }
     assert_eq!(table.len(), 0);
+    assert_eq!(table.overflow_len(), 0);
+    (
+        fulls.load(Ordering::Relaxed),
+        max_overflow.load(Ordering::Relaxed),
+    )
 }

@@ -31,15 +31,11 @@ pub const EXPIRY_EPOCHS: u64 = 3;
 /// slots and expired entries linger between sweeps).
 pub const MAX_CAPACITY: usize = 130;
 
-/// Largest `SharedAckerTable` capacity a fuzz input asks for: up to 64 slots the shared table's
-/// probe window is the whole table, so `Full` means exactly what it means for the model (every
-/// slot holds an unexpired entry). Its decisions, errors and entries must then equal the model's;
-/// only `len()` may lag: an expired entry leaves it when a sweep reclaims it (see
-/// [`TableUnderTest::len_lag_ticks`]).
-pub const MAX_SHARED_CAPACITY: usize = 64;
-
-/// `acker_core::shared::SWEEP_FRACTION`: a shared table's tick sweeps `capacity / 16` slots.
-pub const SHARED_SWEEP_FRACTION: usize = 16;
+/// Largest `SharedAckerTable` capacity a fuzz input asks for: above its 64-slot probe window,
+/// so that full windows overflow into the rest of the table. `Full` still means exactly what it
+/// means for the model (every slot holds an unexpired entry), and its decisions, errors, entries
+/// and `len()` must equal the model's.
+pub const MAX_SHARED_CAPACITY: usize = MAX_CAPACITY;
 
 /// Most table ticks one input may cause (enough to wrap the table's 14-bit stamps once at 3
 /// epochs a tick, while keeping one execution short).
@@ -165,11 +161,6 @@ pub trait TableUnderTest {
     fn is_empty(&self) -> bool;
     /// The live entry of `root`.
     fn get(&self, root: RootId) -> Option<EntryView>;
-    /// Ticks an expired entry may still count in `len()`, its own tick included: 0 when `len()`
-    /// is exact right after every tick.
-    fn len_lag_ticks(&self) -> usize {
-        0
-    }
 }
 
 impl TableUnderTest for AckerTable<Vec<Slot>> {
@@ -217,10 +208,6 @@ pub struct ModelTable {
     timeout_ns: u64,
     clock_epoch: u64,
     epoch: u64,
-    /// Ticks so far, and per recent tick (oldest first): its number and how many entries expired
-    /// at it.
-    ticks: usize,
-    expired_log: std::collections::VecDeque<(usize, usize)>,
 }
 
 /// Which message a model step applies.
@@ -241,21 +228,7 @@ impl ModelTable {
             timeout_ns,
             clock_epoch: 0,
             epoch: 0,
-            ticks: 0,
-            expired_log: std::collections::VecDeque::new(),
         }
-    }
-
-    /// The range `len()` may lie in for a table whose expired entries may count for `lag` ticks
-    /// (their expiry tick included): exactly [`len`](Self::len) for `lag == 0`.
-    pub fn len_range(&self, lag: usize) -> (usize, usize) {
-        let recent: usize = self
-            .expired_log
-            .iter()
-            .filter(|&&(t, _)| t + lag > self.ticks)
-            .map(|&(_, n)| n)
-            .sum();
-        (self.len(), self.len() + recent)
     }
 
     /// Live roots.
@@ -366,16 +339,7 @@ impl ModelTable {
             self.clock_epoch = clock_epoch;
         }
         let epoch = self.epoch;
-        let before = self.entries.len();
         self.entries.retain(|_, e| epoch - e.stamp < EXPIRY_EPOCHS);
-        self.ticks += 1;
-        let expired = before - self.entries.len();
-        if expired > 0 {
-            self.expired_log.push_back((self.ticks, expired));
-        }
-        while self.expired_log.len() > 64 {
-            self.expired_log.pop_front();
-        }
     }
 }
 
@@ -519,17 +483,10 @@ pub fn run_table_ops<T: TableUnderTest>(
     stats
 }
 
-/// `len()` equals the model's, or for a table whose `len()` lags expiry, lies between the
-/// model's and the model's plus the entries that expired within the lag; `is_empty()` agrees
-/// with `len()`.
+/// `len()` equals the model's; `is_empty()` agrees with it.
 fn check_len<T: TableUnderTest>(table: &T, model: &ModelTable, ctx: &str) {
-    let (lo, hi) = model.len_range(table.len_lag_ticks());
     let len = table.len();
-    assert!(
-        (lo..=hi).contains(&len),
-        "{ctx}: len {len}, model {lo} (up to {hi} with entries expired in the last {} ticks)",
-        table.len_lag_ticks()
-    );
+    assert_eq!(len, model.len(), "{ctx}: len");
     assert_eq!(table.is_empty(), len == 0, "{ctx}: is_empty with len {len}");
 }
 
@@ -594,13 +551,6 @@ impl TableUnderTest for SharedVecTable {
     }
     fn get(&self, root: RootId) -> Option<EntryView> {
         SharedAckerTable::get(self, root)
-    }
-    /// An expired entry leaves `len()` when a tick's sweep reaches its slot (or an insert
-    /// scanning its window meets it); each tick sweeps `ceil(capacity / 16)` slots, so every
-    /// slot is swept within `ceil(capacity / ceil(capacity / 16))` ticks.
-    fn len_lag_ticks(&self) -> usize {
-        let cap = SharedAckerTable::capacity(self);
-        cap.div_ceil(cap.div_ceil(SHARED_SWEEP_FRACTION))
     }
 }
 
