@@ -90,10 +90,14 @@ fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= MIN => Ok(n),
         Ok(_) => Err(format!("must be at least {MIN}")),
-        Err(_) if s.trim_start().starts_with('-') => {
-            Err(format!("must not be negative (a whole number >= {MIN})"))
+        Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
+            Err("must not be negative".to_string())
         }
-        Err(_) => Err(format!("not a whole number >= {MIN}")),
+        Err(_) if s.trim_start().starts_with('-') => {
+            Err(format!("must not be negative (at least {MIN})"))
+        }
+        Err(_) if MIN == 0 => Err("must be a whole number".to_string()),
+        Err(_) => Err(format!("must be a whole number >= {MIN}")),
     }
 }
 

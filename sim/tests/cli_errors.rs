@@ -122,11 +122,15 @@ fn zero_time_limit_is_a_usage_error() {
 fn negative_numbers_are_refused_by_name() {
     assert_usage_error(
         &["run", "--seed", "-1"],
-        "invalid value '-1' for '--seed <SEED>': must not be negative (a whole number >= 0)",
+        "invalid value '-1' for '--seed <SEED>': must not be negative",
     );
     assert_usage_error(
         &["run", "--seed", "1", "--tuples", "-10"],
-        "'--tuples <TUPLES>': must not be negative (a whole number >= 1)",
+        "'--tuples <TUPLES>': must not be negative (at least 1)",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--tuples", "2.5"],
+        "invalid value '2.5' for '--tuples <TUPLES>': must be a whole number >= 1",
     );
     assert_usage_error(
         &["run", "--seed", "1", "--max-spout-pending", "-1"],
@@ -142,7 +146,7 @@ fn negative_numbers_are_refused_by_name() {
     );
     assert_usage_error(
         &["search", "--seeds", "-2"],
-        "'--seeds <SEEDS>': must not be negative (a whole number >= 1)",
+        "'--seeds <SEEDS>': must not be negative (at least 1)",
     );
     assert_usage_error(
         &["search", "--seeds", "1", "--rate", "-1"],

@@ -60,10 +60,14 @@ fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= MIN => Ok(n),
         Ok(_) => Err(format!("must be at least {MIN}")),
-        Err(_) if s.trim_start().starts_with('-') => {
-            Err(format!("must not be negative (a whole number >= {MIN})"))
+        Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
+            Err("must not be negative".to_string())
         }
-        Err(_) => Err(format!("not a whole number >= {MIN}")),
+        Err(_) if s.trim_start().starts_with('-') => {
+            Err(format!("must not be negative (at least {MIN})"))
+        }
+        Err(_) if MIN == 0 => Err("must be a whole number".to_string()),
+        Err(_) => Err(format!("must be a whole number >= {MIN}")),
     }
 }
 
@@ -97,13 +101,13 @@ enum Command {
 #[derive(Args, Clone)]
 struct RunArgs {
     /// Threads, one pinned per core (default: every available core).
-    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     cores: Option<usize>,
     /// Acker tasks (0 = at-most-once).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending per spout task (default: unbounded up to the runtime's pending capacity).
-    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     max_spout_pending: Option<usize>,
     /// Message timeout in seconds (0 turns timeouts off).
     #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = at_least::<0>)]
@@ -267,6 +271,12 @@ const MAX_ACKER_CAPACITY: usize = 100_000_000;
 const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 
 fn check_run(run: &RunArgs) -> Result<(), String> {
+    if run.cores == Some(0) {
+        return Err("--cores must be at least 1".to_string());
+    }
+    if run.max_spout_pending == Some(0) {
+        return Err("--max-spout-pending must be at least 1".to_string());
+    }
     let machine = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
     if run.cores.is_some_and(|c| c > 4 * machine) {
         return Err(format!(
