@@ -56,27 +56,30 @@
 //!   Any thread that meets an inserting candidate of its root finishes this resolution itself
 //!   instead of waiting, so a stalled inserter blocks nobody.
 //!
-//! ## Probing, tombstones and the trade-off
+//! ## Probing, overflow and the trade-off
 //!
-//! Linear probing inside a fixed window of `min(capacity, 64)` slots from the root's home slot.
+//! Linear probing inside a window of `min(capacity, 64)` slots from the root's home slot.
 //! Freed slots leave holes in the middle of probe chains (nothing is moved, and no root has a
-//! second bucket, unlike the single-owner table's cuckoo buckets), so a lookup of an absent root scans the whole
-//! window, and an insert fails with [`TableError::Full`] when all slots of *its window* are
-//! taken, even if slots elsewhere are free. With `capacity ≤ 64` the window is the whole table
-//! and `Full` means exactly what it means for [`AckerTable`]; larger tables should be sized with
-//! headroom (linear probing at up to ~70% load rarely fills a 64-slot window). Under
-//! concurrency `Full` can also be transient: a slot another thread has reserved for an insert
-//! still in progress is not free, even if that insert turns out to be of the same root (loom
-//! model 6b). Either way nothing changed and the caller retries (back-pressure). Dead entries
-//! ("tombstones") are freed at once by the last thread to leave them; expired entries are
-//! reclaimed by [`SharedAckerTable::tick`]'s sweep, or by an insert that finds its window full.
+//! second bucket, unlike the single-owner table's cuckoo buckets), so a lookup of an absent root
+//! (every new root) scans its whole window: 64 slots, a few cache lines of root ids.
+//!
+//! A root whose window is full takes any free slot of the rest of the table: an *overflow*
+//! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it before publishing it, and
+//! while the count is not 0 every probe spans the whole table, so [`TableError::Full`] means
+//! what it means for [`AckerTable`]: every slot holds an entry. The price is speed, not
+//! correctness: with overflow entries live, each new root costs a scan of the whole table. Size
+//! large tables with headroom (linear probing at up to ~70% load rarely fills a 64-slot window;
+//! the benchmarks use load 0.5). Under concurrency `Full` can also be transient: a slot another
+//! thread has reserved for an insert still in progress is not free, even if that insert turns
+//! out to be of the same root (loom model 6b). Either way nothing changed and the caller retries
+//! (back-pressure). Dead entries are freed at once by the last thread to leave them.
 //!
 //! ## Progress guarantees
 //!
 //! | operation | guarantee |
 //! | --- | --- |
 //! | [`init`](SharedAckerTable::init), [`ack`](SharedAckerTable::ack), [`fail`](SharedAckerTable::fail), [`reset_timeout`](SharedAckerTable::reset_timeout), [`apply`](SharedAckerTable::apply) | lock-free: a CAS retries only because another thread changed the same meta word, i.e. made progress; nobody waits for another thread, with one bounded exception: when 15 threads are already inside operations on the same root, a 16th spins until one leaves |
-//! | [`tick`](SharedAckerTable::tick) | lock-free (one CAS loop on the clock, then a bounded sweep of `capacity / 16` slots) |
+//! | [`tick`](SharedAckerTable::tick) | lock-free (one CAS loop on the clock; the call that advances the epoch then sweeps every slot once, one CAS loop per expired entry) |
 //! | [`len`](SharedAckerTable::len), [`capacity`](SharedAckerTable::capacity), [`get`](SharedAckerTable::get), [`memory_bytes`](SharedAckerTable::memory_bytes) | wait-free |
 //!
 //! A thread stalled forever inside an operation keeps at most one slot from being reused (the
@@ -88,25 +91,29 @@
 //! an entry, a fail and a reset-timeout do; an init or an ack of an existing entry do not), the
 //! epoch advances by `min(clock epochs elapsed, 3)` per [`tick`](SharedAckerTable::tick), and an
 //! entry whose stamp is 3 epochs old has expired (2T to 3T after its last (re)insertion): no
-//! operation joins it any more, a message for its root creates a fresh entry. It leaves
-//! [`len`](SharedAckerTable::len) when a sweep reclaims it: each tick sweeps `capacity / 16`
-//! slots (and at least 64; all of them when `capacity ≤ 64`), so every slot is swept at least every 16 ticks, well
-//! before its 6-bit stamp could wrap (61 epochs). An operation already inside an entry when it
-//! expires finishes on it (it is ordered before the expiry).
+//! operation joins it any more, a message for its root creates a fresh entry. The tick that
+//! advances the epoch sweeps the whole table and reclaims every expired entry, so it leaves
+//! [`len`](SharedAckerTable::len) at that tick, as in the single-owner table (a sweep costs
+//! about a nanosecond a slot, once per message timeout). An operation already inside an entry
+//! when it expires finishes on it (it is ordered before the expiry).
 //!
 //! ## Verification
 //!
 //! * `tests/loom.rs`: loom models (init ∥ ack, two completing acks, fail ∥ last ack, reset ∥ ack,
 //!   racing inserts of one root and of colliding roots, slot reuse ∥ late ack, tick ∥ updates,
-//!   insert into a full table ∥ completion), each exhaustive at `LOOM_MAX_PREEMPTIONS=3`:
+//!   insert into a full table ∥ completion, two overflow candidates of one root, an overflow and
+//!   an in-window candidate of one root), each exhaustive at `LOOM_MAX_PREEMPTIONS=3`:
 //!   `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p acker-core --release --test loom`.
 //!   The models fail if the `SeqCst` fence of the insert, the root check after pinning, or the
 //!   dead-entry check of the decision is removed, or if the decision uses the value the call's
-//!   own read-modify-write returned (models 3c, 4b: fail or reset ∥ init).
+//!   own read-modify-write returned (models 3c, 4b: fail or reset ∥ init), or if an overflow
+//!   entry is counted after it is published or a candidate's scan ignores the count (11a, 11b).
 //! * `tests/shared_model.rs`: quickcheck differential test against [`AckerTable`] (same
-//!   decisions, errors, lengths and entries on random message sequences with ticks).
+//!   decisions, errors, lengths and entries on random message sequences with ticks, on tables
+//!   of 1–16 slots and of 65–100 slots filled until windows overflow and `Full` comes).
 //! * `tests/shared_stress.rs`: one million random trees over 2, 4 and 8 threads, with fails,
-//!   every tree decided exactly once with the right decision, nothing left behind.
+//!   every tree decided exactly once with the right decision, nothing left behind; and tables
+//!   filled to the brim (8 slots, and 96 slots where windows overflow) under four threads.
 //!
 //! No `CachePadded` is used: the header's counters are the only shared hot words, and no
 //! measurement has shown false sharing yet.
@@ -452,7 +459,11 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// `min(capacity, MAX_WINDOW)`: loom builds only, so that models with two or three slots
     /// reach the overflow path.
     #[cfg(loom)]
-    pub fn with_window(storage: S, message_timeout_ns: u64, window: usize) -> Result<Self, ConfigError> {
+    pub fn with_window(
+        storage: S,
+        message_timeout_ns: u64,
+        window: usize,
+    ) -> Result<Self, ConfigError> {
         let mut table = Self::new(storage, message_timeout_ns)?;
         table.window = window.clamp(1, table.capacity);
         Ok(table)

@@ -121,14 +121,22 @@ fn a_full_window_overflows_into_the_rest_of_the_table() {
         assert_eq!(table.get(r).unwrap().ack_val, r);
     }
     for &r in &same_home[60..] {
-        assert_eq!(table.init(r, r, 2), Ok(Decision::Completed { spout_task: 2 }));
+        assert_eq!(
+            table.init(r, r, 2),
+            Ok(Decision::Completed { spout_task: 2 })
+        );
     }
     assert_eq!(table.len(), 60);
     assert_eq!(table.overflow_len(), 0);
     // Fill every other slot: `Full` comes exactly when all 1024 slots are taken.
     let mut r = 1u64 << 40;
     while table.len() < 1024 {
-        assert_eq!(table.ack(r, 1), Ok(Decision::Pending), "len {}", table.len());
+        assert_eq!(
+            table.ack(r, 1),
+            Ok(Decision::Pending),
+            "len {}",
+            table.len()
+        );
         r += 1;
     }
     assert_eq!(table.ack(r, 1), Err(TableError::Full));
@@ -224,7 +232,7 @@ impl Arbitrary for Script {
                 let kind = if capacity > 64 {
                     [0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 10, 12, 3, 3, 3]
                         [usize::from(u8::arbitrary(g) % 16)]
-                        .max(if u8::arbitrary(g) == 0 { 14 } else { 0 })
+                    .max(if u8::arbitrary(g) == 0 { 14 } else { 0 })
                 } else {
                     u8::arbitrary(g) % 16
                 };
@@ -320,7 +328,10 @@ fn same_decisions_as_the_single_owner_table() {
     use std::sync::atomic::Ordering::Relaxed;
     let (overflowed, filled) = (OVERFLOWED.load(Relaxed), FILLED.load(Relaxed));
     eprintln!("{overflowed} scripts reached an overflow entry, {filled} met Full");
-    assert!(overflowed > 0 && filled > 0, "{overflowed} overflowed, {filled} filled");
+    assert!(
+        overflowed > 0 && filled > 0,
+        "{overflowed} overflowed, {filled} filled"
+    );
 }
 
 /// A hand-written sequence covering every rule, checked against the single-owner table too.
