@@ -10,8 +10,9 @@
 //! A 20-byte struct of atomics cannot keep its 8-byte atomics aligned, so the storage is a
 //! structure of arrays, provided by the caller through [`SharedStorage`] (usually a
 //! [`SharedSlots`]): for slot `i`, `roots[i]` (8 bytes), `ack_vals[i]` (8 bytes) and `metas[i]`
-//! (4 bytes). Total memory is `20 × capacity` plus the fixed table header
-//! ([`SharedAckerTable::memory_bytes`]); nothing is ever allocated.
+//! (4 bytes). Total memory is `20 × capacity` plus the fixed table header of under 1 KiB
+//! ([`SharedAckerTable::memory_bytes`]; mostly the live count's cache-padded stripes); nothing is
+//! ever allocated.
 //!
 //! The 32-bit meta word holds everything that must change atomically together:
 //!
@@ -21,7 +22,7 @@
 //! | 16 | spout task known (the init has arrived) |
 //! | 17 | failed |
 //! | 18 | init claimed (an init is applying its XOR; a second init is a [`TableError::DuplicateInit`]) |
-//! | 19–21 | slot state: free, reserved, inserting, live, dead |
+//! | 19–21 | slot state: free, reserved, inserting, live, dead, killed |
 //! | 22–25 | pins: threads currently inside an operation on this entry (at most 15) |
 //! | 26–31 | timeout stamp (the table epoch modulo 64 at the last (re)insertion) |
 //!
@@ -33,14 +34,16 @@
 //!   change while the slot is pinned) and backs out if the slot holds another root. A decided or
 //!   expired entry becomes *dead*, and the slot is freed only by whoever drops the last pin, so no
 //!   thread in the middle of an update can ever XOR into another root's entry (no ABA).
-//! * **One CAS decides.** Every operation ends with an atomic read-modify-write of the ack val
-//!   (its XOR; or, for a message that changes a flag, `fetch_xor(0)` after the flag), then
+//! * **One CAS decides.** Every operation on an existing entry ends with an atomic
+//!   read-modify-write of the ack val (its XOR; or, for a message that changes a flag,
+//!   `fetch_xor(0)` after the flag); a message that creates its entry wrote its contribution
+//!   before publishing it, so it precedes all of those. Each operation then
 //!   evaluates rule 3 on a snapshot (the meta word, then the ack val loaded after it) and, if the
 //!   tree is decided, moves the entry from live to dead with a CAS on the meta word that succeeds
 //!   only if the word did not change since it was read, so flags and ack val were current
 //!   together. Only one CAS can move an entry to dead, so every `Completed` / `Failed` is returned
-//!   by exactly one call. The call whose read-modify-write of the ack val comes last synchronises
-//!   with every other update, so its snapshot holds every XOR and every flag and no decision is
+//!   by exactly one call. The call whose read-modify-write of the ack val comes last (or the call
+//!   that created the entry, if no other touched it) synchronises with every other update, so its snapshot holds every XOR and every flag and no decision is
 //!   missed. When several calls on one root overlap in time, the decision is returned by one of
 //!   them (whichever seals the entry, not necessarily the one whose XOR completed the tree), and
 //!   it is the one rule 3 gives for all of them together (so an ack still wins over a fail).
@@ -49,30 +52,41 @@
 //!   task and report `Completed`; loom models 3c and 4b, and the stress tests with fails, catch
 //!   that.)
 //! * **Inserts are two-phase.** A root that is not in the table gets a slot by CAS (free →
-//!   reserved), publishes it as *inserting*, and then, after a `SeqCst` fence, scans the root's
-//!   probe window for another candidate of the same root: a live one, or an inserting one nearer
-//!   its home, wins and this one dies; an inserting one farther from home is killed. Two inserts of
+//!   reserved), writes its root id and the message's contribution (its XOR; the spout task of an
+//!   init; the failed flag of a fail) and publishes the slot as an *inserting* candidate; then,
+//!   after a `SeqCst` fence, it scans the root's window for another candidate of the same root:
+//!   a live one, or an inserting one of smaller priority (nearer the start of the root's probe),
+//!   wins and this one is *killed*; an inserting one of larger priority is killed. Two inserts of
 //!   one root thus always agree on one entry (each sees the other's publication, by the fence).
-//!   Any thread that meets an inserting candidate of its root finishes this resolution itself
-//!   instead of waiting, so a stalled inserter blocks nobody.
+//!   A candidate that becomes live brings its message in with it; the caller of a killed one
+//!   (which nobody ever counted) applies its message to the winner instead. Any thread that meets
+//!   an inserting candidate of its root finishes this resolution itself instead of waiting, so a
+//!   stalled inserter blocks nobody. (Killed is a state of its own, not dead, so that a candidate
+//!   another thread made live and then decided is not mistaken for a lost one and applied twice;
+//!   loom models 1a and 3c catch that.)
 //!
 //! ## Probing, overflow and the trade-off
 //!
-//! Linear probing inside a window of `min(capacity, 64)` slots from the root's home slot.
-//! Freed slots leave holes in the middle of probe chains (nothing is moved, and no root has a
-//! second bucket, unlike the single-owner table's cuckoo buckets), so a lookup of an absent root
-//! (every new root) scans its whole window: 64 slots, a few cache lines of root ids.
+//! Tables of at most [`LINEAR_MAX_CAPACITY`] (64) slots probe linearly through the whole table
+//! from the root's home slot. Larger tables give each root a *window* of two buckets of
+//! [`BUCKET_SLOTS`] (8) slots, one cache line of root ids each, chosen by two hashes of the root
+//! id; a new root goes to the bucket with more free slots (two choices keep the buckets evenly
+//! filled). Nothing is ever moved, so freed slots leave holes and a lookup of an absent root (each
+//! new root) reads its whole window: 16 root ids.
 //!
-//! A root whose window is full takes any free slot of the rest of the table: an *overflow*
-//! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it before publishing it, and
-//! while the count is not 0 every probe spans the whole table, so [`TableError::Full`] means
-//! what it means for [`AckerTable`]: every slot holds an entry. The price is speed, not
-//! correctness: with overflow entries live, each new root costs a scan of the whole table. Size
-//! large tables with headroom (linear probing at up to ~70% load rarely fills a 64-slot window;
-//! the benchmarks use load 0.5). Under concurrency `Full` can also be transient: a slot another
-//! thread has reserved for an insert still in progress is not free, even if that insert turns
-//! out to be of the same root (loom model 6b). Either way nothing changed and the caller retries
-//! (back-pressure). Dead entries are freed at once by the last thread to leave them.
+//! A root whose window is full takes the first free slot after its first bucket: an *overflow*
+//! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it, with its distance past the
+//! window, in one atomic word before publishing it, and while the count is not 0 every probe
+//! also scans as far past the window as the farthest overflow entry; so [`TableError::Full`]
+//! means what it means for [`AckerTable`]: every slot holds an entry. The price is speed, not
+//! correctness. Measured with random roots and steady churn (each tree replaced as it
+//! completes): at load 0.5 no window overflowed in 4 M operations (W = 1k, 100k and 1M); at 0.7
+//! there were always some (up to about 200 of 100 000 roots); at 0.8–0.9, thousands. Size tables
+//! at load ≤ 0.5–0.6 (40 bytes a root at 0.5; the benchmarks use 0.5). Under concurrency `Full`
+//! can also be transient: a slot another thread has reserved for an insert still in progress is
+//! not free, even if that insert turns out to be of the same root (loom model 6b). Either way
+//! nothing changed and the caller retries (back-pressure). Dead entries are freed at once by the
+//! last thread to leave them.
 //!
 //! ## Progress guarantees
 //!
@@ -109,23 +123,30 @@
 //!   own read-modify-write returned (models 3c, 4b: fail or reset ∥ init), or if an overflow
 //!   entry is counted after it is published or a candidate's scan ignores the count (11a, 11b).
 //! * `tests/shared_model.rs`: quickcheck differential test against [`AckerTable`] (same
-//!   decisions, errors, lengths and entries on random message sequences with ticks, on tables
-//!   of 1–16 slots and of 65–100 slots filled until windows overflow and `Full` comes).
+//!   decisions, errors, lengths and entries on random message sequences with ticks, on linear
+//!   tables of 1–16 slots and bucketed tables of 65–100 slots filled until windows overflow and
+//!   `Full` comes). The loom models use linear tables of 1–3 slots (a bucketed table has at
+//!   least 72 slots, too many for loom); bucketed tables differ only in the probe order and
+//!   priorities, and are covered by these tests, the stress tests and the fuzz target.
 //! * `tests/shared_stress.rs`: one million random trees over 2, 4 and 8 threads, with fails,
 //!   every tree decided exactly once with the right decision, nothing left behind; and tables
 //!   filled to the brim (8 slots, and 96 slots where windows overflow) under four threads.
 //!
-//! No `CachePadded` is used: the header's counters are the only shared hot words, and no
-//! measurement has shown false sharing yet.
+//! `CachePadded` (crossbeam-utils) keeps the live count, written by every insert and decision,
+//! off the cache line of the read-mostly header words every operation reads, and spreads it over
+//! four stripes picked by the caller's stack address: at W = 1k, two threads went from 0.78× to
+//! 1.2–1.4× the one-thread rate with it (`benches/RESULTS.md`).
 //!
 //! [`AckerTable`]: crate::AckerTable
+
+use crossbeam_utils::CachePadded;
 
 use crate::ids::{RootId, TaskId};
 use crate::message::{AckerMessage, Decision};
 use crate::routing::reduce;
 use crate::sync::{fence, spin_hint, AtomicUsize, Ordering};
 pub use crate::sync::{AtomicU32, AtomicU64};
-use crate::table::{ConfigError, EntryView, TableError, EXPIRY_EPOCHS};
+use crate::table::{second_bucket, ConfigError, EntryView, TableError, EXPIRY_EPOCHS};
 
 use Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
 
@@ -146,6 +167,9 @@ const INSERTING: u32 = 2 << STATE_SHIFT;
 const LIVE: u32 = 3 << STATE_SHIFT;
 /// Decided, expired or killed; freed by whoever drops the last pin.
 const DEAD: u32 = 4 << STATE_SHIFT;
+/// A candidate that lost to another of its root before it became live (its contribution never
+/// counted); freed by whoever drops the last pin.
+const KILLED: u32 = 5 << STATE_SHIFT;
 
 const PIN_SHIFT: u32 = 22;
 const PIN: u32 = 1 << PIN_SHIFT;
@@ -156,10 +180,41 @@ pub const MAX_PINS: u32 = 15;
 const STAMP_SHIFT: u32 = 26;
 const STAMP_MASK: u32 = 0b11_1111;
 
-/// Most slots a root's probe window spans (it spans `min(capacity, MAX_WINDOW)`). A root whose
-/// window is full goes to any free slot of the table instead (an *overflow* entry, see the
-/// module docs).
-pub const MAX_WINDOW: usize = 64;
+/// Tables of at most this many slots probe linearly through the whole table from a root's home
+/// slot. Larger tables give each root a window of two buckets of [`BUCKET_SLOTS`] slots; a root
+/// whose window is full goes to a free slot outside it (an *overflow* entry, see the module docs).
+pub const LINEAR_MAX_CAPACITY: usize = 64;
+
+/// Counters the live count is spread over (see [`SharedAckerTable::len`]).
+const LIVE_STRIPES: usize = 4;
+
+/// The live count from its stripes: their wrapping sum. Racing updates can make a snapshot of
+/// the stripes momentarily negative or above `capacity`; it is clamped to `0..=capacity`.
+fn live_count(live: &[CachePadded<AtomicUsize>], capacity: usize) -> usize {
+    let sum = live
+        .iter()
+        .fold(0usize, |sum, c| sum.wrapping_add(c.load(Acquire)));
+    (sum as isize).clamp(0, capacity as isize) as usize
+}
+
+/// Slots in a bucket of a table above [`LINEAR_MAX_CAPACITY`] slots: one 64-byte cache line of
+/// root ids. A root's window is its two buckets, 16 slots.
+pub const BUCKET_SLOTS: usize = 8;
+
+/// Where `root`'s probe goes: the first slot of each of its two buckets (bucketed tables), or its
+/// home slot (`b1`, linear tables; `b2` unused).
+#[derive(Clone, Copy)]
+struct Probe {
+    b1: usize,
+    b2: usize,
+}
+
+/// The overflow word: the number of overflow entries (high 32 bits) and the largest overflow
+/// distance among them (low 32 bits; how far past the window the farthest one sits).
+#[inline]
+fn overflow_word(count: u64, dist: u64) -> u64 {
+    (count << 32) | dist
+}
 
 #[inline]
 fn state(m: u32) -> u32 {
@@ -188,6 +243,16 @@ fn dead(m: u32, pins_left: u32) -> u32 {
         FREE
     } else {
         (m & !(STATE_MASK | PIN_MASK)) | DEAD | (pins_left << PIN_SHIFT)
+    }
+}
+
+/// The meta word of a killed candidate with `pins_left` pins, or a free slot if none is left.
+#[inline]
+fn killed(m: u32, pins_left: u32) -> u32 {
+    if pins_left == 0 {
+        FREE
+    } else {
+        (m & !(STATE_MASK | PIN_MASK)) | KILLED | (pins_left << PIN_SHIFT)
     }
 }
 
@@ -373,6 +438,16 @@ where
 /// Inline array storage for `N` roots (see [`SharedSlots::arrays`]).
 pub type SharedArrays<const N: usize> = SharedSlots<[AtomicU64; N], [AtomicU64; N], [AtomicU32; N]>;
 
+/// What `find` does after looking at a slot holding its root id.
+enum Join {
+    /// The root's live entry is there, and pinned.
+    Joined,
+    /// Not an entry to join (free, reserved, dead, or just expired): go on scanning.
+    Next,
+    /// The slot changed under the scan: start again.
+    Restart,
+}
+
 /// The operation being applied, after the entry was found.
 #[derive(Clone, Copy)]
 enum Op {
@@ -403,24 +478,31 @@ enum Op {
 pub struct SharedAckerTable<S> {
     slots: S,
     capacity: usize,
+    /// Buckets of `BUCKET_SLOTS` slots (0 for a linear table).
+    buckets: usize,
+    /// Slots in a root's window: `2 × BUCKET_SLOTS`, or the whole table for a linear one.
     window: usize,
     timeout_ns: u64,
-    /// Live entries (inserted and neither decided nor reclaimed).
-    live: AtomicUsize,
+    /// Live entries (inserted and neither decided nor reclaimed), as [`LIVE_STRIPES`] counters
+    /// whose wrapping sum is the count. Every insert and decision writes one: each on its own
+    /// cache line, away from the read-mostly words every operation reads, and chosen by the
+    /// caller's stack address so that threads mostly write their own line.
+    live: [CachePadded<AtomicUsize>; LIVE_STRIPES],
     /// `now_ns / timeout_ns` at the last tick.
     clock_epoch: AtomicU64,
     /// Internal epoch: advances by `min(clock epochs elapsed, 3)` per tick.
     epoch: AtomicU32,
-    /// Entries outside their root's probe window (counted from before their candidate is
-    /// published until after their slot is freed). While it is not 0, probes span the whole table.
-    overflow: AtomicUsize,
+    /// Entries outside their root's window (counted from before their candidate is published
+    /// until after their slot is freed), and the largest overflow distance among them, in one
+    /// word ([`overflow_word`]). While the count is not 0, probes go that far past the window.
+    overflow: AtomicU64,
 }
 
 impl<S> core::fmt::Debug for SharedAckerTable<S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("SharedAckerTable")
             .field("capacity", &self.capacity)
-            .field("len", &self.live.load(Relaxed))
+            .field("len", &live_count(&self.live, self.capacity))
             .field("timeout_ns", &self.timeout_ns)
             .field("epoch", &self.epoch.load(Relaxed))
             .finish()
@@ -446,18 +528,27 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         Ok(Self {
             slots: storage,
             capacity: cap,
-            window: cap.min(MAX_WINDOW),
+            buckets: if cap > LINEAR_MAX_CAPACITY {
+                cap / BUCKET_SLOTS
+            } else {
+                0
+            },
+            window: if cap > LINEAR_MAX_CAPACITY {
+                2 * BUCKET_SLOTS
+            } else {
+                cap
+            },
             timeout_ns: message_timeout_ns,
-            live: AtomicUsize::new(0),
+            live: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
             clock_epoch: AtomicU64::new(0),
             epoch: AtomicU32::new(0),
-            overflow: AtomicUsize::new(0),
+            overflow: AtomicU64::new(0),
         })
     }
 
-    /// A table whose probe window is `window` slots (at least 1) instead of
-    /// `min(capacity, MAX_WINDOW)`: loom builds only, so that models with two or three slots
-    /// reach the overflow path.
+    /// A linear table (at most [`LINEAR_MAX_CAPACITY`] slots) whose window is `window` slots
+    /// (at least 1) instead of the whole table: loom builds only, so that models with two or three
+    /// slots reach the overflow path.
     #[cfg(loom)]
     pub fn with_window(
         storage: S,
@@ -465,7 +556,9 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         window: usize,
     ) -> Result<Self, ConfigError> {
         let mut table = Self::new(storage, message_timeout_ns)?;
-        table.window = window.clamp(1, table.capacity);
+        if table.buckets == 0 {
+            table.window = window.clamp(1, table.capacity);
+        }
         Ok(table)
     }
 
@@ -480,16 +573,16 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// [`tick`](Self::tick) that expires them). Under concurrent updates this is a snapshot.
     #[inline]
     pub fn len(&self) -> usize {
-        self.live.load(Acquire)
+        live_count(&self.live, self.capacity)
     }
 
-    /// The number of overflow entries: roots that found their probe window (`min(capacity, 64)`
-    /// slots from their home slot) full and live elsewhere in the table. While it is not 0,
-    /// every lookup of an absent root (each new root) scans the whole table instead of one
-    /// window: a sign the table is too small for its load (see the module docs). A snapshot.
+    /// The number of overflow entries: roots that found their window (their two buckets) full
+    /// and live in a free slot past it. While it is not 0, every lookup of an absent root (each
+    /// new root) also scans past the window as far as the farthest of them: a sign the table is
+    /// too small for its load (see the module docs). A snapshot.
     #[inline]
     pub fn overflow_len(&self) -> usize {
-        self.overflow.load(Acquire)
+        (self.overflow.load(Acquire) >> 32) as usize
     }
 
     /// Whether no root is live (see [`len`](Self::len)).
@@ -513,11 +606,12 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             + core::mem::size_of::<Self>()
     }
 
-    /// The slot where the probe for `root` starts (its home slot): for diagnostics and for tests
-    /// that need roots whose probes collide.
+    /// The slot where the probe for `root` starts (its home slot; in a table of more than
+    /// [`LINEAR_MAX_CAPACITY`] slots, the first slot of its first bucket): for diagnostics and for
+    /// tests that need roots whose probes collide.
     #[inline]
     pub fn home_slot(&self, root: RootId) -> usize {
-        reduce(root, self.capacity)
+        self.probe(root).b1
     }
 
     /// The live entry of `root`, if any. A snapshot: under concurrent updates of this root it may
@@ -526,10 +620,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         if root == 0 {
             return None;
         }
-        let home = self.home_slot(root);
-        for pos in 0..self.span() {
-            let j = self.slot_at(home, pos);
-            if self.slots.roots()[j].load(Acquire) != root {
+        let p = self.probe(root);
+        let roots = self.slots.roots();
+        for j in self
+            .runs(p, self.span())
+            .into_iter()
+            .flat_map(|(a, b)| a..b)
+        {
+            if roots[j].load(Acquire) != root {
                 continue;
             }
             let m = self.slots.metas()[j].load(Acquire);
@@ -636,13 +734,70 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     // ---- internals ----------------------------------------------------------------------------
 
+    /// The live-count stripe this thread writes: picked from the address of a local variable
+    /// (thread stacks are at least 2 MiB apart), so threads mostly write different cache lines.
+    /// Which stripe is used never changes any result: only the sum of the stripes is read.
     #[inline]
-    fn slot_at(&self, home: usize, pos: usize) -> usize {
-        let j = home + pos;
-        if j >= self.capacity {
-            j - self.capacity
+    fn live_stripe(&self) -> &AtomicUsize {
+        let marker = 0u8;
+        let addr = core::ptr::from_ref(&marker) as usize;
+        &self.live[(addr >> 21) % LIVE_STRIPES]
+    }
+
+    /// `root`'s probe: its two buckets, or its home slot in a linear table.
+    #[inline]
+    fn probe(&self, root: RootId) -> Probe {
+        if self.buckets == 0 {
+            Probe {
+                b1: reduce(root, self.capacity),
+                b2: 0,
+            }
         } else {
-            j
+            let b1 = reduce(root, self.buckets);
+            Probe {
+                b1: b1 * BUCKET_SLOTS,
+                b2: second_bucket(root, b1, self.buckets) * BUCKET_SLOTS,
+            }
+        }
+    }
+
+    /// The priority of slot `j` for probe `p`: its position in the window if it is in it, else
+    /// `window` plus its distance from `p.b1`. Of two candidates of one root, the one with the
+    /// smaller priority wins; every thread computes the same priorities.
+    #[inline]
+    fn priority(&self, p: Probe, j: usize) -> usize {
+        if self.buckets != 0 {
+            if j.wrapping_sub(p.b1) < BUCKET_SLOTS {
+                return j - p.b1;
+            }
+            if j.wrapping_sub(p.b2) < BUCKET_SLOTS {
+                return BUCKET_SLOTS + j - p.b2;
+            }
+            self.window + (j + self.capacity - p.b1) % self.capacity
+        } else {
+            (j + self.capacity - p.b1) % self.capacity
+        }
+    }
+
+    /// Positions a probe for an absent root or a free slot may go through: the window, then every
+    /// slot of the table.
+    #[inline]
+    fn full_span(&self) -> usize {
+        if self.buckets == 0 {
+            self.capacity
+        } else {
+            self.window + self.capacity
+        }
+    }
+
+    /// Positions a lookup spans given overflow word `w`: the window, and while overflow entries
+    /// exist, as far past it as the farthest one.
+    #[inline]
+    fn span_for(&self, w: u64) -> usize {
+        if w >> 32 == 0 {
+            self.window
+        } else {
+            (self.window + (w & u64::from(u32::MAX)) as usize + 1).min(self.full_span())
         }
     }
 
@@ -669,7 +824,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         while state(m) == LIVE && self.expired(m) {
             match self.cas(j, m, dead(m, pins(m))) {
                 Ok(_) => {
-                    self.live.fetch_sub(1, AcqRel);
+                    self.live_stripe().fetch_sub(1, AcqRel);
                     return;
                 }
                 Err(now) => m = now,
@@ -677,13 +832,36 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
-    /// Slots a probe spans now: the window, or the whole table while overflow entries exist.
+    /// Positions a lookup spans now (see [`span_for`](Self::span_for)).
     #[inline]
     fn span(&self) -> usize {
-        if self.overflow.load(Acquire) == 0 {
-            self.window
+        self.span_for(self.overflow.load(Acquire))
+    }
+
+    /// The slots of the first `span` positions of probe `p` (`window ≤ span ≤ full_span`), in
+    /// probe order, as up to four runs of consecutive slots `start..end` (some may be empty), so
+    /// that scans walk slices instead of computing every position.
+    #[inline]
+    fn runs(&self, p: Probe, span: usize) -> [(usize, usize); 4] {
+        let linear = |from: usize, n: usize| {
+            let end = from + n;
+            if end <= self.capacity {
+                [(from, end), (0, 0)]
+            } else {
+                [(from, self.capacity), (0, end - self.capacity)]
+            }
+        };
+        if self.buckets == 0 {
+            let [a, b] = linear(p.b1, span);
+            [a, b, (0, 0), (0, 0)]
         } else {
-            self.capacity
+            let [a, b] = linear(p.b1, span - self.window);
+            [
+                (p.b1, p.b1 + BUCKET_SLOTS),
+                (p.b2, p.b2 + BUCKET_SLOTS),
+                a,
+                b,
+            ]
         }
     }
 
@@ -695,7 +873,23 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let overflow = new == FREE && self.is_overflow_slot(j);
         let r = self.meta(j).compare_exchange_weak(m, new, AcqRel, Acquire);
         if overflow && r.is_ok() {
-            self.overflow.fetch_sub(1, AcqRel);
+            // One fewer; the distance bound resets with the last one.
+            let mut w = self.overflow.load(Acquire);
+            loop {
+                let count = (w >> 32) - 1;
+                let next = if count == 0 {
+                    0
+                } else {
+                    overflow_word(count, w & u64::from(u32::MAX))
+                };
+                match self
+                    .overflow
+                    .compare_exchange_weak(w, next, AcqRel, Acquire)
+                {
+                    Ok(_) => break,
+                    Err(now) => w = now,
+                }
+            }
         }
         r
     }
@@ -705,9 +899,9 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// caller has seen, so a count of 0 proves the slot is not one.
     #[inline]
     fn is_overflow_slot(&self, j: usize) -> bool {
-        self.capacity > self.window && self.overflow.load(Acquire) != 0 && {
-            let home = self.home_slot(self.slots.roots()[j].load(Acquire));
-            (j + self.capacity - home) % self.capacity >= self.window
+        self.capacity > self.window && self.overflow.load(Acquire) >> 32 != 0 && {
+            let p = self.probe(self.slots.roots()[j].load(Acquire));
+            self.priority(p, j) >= self.window
         }
     }
 
@@ -716,8 +910,23 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         if root == 0 {
             return Err(TableError::ZeroRoot);
         }
+        let p = self.probe(root);
         loop {
-            let i = self.acquire(root)?;
+            let i = match self.find(root, p) {
+                Some(i) => i,
+                None => match self.insert(root, p, op) {
+                    // A new entry carrying the message: nothing more to apply.
+                    Ok(Some(i)) => return Ok(self.release(i, matches!(op, Op::Reset))),
+                    Ok(None) => continue, // lost to another candidate of the root: join it
+                    Err(e) => {
+                        // The root may have been inserted by another thread meanwhile.
+                        match self.find(root, p) {
+                            Some(i) => i,
+                            None => return Err(e),
+                        }
+                    }
+                },
+            };
             // `i` is pinned and was live with our root when pinned.
             match op {
                 Op::Ack { xor } => {
@@ -819,7 +1028,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             match self.cas(i, m, new) {
                 Ok(_) => {
                     if is_final(decision) {
-                        self.live.fetch_sub(1, AcqRel);
+                        self.live_stripe().fetch_sub(1, AcqRel);
                     }
                     return decision;
                 }
@@ -834,10 +1043,10 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let mut m = meta.load(Acquire);
         loop {
             let left = pins(m) - 1;
-            let new = if state(m) == DEAD {
-                dead(m, left)
-            } else {
-                m - PIN
+            let new = match state(m) {
+                DEAD => dead(m, left),
+                KILLED => killed(m, left),
+                _ => m - PIN,
             };
             match self.cas(i, m, new) {
                 Ok(_) => return,
@@ -874,73 +1083,28 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
-    /// A pinned live entry of `root`, created if absent.
-    fn acquire(&self, root: RootId) -> Result<usize, TableError> {
-        let home = self.home_slot(root);
-        loop {
-            if let Some(i) = self.find(root, home) {
-                return Ok(i);
+    /// Free slots in the run `start..end` (an expired entry met on the way is expired first).
+    #[inline]
+    fn free_in(&self, (start, end): (usize, usize)) -> usize {
+        let metas = self.slots.metas();
+        let mut free = 0;
+        for (k, meta) in metas[start..end].iter().enumerate() {
+            let m = meta.load(Acquire);
+            if state(m) == LIVE && self.expired(m) {
+                self.expire(start + k);
             }
-            match self.insert(root, home) {
-                Ok(Some(i)) => return Ok(i),
-                Ok(None) => continue, // lost to another candidate of the root: join it
-                Err(TableError::Full) => {
-                    // The root may have been inserted by another thread meanwhile.
-                    return self.find(root, home).ok_or(TableError::Full);
-                }
-                Err(e) => return Err(e),
-            }
+            free += usize::from(meta.load(Acquire) == FREE);
         }
+        free
     }
 
-    /// Finds `root`'s live entry in its window and pins it (finishing the insert of a candidate
-    /// it meets on the way). `None` if it has no live entry.
-    fn find(&self, root: RootId, home: usize) -> Option<usize> {
-        'restart: loop {
-            for pos in 0..self.span() {
-                let j = self.slot_at(home, pos);
-                if self.slots.roots()[j].load(Acquire) != root {
-                    continue;
-                }
-                let m = self.meta(j).load(Acquire);
-                match state(m) {
-                    LIVE if self.expired(m) => self.expire(j),
-                    LIVE | INSERTING => {
-                        if !self.pin(j, root) {
-                            continue 'restart;
-                        }
-                        let m = self.meta(j).load(Acquire);
-                        match state(m) {
-                            LIVE if !self.expired(m) => return Some(j),
-                            INSERTING => {
-                                self.resolve(j, root, home, pos);
-                                if state(self.meta(j).load(Acquire)) == LIVE {
-                                    return Some(j);
-                                }
-                                self.unpin(j);
-                                continue 'restart;
-                            }
-                            _ => {
-                                self.unpin(j);
-                                continue 'restart;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            return None;
-        }
-    }
-
-    /// Inserts a candidate entry for `root` and resolves it. `Ok(Some(i))`: `i` is the root's
-    /// live entry, pinned. `Ok(None)`: another candidate won; look again.
-    fn insert(&self, root: RootId, home: usize) -> Result<Option<usize>, TableError> {
-        let mut claimed = None;
-        // The window first, then (only if it is full) the rest of the table.
-        'scan: for pos in 0..self.capacity {
-            let j = self.slot_at(home, pos);
-            let meta = self.meta(j);
+    /// Reserves (and pins) the first free slot of the run `start..end`, expiring expired entries
+    /// met on the way. `None` if none is free.
+    #[inline]
+    fn claim_in(&self, (start, end): (usize, usize)) -> Option<usize> {
+        let metas = self.slots.metas();
+        for (k, meta) in metas[start..end].iter().enumerate() {
+            let j = start + k;
             let mut m = meta.load(Acquire);
             loop {
                 if state(m) == LIVE && self.expired(m) {
@@ -948,59 +1112,145 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                     m = meta.load(Acquire);
                 }
                 if m != FREE {
-                    continue 'scan;
+                    break;
                 }
                 match meta.compare_exchange(FREE, RESERVED | PIN, AcqRel, Acquire) {
-                    Ok(_) => {
-                        claimed = Some((j, pos));
-                        break 'scan;
-                    }
+                    Ok(_) => return Some(j),
                     Err(now) => m = now,
                 }
             }
         }
-        let Some((j, pos)) = claimed else {
+        None
+    }
+
+    /// Finds `root`'s live entry in its window and pins it (finishing the insert of a candidate
+    /// it meets on the way). `None` if it has no live entry.
+    fn find(&self, root: RootId, p: Probe) -> Option<usize> {
+        let roots = self.slots.roots();
+        'restart: loop {
+            for (start, end) in self.runs(p, self.span()) {
+                for (k, r) in roots[start..end].iter().enumerate() {
+                    if r.load(Acquire) != root {
+                        continue;
+                    }
+                    match self.join(start + k, root, p) {
+                        Join::Joined => return Some(start + k),
+                        Join::Next => {}
+                        Join::Restart => continue 'restart,
+                    }
+                }
+            }
+            return None;
+        }
+    }
+
+    /// `find`'s step at slot `j`, whose root id was just read as `root`.
+    #[inline]
+    fn join(&self, j: usize, root: RootId, p: Probe) -> Join {
+        let m = self.meta(j).load(Acquire);
+        match state(m) {
+            LIVE if self.expired(m) => {
+                self.expire(j);
+                Join::Next
+            }
+            LIVE | INSERTING => {
+                if !self.pin(j, root) {
+                    return Join::Restart;
+                }
+                let m = self.meta(j).load(Acquire);
+                match state(m) {
+                    LIVE if !self.expired(m) => Join::Joined,
+                    INSERTING => {
+                        self.resolve(j, root, p);
+                        if state(self.meta(j).load(Acquire)) == LIVE {
+                            return Join::Joined;
+                        }
+                        self.unpin(j);
+                        Join::Restart
+                    }
+                    _ => {
+                        self.unpin(j);
+                        Join::Restart
+                    }
+                }
+            }
+            _ => Join::Next,
+        }
+    }
+
+    /// Inserts a candidate entry for `root` that already carries `op` (its XOR, spout task or
+    /// failed flag), and resolves it. `Ok(Some(i))`: the candidate at `i` became the root's
+    /// entry (it may already have been decided or expired by another thread since), so `op` is
+    /// applied; `i` is pinned. `Ok(None)`: another candidate won and this one, with `op`, was
+    /// killed (never counted); apply `op` to the winner.
+    fn insert(&self, root: RootId, p: Probe, op: Op) -> Result<Option<usize>, TableError> {
+        let [r1, r2, rest1, rest2] = self.runs(p, self.full_span());
+        // The window first: in a bucketed table, the bucket with more free slots (two choices
+        // keep buckets evenly filled, so windows rarely overflow); then, only if the window is
+        // full, the rest of the table.
+        let window = if self.buckets != 0 && self.free_in(r2) > self.free_in(r1) {
+            [r2, r1]
+        } else {
+            [r1, r2]
+        };
+        let claimed = window
+            .into_iter()
+            .chain([rest1, rest2])
+            .find_map(|run| self.claim_in(run));
+        let Some(j) = claimed else {
             return Err(TableError::Full);
         };
+        let (ack_val, flags) = match op {
+            Op::Init { xor, spout_task } => (xor, INIT_CLAIMED | HAS_TASK | spout_task as u32),
+            Op::Ack { xor } => (xor, 0),
+            Op::Fail => (0, FAILED),
+            Op::Reset => (0, 0),
+        };
         self.slots.roots()[j].store(root, Relaxed);
-        self.slots.ack_vals()[j].store(0, Relaxed);
-        if pos >= self.window {
-            // Counted before it is published: every probe that could meet it then spans the
-            // whole table (see `resolve` for the candidates' side).
-            self.overflow.fetch_add(1, SeqCst);
+        self.slots.ack_vals()[j].store(ack_val, Relaxed);
+        let priority = self.priority(p, j);
+        if priority >= self.window {
+            // Counted before it is published: every probe that could meet it then goes as far
+            // (see `resolve` for the candidates' side).
+            let dist = (priority - self.window) as u64;
+            let mut w = self.overflow.load(Acquire);
+            loop {
+                let next = overflow_word((w >> 32) + 1, dist.max(w & u64::from(u32::MAX)));
+                match self
+                    .overflow
+                    .compare_exchange_weak(w, next, SeqCst, Acquire)
+                {
+                    Ok(_) => break,
+                    Err(now) => w = now,
+                }
+            }
         }
         let epoch = self.epoch.load(Acquire);
-        // Publish the candidate (release: the root id and the zeroed ack val go with it).
+        // Publish the candidate (release: the root id and the ack val go with it).
         self.meta(j)
-            .swap(with_stamp(INSERTING | PIN, epoch), AcqRel);
-        self.resolve(j, root, home, pos);
-        if state(self.meta(j).load(Acquire)) == LIVE {
-            Ok(Some(j))
-        } else {
+            .swap(with_stamp(INSERTING | PIN | flags, epoch), AcqRel);
+        self.resolve(j, root, p);
+        if state(self.meta(j).load(Acquire)) == KILLED {
             self.unpin(j);
             Ok(None)
+        } else {
+            Ok(Some(j))
         }
     }
 
     /// Decides whether the candidate at `e` (pinned by the caller, holding `root`, at probe
     /// position `pos_e`) becomes the root's live entry or dies. Any thread holding a pin on a
     /// candidate may run this; all runs agree.
-    fn resolve(&self, e: usize, root: RootId, home: usize, pos_e: usize) {
+    fn resolve(&self, e: usize, root: RootId, p: Probe) {
         // Pairs with the fence of every other candidate's resolution: of two candidates of one
         // root, at least one sees the other's publication (and, if that one is an overflow
         // entry, its count, which was raised before it was published, so the scan spans it).
         fence(SeqCst);
-        let span = if self.overflow.load(SeqCst) == 0 {
-            self.window
-        } else {
-            self.capacity
-        };
-        for pos in 0..span {
-            if pos == pos_e {
-                continue;
-            }
-            let j = self.slot_at(home, pos);
-            if self.slots.roots()[j].load(Acquire) != root {
+        let span = self.span_for(self.overflow.load(SeqCst));
+        let prio_e = self.priority(p, e);
+        let roots = self.slots.roots();
+        for j in self.runs(p, span).into_iter().flat_map(|(a, b)| a..b) {
+            if j == e || roots[j].load(Acquire) != root {
                 continue;
             }
             let meta = self.meta(j);
@@ -1011,13 +1261,13 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                         self.kill(e);
                         return;
                     }
-                    INSERTING if pos < pos_e => {
+                    INSERTING if self.priority(p, j) < prio_e => {
                         self.kill(e);
                         return;
                     }
                     INSERTING => {
                         // A candidate farther from home loses to this one.
-                        match self.cas(j, m, dead(m, pins(m))) {
+                        match self.cas(j, m, killed(m, pins(m))) {
                             Ok(_) => break,
                             Err(now) => m = now,
                         }
@@ -1031,7 +1281,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         while state(m) == INSERTING {
             match meta.compare_exchange_weak(m, (m & !STATE_MASK) | LIVE, AcqRel, Acquire) {
                 Ok(_) => {
-                    self.live.fetch_add(1, AcqRel);
+                    self.live_stripe().fetch_add(1, AcqRel);
                     return;
                 }
                 Err(now) => m = now,
@@ -1044,7 +1294,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let meta = self.meta(e);
         let mut m = meta.load(Acquire);
         while state(m) == INSERTING {
-            match self.cas(e, m, dead(m, pins(m))) {
+            match self.cas(e, m, killed(m, pins(m))) {
                 Ok(_) => return,
                 Err(now) => m = now,
             }

@@ -932,7 +932,7 @@ fn buckets_of(root: RootId, nb: usize) -> (usize, usize) {
 
 /// The second bucket of `root`, whose first is `b1`.
 #[inline]
-fn second_bucket(root: RootId, b1: usize, nb: usize) -> usize {
+pub(crate) fn second_bucket(root: RootId, b1: usize, nb: usize) -> usize {
     let h = (root ^ (root >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     let b2 = (((h ^ (h >> 29)) as u128 * nb as u128) >> 64) as usize;
     if b2 == b1 && nb > 1 {

@@ -438,31 +438,9 @@ fn median(mut runs: Vec<Measurement>) -> Measurement {
     runs.swap_remove(mid)
 }
 
-/// Full errors tolerated from a structure that documents a windowed `Full`
-/// ([`SharedAckerStructure::WINDOWED_FULL`]): one per this many messages. Each is reported.
-pub const WINDOWED_FULL_TOLERANCE_OPS: usize = 100_000;
-
 fn check(m: &Measurement, expected: Outcome) -> Result<(), Box<Disagreement>> {
-    check_with(m, expected, false)
-}
-
-fn check_with(
-    m: &Measurement,
-    expected: Outcome,
-    windowed_full: bool,
-) -> Result<(), Box<Disagreement>> {
     let o = m.outcome;
-    // A tolerated `Full` on an init turns that tree's acks into orphans: each Full can shift
-    // one completion into a pending decision and leave one more root (an orphan) in flight.
-    let tolerated = windowed_full
-        && o.errors == o.full
-        && (o.full as usize) <= m.ops / WINDOWED_FULL_TOLERANCE_OPS + 1
-        && o.completed + o.full >= expected.completed
-        && o.completed <= expected.completed
-        && o.failed == 0
-        && o.reset == 0
-        && o.final_len <= expected.final_len + o.full as usize;
-    if o == expected || tolerated {
+    if o == expected {
         Ok(())
     } else {
         Err(Box::new(Disagreement {
@@ -523,16 +501,16 @@ pub fn run_compare(
         for &threads in &config.threads {
             let workloads = Workload::generate_per_thread(wc, threads);
             let expected = expected_outcome(&workloads);
-            let runners: Vec<(bool, SharedRunner)> = shared_runners()
+            let runners: Vec<SharedRunner> = shared_runners()
                 .into_iter()
-                .filter(|(name, _, _)| selected(config, name))
-                .map(|(_, w, f)| (w, f))
+                .filter(|(name, _)| selected(config, name))
+                .map(|(_, f)| f)
                 .collect();
             let mut runs: Vec<Vec<Measurement>> = vec![Vec::new(); runners.len()];
             for _ in 0..reps {
-                for (i, (windowed_full, run)) in runners.iter().enumerate() {
+                for (i, run) in runners.iter().enumerate() {
                     let m = run(&workloads, config.live_bytes);
-                    check_with(&m, expected, *windowed_full)?;
+                    check(&m, expected)?;
                     progress(&m);
                     runs[i].push(m);
                 }
@@ -551,23 +529,14 @@ type SharedRunner = fn(&[Workload], Option<LiveBytes>) -> Measurement;
 type SingleRunner = fn(&Workload, Option<LiveBytes>) -> Measurement;
 
 /// The shared structures compared, in report order.
-fn shared_runners() -> Vec<(&'static str, bool, SharedRunner)> {
+fn shared_runners() -> Vec<(&'static str, SharedRunner)> {
     vec![
         (
             CoreShared::NAME,
-            CoreShared::WINDOWED_FULL,
             measure_shared::<CoreShared> as SharedRunner,
         ),
-        (
-            MutexHashbrown::NAME,
-            MutexHashbrown::WINDOWED_FULL,
-            measure_shared::<MutexHashbrown>,
-        ),
-        (
-            DashMapAcker::NAME,
-            DashMapAcker::WINDOWED_FULL,
-            measure_shared::<DashMapAcker>,
-        ),
+        (MutexHashbrown::NAME, measure_shared::<MutexHashbrown>),
+        (DashMapAcker::NAME, measure_shared::<DashMapAcker>),
     ]
 }
 

@@ -25,11 +25,6 @@ pub trait SharedAckerStructure: Sync + Send {
     /// The name used in reports and JSON rows (`acker-core-shared`, `mutex-hashbrown`, `dashmap`).
     const NAME: &'static str;
 
-    /// Whether the structure documents that it may return [`TableError::Full`] before
-    /// `capacity_roots` roots are live (a bounded probe window). The compare tool then tolerates
-    /// a few `Full` errors (reporting each) instead of calling the run a disagreement.
-    const WINDOWED_FULL: bool = false;
-
     /// A table of at most `capacity_roots` live roots (at least 1) with message timeout
     /// `message_timeout_ns` (at least 1).
     ///
@@ -69,8 +64,6 @@ pub type CoreShared =
 
 impl SharedAckerStructure for CoreShared {
     const NAME: &'static str = "acker-core-shared";
-    /// `SharedAckerTable` probes at most 64 slots from a root's home slot (its module docs).
-    const WINDOWED_FULL: bool = true;
 
     fn with_capacity(capacity_roots: usize, message_timeout_ns: u64) -> Self {
         let u64s = || {
