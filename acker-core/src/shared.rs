@@ -70,8 +70,8 @@
 //! Tables of at most [`LINEAR_MAX_CAPACITY`] (64) slots probe linearly through the whole table
 //! from the root's home slot. Larger tables give each root a *window* of two buckets of
 //! [`BUCKET_SLOTS`] (8) slots, one cache line of root ids each, chosen by two hashes of the root
-//! id; a new root goes to the bucket with more free slots (two choices keep the buckets evenly
-//! filled). Nothing is ever moved, so freed slots leave holes and a lookup of an absent root (each
+//! id; a new root goes to its first bucket while at least half of it is free, else to the bucket
+//! with more free slots (two choices keep the buckets evenly filled). Nothing is ever moved, so freed slots leave holes and a lookup of an absent root (each
 //! new root) reads its whole window: 16 root ids.
 //!
 //! A root whose window is full takes the first free slot after its first bucket: an *overflow*
@@ -80,8 +80,9 @@
 //! also scans as far past the window as the farthest overflow entry; so [`TableError::Full`]
 //! means what it means for [`AckerTable`]: every slot holds an entry. The price is speed, not
 //! correctness. Measured with random roots and steady churn (each tree replaced as it
-//! completes): at load 0.5 no window overflowed in 4 M operations (W = 1k, 100k and 1M); at 0.7
-//! there were always some (up to about 200 of 100 000 roots); at 0.8–0.9, thousands. Size tables
+//! completes): at load 0.5 no window overflowed in 4 M operations (W = 1k, 100k and 1M); at 0.6
+//! one overflow entry was live a third of the time; at 0.7 there were always some (up to about
+//! 200 of 100 000 roots); at 0.8, thousands. Size tables
 //! at load ≤ 0.5–0.6 (40 bytes a root at 0.5; the benchmarks use 0.5). Under concurrency `Full`
 //! can also be transient: a slot another thread has reserved for an insert still in progress is
 //! not free, even if that insert turns out to be of the same root (loom model 6b). Either way
@@ -1185,10 +1186,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// killed (never counted); apply `op` to the winner.
     fn insert(&self, root: RootId, p: Probe, op: Op) -> Result<Option<usize>, TableError> {
         let [r1, r2, rest1, rest2] = self.runs(p, self.full_span());
-        // The window first: in a bucketed table, the bucket with more free slots (two choices
-        // keep buckets evenly filled, so windows rarely overflow); then, only if the window is
-        // full, the rest of the table.
-        let window = if self.buckets != 0 && self.free_in(r2) > self.free_in(r1) {
+        // The window first: in a bucketed table, the first bucket while at least half of it is
+        // free, else the bucket with more free slots (two choices keep buckets evenly filled, so
+        // windows rarely overflow; the threshold spares most inserts the second bucket's cache
+        // line); then, only if the window is full, the rest of the table.
+        let window = if self.buckets != 0 && {
+            let free1 = self.free_in(r1);
+            free1 < BUCKET_SLOTS / 2 && self.free_in(r2) > free1
+        } {
             [r2, r1]
         } else {
             [r1, r2]
