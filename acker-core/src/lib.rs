@@ -27,7 +27,7 @@
 //! loop.
 #![no_std]
 #![deny(missing_docs)]
-// One audited `unsafe` block: the prefetch hint of `AckerTable::apply_batch` (table.rs, `warm`).
+// One audited `unsafe` block: the prefetch hint of both tables' `apply_batch` (table.rs, `prefetch`).
 #![deny(unsafe_code)]
 
 pub mod anchor;

@@ -147,7 +147,12 @@ use crate::message::{AckerMessage, Decision};
 use crate::routing::reduce;
 use crate::sync::{fence, spin_hint, AtomicUsize, Ordering};
 pub use crate::sync::{AtomicU32, AtomicU64};
-use crate::table::{second_bucket, ConfigError, EntryView, TableError, EXPIRY_EPOCHS};
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+use crate::table::prefetch;
+use crate::table::{
+    second_bucket, ConfigError, EntryView, TableError, BATCH_LOOKAHEAD, BATCH_READ_AHEAD_MIN_SLOTS,
+    EXPIRY_EPOCHS,
+};
 
 use Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
 
@@ -664,6 +669,55 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
+    /// Applies `messages` in order, handing each result to `sink` with the message's index:
+    /// exactly what calling [`apply`](Self::apply) on each would return (concurrent callers
+    /// interleave with it message by message, as with `apply`). Meant for tables larger than the
+    /// CPU caches, as [`AckerTable::apply_batch`](crate::AckerTable::apply_batch): while it applies
+    /// message `i` it already asks for the first bucket (root ids, meta words, ack vals) of
+    /// message `i + `[`BATCH_LOOKAHEAD`](crate::table::BATCH_LOOKAHEAD), and the second bucket's
+    /// root ids for an init (which usually creates its entry and reads both), so several cache
+    /// misses are in flight at once. Tables under
+    /// [`BATCH_READ_AHEAD_MIN_SLOTS`](crate::table::BATCH_READ_AHEAD_MIN_SLOTS) slots are applied
+    /// one message at a time.
+    ///
+    /// ```
+    /// use acker_core::shared::{SharedAckerTable, SharedArrays};
+    /// use acker_core::{AckerMessage, Decision};
+    /// let table = SharedAckerTable::new(SharedArrays::<8>::arrays(), 30_000_000_000).unwrap();
+    /// let msgs = [
+    ///     AckerMessage::Init { root: 7, xor: 0xA1, spout_task: 3 },
+    ///     AckerMessage::Ack { root: 7, xor: 0xA1 },
+    /// ];
+    /// let mut decisions = Vec::new();
+    /// table.apply_batch(&msgs, |i, r| decisions.push((i, r)));
+    /// assert_eq!(decisions, [(0, Ok(Decision::Pending)), (1, Ok(Decision::Completed { spout_task: 3 }))]);
+    /// ```
+    #[inline]
+    pub fn apply_batch<F: FnMut(usize, Result<Decision, TableError>)>(
+        &self,
+        messages: &[AckerMessage],
+        mut sink: F,
+    ) {
+        if self.capacity < BATCH_READ_AHEAD_MIN_SLOTS {
+            for (i, m) in messages.iter().enumerate() {
+                sink(i, self.apply(*m));
+            }
+            return;
+        }
+        let mut touched = 0u64;
+        for m in messages.iter().take(BATCH_LOOKAHEAD) {
+            touched ^= self.touch(m);
+        }
+        for (i, m) in messages.iter().enumerate() {
+            if let Some(ahead) = messages.get(i + BATCH_LOOKAHEAD) {
+                touched ^= self.touch(ahead);
+            }
+            sink(i, self.apply(*m));
+        }
+        // Keep the reads (where there is no prefetch instruction): they only warm the cache.
+        core::hint::black_box(touched);
+    }
+
     /// The spout's init: XORs `xor` (the XOR of the edge ids of every copy emitted; 0 when the
     /// tuple went nowhere) and records `spout_task`. Decides at once if acks already brought the
     /// ack val to `xor`, or a fail arrived first.
@@ -743,6 +797,31 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let marker = 0u8;
         let addr = core::ptr::from_ref(&marker) as usize;
         &self.live[(addr >> 21) % LIVE_STRIPES]
+    }
+
+    /// Asks for the cache lines `m`'s probe will need first (see
+    /// [`apply_batch`](Self::apply_batch)): a prefetch on x86_64, a plain read elsewhere (whose
+    /// value is returned so it is kept).
+    #[inline(always)]
+    fn touch(&self, m: &AckerMessage) -> u64 {
+        let p = self.probe(m.root());
+        let n = if self.buckets == 0 { 1 } else { BUCKET_SLOTS };
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        {
+            prefetch(self.slots.roots(), p.b1, n);
+            prefetch(self.slots.metas(), p.b1, n);
+            prefetch(self.slots.ack_vals(), p.b1, n);
+            if self.buckets != 0 && matches!(m, AckerMessage::Init { .. }) {
+                prefetch(self.slots.roots(), p.b2, n);
+            }
+            0
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        {
+            let _ = n;
+            self.slots.roots()[p.b1].load(Relaxed)
+                ^ u64::from(self.slots.metas()[p.b1].load(Relaxed))
+        }
     }
 
     /// `root`'s probe: its two buckets, or its home slot in a linear table.

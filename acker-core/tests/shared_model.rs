@@ -379,3 +379,50 @@ fn storm_rules_in_order() {
     assert_eq!(shared.len(), 1); // the orphan of root 9
     assert_eq!(shared.get(9).unwrap().ack_val, 0xB2);
 }
+
+/// `apply_batch` on a table large enough to read ahead gives, message by message, what `apply`
+/// gives on a twin table, and leaves the same entries.
+#[test]
+fn apply_batch_equals_apply() {
+    use rand_core::{RngCore, SeedableRng};
+    let capacity = acker_core::table::BATCH_READ_AHEAD_MIN_SLOTS + 1000;
+    let (a, b) = (
+        SharedAckerTable::new(vec_slots(capacity), T).unwrap(),
+        SharedAckerTable::new(vec_slots(capacity), T).unwrap(),
+    );
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(17);
+    let root = |k: u64| k.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let msgs: Vec<AckerMessage> = (0..20_000)
+        .map(|_| {
+            let r = root(rng.next_u64() % 3_000 + 1);
+            let xor = rng.next_u64() % 4;
+            match rng.next_u32() % 8 {
+                0 | 1 => AckerMessage::Init {
+                    root: r,
+                    xor,
+                    spout_task: 1,
+                },
+                2 => AckerMessage::Fail { root: r },
+                3 => AckerMessage::ResetTimeout { root: r },
+                _ => AckerMessage::Ack { root: r, xor },
+            }
+        })
+        .collect();
+    let mut batch = Vec::new();
+    a.apply_batch(&msgs, |i, r| batch.push((i, r)));
+    let one_by_one: Vec<_> = msgs
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (i, b.apply(*m)))
+        .collect();
+    assert_eq!(batch, one_by_one);
+    let decided = batch
+        .iter()
+        .filter(|(_, r)| matches!(r, Ok(Decision::Completed { .. } | Decision::Failed { .. })))
+        .count();
+    assert!(decided > 1_000, "only {decided} decisions");
+    assert_eq!(a.len(), b.len());
+    for k in 1..=3_000 {
+        assert_eq!(a.get(root(k)), b.get(root(k)));
+    }
+}

@@ -18,7 +18,9 @@ use acker_core::{AckerMessage, AckerTable, Decision, Slot, TableError};
 use serde::Serialize;
 
 use crate::peers::{AckerStructure, HashbrownAcker, StormStyle};
-use crate::shared::{CoreShared, DashMapAcker, MutexHashbrown, SharedAckerStructure};
+use crate::shared::{
+    CoreShared, CoreSharedBatch, DashMapAcker, MutexHashbrown, SharedAckerStructure,
+};
 use crate::workload::{Workload, WorkloadConfig};
 
 /// The load acker-core's table is sized for: `capacity = ceil(W / 0.8)`.
@@ -258,9 +260,7 @@ pub fn measure_shared<S: SharedAckerStructure>(
                     let mut outcome = Outcome::default();
                     barrier.wait();
                     let start = Instant::now();
-                    for m in &w.ops {
-                        outcome.count(table.apply(*m));
-                    }
+                    table.apply_all(&w.ops, |_, r| outcome.count(r));
                     let end = Instant::now();
                     outcome.by_class[4] += warm.by_class[4];
                     outcome.by_class[5] += warm.by_class[5];
@@ -535,6 +535,7 @@ fn shared_runners() -> Vec<(&'static str, SharedRunner)> {
             CoreShared::NAME,
             measure_shared::<CoreShared> as SharedRunner,
         ),
+        (CoreSharedBatch::NAME, measure_shared::<CoreSharedBatch>),
         (MutexHashbrown::NAME, measure_shared::<MutexHashbrown>),
         (DashMapAcker::NAME, measure_shared::<DashMapAcker>),
     ]

@@ -25,5 +25,5 @@ pub mod shared;
 pub mod workload;
 
 pub use peers::{AckerStructure, HashbrownAcker, StormStyle};
-pub use shared::{CoreShared, DashMapAcker, MutexHashbrown, SharedAckerStructure};
+pub use shared::{CoreShared, CoreSharedBatch, DashMapAcker, MutexHashbrown, SharedAckerStructure};
 pub use workload::{Workload, WorkloadConfig};

@@ -70,7 +70,7 @@ fn unknown_only_names_are_refused_listing_the_valid_ones() {
 #[test]
 fn the_listed_names_are_exactly_the_structures_compare_runs() {
     let names = listed_names();
-    assert_eq!(names.len(), 8, "{names:?}");
+    assert_eq!(names.len(), 9, "{names:?}");
     // Without --only every structure runs (shared ones at 1 thread): the same set of names.
     let all = run(&["--threads", "1"]);
     assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));

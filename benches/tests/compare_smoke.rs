@@ -31,7 +31,12 @@ fn every_structure_agrees_on_a_tiny_workload() {
         "hashbrown",
         "storm-style",
     ];
-    let shared = ["acker-core-shared", "mutex-hashbrown", "dashmap"];
+    let shared = [
+        "acker-core-shared",
+        "acker-core-shared-batch",
+        "mutex-hashbrown",
+        "dashmap",
+    ];
     // The JSON rows leave out the one-at-a-time and prefetch variants of acker-core.
     assert_eq!(rows.len(), 2 * (single.len() - 2 + 2 * shared.len()));
     assert!(rows

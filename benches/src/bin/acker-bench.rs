@@ -18,8 +18,8 @@ use acker_benches::compare::{
     SHARED_TARGET_LOAD_PERCENT, TARGET_LOAD_PERCENT,
 };
 use acker_benches::{
-    AckerStructure, CoreShared, DashMapAcker, HashbrownAcker, MutexHashbrown, SharedAckerStructure,
-    StormStyle,
+    AckerStructure, CoreShared, CoreSharedBatch, DashMapAcker, HashbrownAcker, MutexHashbrown,
+    SharedAckerStructure, StormStyle,
 };
 use acker_core::{AckerTable, Slot};
 use clap::builder::PossibleValuesParser;
@@ -44,7 +44,7 @@ message on stderr.";
 
 /// The names `--only` accepts: every structure `compare` runs, single-owner then shared, as
 /// `run_compare` names them.
-fn structure_names() -> [&'static str; 8] {
+fn structure_names() -> [&'static str; 9] {
     [
         <AckerTable<Box<[Slot]>> as AckerStructure>::NAME,
         OneAtATime::NAME,
@@ -52,6 +52,7 @@ fn structure_names() -> [&'static str; 8] {
         HashbrownAcker::NAME,
         StormStyle::NAME,
         CoreShared::NAME,
+        CoreSharedBatch::NAME,
         MutexHashbrown::NAME,
         DashMapAcker::NAME,
     ]
