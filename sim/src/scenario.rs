@@ -289,6 +289,9 @@ impl Scenario {
         if self.tick_interval_ns == 0 {
             return Err(ScenarioError::ZeroTime("the tick interval"));
         }
+        if self.time_limit_ns == Some(0) {
+            return Err(ScenarioError::ZeroTime("the time limit"));
+        }
         if self.tick_interval_ns < 1_000 {
             return Err(ScenarioError::TickTooShort);
         }
@@ -443,6 +446,11 @@ mod tests {
         let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
         s.tick_interval_ns = 10;
         assert_eq!(s.validate(), Err(ScenarioError::TickTooShort));
+        let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+        s.time_limit_ns = Some(0);
+        assert_eq!(s.validate(), Err(ScenarioError::ZeroTime("the time limit")));
+        s.time_limit_ns = Some(1);
+        assert_eq!(s.validate(), Ok(()));
         assert!("sometimes-once".parse::<Guarantee>().is_err());
         assert_eq!(
             "exactly-once".parse::<Guarantee>(),
