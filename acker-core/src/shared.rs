@@ -794,9 +794,16 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// Which stripe is used never changes any result: only the sum of the stripes is read.
     #[inline]
     fn live_stripe(&self) -> &AtomicUsize {
-        let marker = 0u8;
-        let addr = core::ptr::from_ref(&marker) as usize;
-        &self.live[(addr >> 21) % LIVE_STRIPES]
+        // Loom runs must not depend on where its threads' stacks happen to be: one stripe (the
+        // case where every thread shares it, the most contended one).
+        #[cfg(loom)]
+        let stripe = 0;
+        #[cfg(not(loom))]
+        let stripe = {
+            let marker = 0u8;
+            (core::ptr::from_ref(&marker) as usize >> 21) % LIVE_STRIPES
+        };
+        &self.live[stripe]
     }
 
     /// Asks for the cache lines `m`'s probe will need first (see
@@ -991,8 +998,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             return Err(TableError::ZeroRoot);
         }
         let p = self.probe(root);
+        // An init usually comes first, before any ack of its tree: it tries to create the entry
+        // straight away, and the insert's own check for another entry of the root (which it must
+        // make anyway) sends it to that entry when there is one.
+        let mut look_first = !matches!(op, Op::Init { .. });
         loop {
-            let i = match self.find(root, p) {
+            let found = if look_first { self.find(root, p) } else { None };
+            look_first = true;
+            let i = match found {
                 Some(i) => i,
                 None => match self.insert(root, p, op) {
                     // A new entry carrying the message: nothing more to apply.
@@ -1135,14 +1148,15 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
-    /// Pins slot `j` if it is inserting or live and holds `root`. Returns whether it did.
-    fn pin(&self, j: usize, root: RootId) -> bool {
+    /// Pins slot `j` if it is inserting or live and holds `root`. Returns the meta word as it
+    /// was when the pin went in (so its state then), or `None` if it did not pin.
+    fn pin(&self, j: usize, root: RootId) -> Option<u32> {
         let meta = self.meta(j);
         let mut m = meta.load(Acquire);
         loop {
             let s = state(m);
             if s != LIVE && s != INSERTING {
-                return false;
+                return None;
             }
             if pins(m) == MAX_PINS {
                 spin_hint();
@@ -1156,10 +1170,10 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
         // While pinned the slot cannot be freed, so its root id is stable.
         if self.slots.roots()[j].load(Acquire) == root {
-            true
+            Some(m + PIN)
         } else {
             self.unpin(j);
-            false
+            None
         }
     }
 
@@ -1234,10 +1248,9 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 Join::Next
             }
             LIVE | INSERTING => {
-                if !self.pin(j, root) {
+                let Some(m) = self.pin(j, root) else {
                     return Join::Restart;
-                }
-                let m = self.meta(j).load(Acquire);
+                };
                 match state(m) {
                     LIVE if !self.expired(m) => Join::Joined,
                     INSERTING => {
@@ -1333,30 +1346,12 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let span = self.span_for(self.overflow.load(SeqCst));
         let prio_e = self.priority(p, e);
         let roots = self.slots.roots();
-        for j in self.runs(p, span).into_iter().flat_map(|(a, b)| a..b) {
-            if j == e || roots[j].load(Acquire) != root {
-                continue;
-            }
-            let meta = self.meta(j);
-            let mut m = meta.load(Acquire);
-            loop {
-                match state(m) {
-                    LIVE if !self.expired(m) => {
-                        self.kill(e);
-                        return;
-                    }
-                    INSERTING if self.priority(p, j) < prio_e => {
-                        self.kill(e);
-                        return;
-                    }
-                    INSERTING => {
-                        // A candidate farther from home loses to this one.
-                        match self.cas(j, m, killed(m, pins(m))) {
-                            Ok(_) => break,
-                            Err(now) => m = now,
-                        }
-                    }
-                    _ => break,
+        for (start, end) in self.runs(p, span) {
+            for (k, r) in roots[start..end].iter().enumerate() {
+                let j = start + k;
+                if j != e && r.load(Acquire) == root && !self.outranks(prio_e, j, p) {
+                    self.kill(e);
+                    return;
                 }
             }
         }
@@ -1369,6 +1364,28 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                     return;
                 }
                 Err(now) => m = now,
+            }
+        }
+    }
+
+    /// `resolve`'s step at slot `j`, whose root id was just read as the candidate's: whether the
+    /// candidate (priority `prio_e`) still stands. It does not if `j` holds a live entry of
+    /// the root or a candidate of smaller priority; a candidate of larger priority is killed.
+    #[inline]
+    fn outranks(&self, prio_e: usize, j: usize, p: Probe) -> bool {
+        let mut m = self.meta(j).load(Acquire);
+        loop {
+            match state(m) {
+                LIVE if !self.expired(m) => return false,
+                INSERTING if self.priority(p, j) < prio_e => return false,
+                INSERTING => {
+                    // A candidate farther from home loses to this one.
+                    match self.cas(j, m, killed(m, pins(m))) {
+                        Ok(_) => return true,
+                        Err(now) => m = now,
+                    }
+                }
+                _ => return true,
             }
         }
     }
