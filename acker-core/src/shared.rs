@@ -61,7 +61,9 @@
 //!   A candidate that becomes live brings its message in with it; the caller of a killed one
 //!   (which nobody ever counted) applies its message to the winner instead. Any thread that meets
 //!   an inserting candidate of its root finishes this resolution itself instead of waiting, so a
-//!   stalled inserter blocks nobody. (Killed is a state of its own, not dead, so that a candidate
+//!   stalled inserter blocks nobody. An init, which usually arrives before any ack of its tree,
+//!   skips the lookup and inserts at once: its candidate simply loses to an existing entry of
+//!   the root, which it then joins. (Killed is a state of its own, not dead, so that a candidate
 //!   another thread made live and then decided is not mistaken for a lost one and applied twice;
 //!   loom models 1a and 3c catch that.)
 //!
