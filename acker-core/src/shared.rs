@@ -73,19 +73,25 @@
 //! from the root's home slot. Larger tables give each root a *window* of two buckets of
 //! [`BUCKET_SLOTS`] (8) slots, one cache line of root ids each, chosen by two hashes of the root
 //! id; a new root goes to its first bucket while at least half of it is free, else to the bucket
-//! with more free slots (two choices keep the buckets evenly filled). Nothing is ever moved, so freed slots leave holes and a lookup of an absent root (each
-//! new root) reads its whole window: 16 root ids.
+//! with more free slots (two choices keep the buckets evenly filled). Nothing is ever moved, so
+//! freed slots leave holes and a lookup of an absent root (each new root) reads its whole
+//! window: 16 root ids.
 //!
 //! A root whose window is full takes the first free slot after its first bucket: an *overflow*
-//! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it, with its distance past the
-//! window, in one atomic word before publishing it, and while the count is not 0 every probe
-//! also scans as far past the window as the farthest overflow entry; so [`TableError::Full`]
-//! means what it means for [`AckerTable`]: every slot holds an entry. The price is speed, not
-//! correctness. Measured with random roots and steady churn (each tree replaced as it
-//! completes): at load 0.5 no window overflowed in 4 M operations (W = 1k, 100k and 1M); at 0.6
-//! one overflow entry was live a third of the time; at 0.7 there were always some (up to about
-//! 200 of 100 000 roots); at 0.8, thousands. Size tables
-//! at load ≤ 0.5–0.6 (40 bytes a root at 0.5; the benchmarks use 0.5). Under concurrency `Full`
+//! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it, in one of eight classes of
+//! distance past the window (below 16, 64, 256, … slots), before publishing it, and while any is
+//! live every probe also scans past the window up to the bound of the farthest non-empty class
+//! ([`SharedAckerTable::probe_len`]); so [`TableError::Full`] means what it means for
+//! [`AckerTable`]: every slot holds an entry. The price is speed, not correctness, and it lasts
+//! as long as the far entries do: an entry that overflowed when the table was nearly full may
+//! sit thousands of slots past its buckets, and every new root's lookup reads that far until it
+//! is decided or expires (a new-user trial measured 0.02 M ops/s on a 100 000-slot table at 1%
+//! load with 824 such entries left from a fill to `Full`, against 14 M ops/s without; with one
+//! near entry left, 11.9 M ops/s). Measured with random roots and steady churn (each tree
+//! replaced as it completes): at load 0.5 no window overflowed in 4 M operations (W = 1k, 100k
+//! and 1M); at 0.6 one overflow entry was live a third of the time; at 0.7 there were always some
+//! (up to about 200 of 100 000 roots); at 0.8, thousands. Size tables at load ≤ 0.5–0.6 (40 bytes
+//! a root at 0.5; the benchmarks use 0.5). Under concurrency `Full`
 //! can also be transient: a slot another thread has reserved for an insert still in progress is
 //! not free, even if that insert turns out to be of the same root (loom model 6b). Either way
 //! nothing changed and the caller retries (back-pressure). Dead entries are freed at once by the
@@ -100,7 +106,8 @@
 //! | [`len`](SharedAckerTable::len), [`capacity`](SharedAckerTable::capacity), [`get`](SharedAckerTable::get), [`memory_bytes`](SharedAckerTable::memory_bytes) | wait-free |
 //!
 //! A thread stalled forever inside an operation keeps at most one slot from being reused (the
-//! one it pins or reserves); it never blocks other threads.
+//! one it pins or reserves) and takes one of the 15 pins of that entry; it blocks no other thread
+//! unless 15 threads are stalled inside the same root's entry (the exception above).
 //!
 //! ## Expiry
 //!
@@ -217,11 +224,27 @@ struct Probe {
     b2: usize,
 }
 
-/// The overflow word: the number of overflow entries (high 32 bits) and the largest overflow
-/// distance among them (low 32 bits; how far past the window the farthest one sits).
+/// Distance classes of overflow entries: class `k < OVERFLOW_CLASSES - 1` counts the entries
+/// whose distance past their window is below `16 × 4^k` slots (16, 64, 256, … 262 144), the last
+/// class all farther ones. A probe goes as far as the bound of the farthest non-empty class.
+const OVERFLOW_CLASSES: usize = 8;
+
+/// The class of an overflow entry `dist` slots past its window.
 #[inline]
-fn overflow_word(count: u64, dist: u64) -> u64 {
-    (count << 32) | dist
+fn overflow_class(dist: usize) -> usize {
+    (0..OVERFLOW_CLASSES - 1)
+        .find(|&k| dist < class_bound(k))
+        .unwrap_or(OVERFLOW_CLASSES - 1)
+}
+
+/// Distances in class `k` are below this (`usize::MAX` for the last class).
+#[inline]
+fn class_bound(k: usize) -> usize {
+    if k + 1 == OVERFLOW_CLASSES {
+        usize::MAX
+    } else {
+        16 << (2 * k)
+    }
 }
 
 #[inline]
@@ -500,10 +523,13 @@ pub struct SharedAckerTable<S> {
     clock_epoch: AtomicU64,
     /// Internal epoch: advances by `min(clock epochs elapsed, 3)` per tick.
     epoch: AtomicU32,
-    /// Entries outside their root's window (counted from before their candidate is published
-    /// until after their slot is freed), and the largest overflow distance among them, in one
-    /// word ([`overflow_word`]). While the count is not 0, probes go that far past the window.
+    /// Entries outside their root's window, counted from before their candidate is published
+    /// until after their slot is freed. While it is not 0, probes also go past the window, as far
+    /// as `overflow_classes` says.
     overflow: AtomicU64,
+    /// The same entries by distance class ([`OVERFLOW_CLASSES`]); each is counted in its class
+    /// before it is counted in `overflow`.
+    overflow_classes: [AtomicU64; OVERFLOW_CLASSES],
 }
 
 impl<S> core::fmt::Debug for SharedAckerTable<S> {
@@ -551,6 +577,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             clock_epoch: AtomicU64::new(0),
             epoch: AtomicU32::new(0),
             overflow: AtomicU64::new(0),
+            overflow_classes: core::array::from_fn(|_| AtomicU64::new(0)),
         })
     }
 
@@ -584,13 +611,23 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         live_count(&self.live, self.capacity)
     }
 
+    /// Slots a lookup of an absent root reads now (each new root's lookup, and an insert's check
+    /// for another entry of its root): the window (16 slots; the whole table up to 64 slots),
+    /// plus, while overflow entries live, up to the distance bound of the farthest of them
+    /// (within 4× of its distance). For monitoring: a value far above 16 means the table is too
+    /// full. A snapshot.
+    #[inline]
+    pub fn probe_len(&self) -> usize {
+        self.span()
+    }
+
     /// The number of overflow entries: roots that found their window (their two buckets) full
     /// and live in a free slot past it. While it is not 0, every lookup of an absent root (each
     /// new root) also scans past the window as far as the farthest of them: a sign the table is
     /// too small for its load (see the module docs). A snapshot.
     #[inline]
     pub fn overflow_len(&self) -> usize {
-        (self.overflow.load(Acquire) >> 32) as usize
+        self.overflow.load(Acquire) as usize
     }
 
     /// Whether no root is live (see [`len`](Self::len)).
@@ -676,10 +713,10 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// interleave with it message by message, as with `apply`). Meant for tables larger than the
     /// CPU caches, as [`AckerTable::apply_batch`](crate::AckerTable::apply_batch): while it applies
     /// message `i` it already asks for the first bucket (root ids, meta words, ack vals) of
-    /// message `i + `[`BATCH_LOOKAHEAD`](crate::table::BATCH_LOOKAHEAD), and the second bucket's
+    /// message `i + `[`BATCH_LOOKAHEAD`], and the second bucket's
     /// root ids for an init (which usually creates its entry and reads both), so several cache
     /// misses are in flight at once. Tables under
-    /// [`BATCH_READ_AHEAD_MIN_SLOTS`](crate::table::BATCH_READ_AHEAD_MIN_SLOTS) slots are applied
+    /// [`BATCH_READ_AHEAD_MIN_SLOTS`] slots are applied
     /// one message at a time.
     ///
     /// ```
@@ -879,15 +916,20 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
-    /// Positions a lookup spans given overflow word `w`: the window, and while overflow entries
-    /// exist, as far past it as the farthest one.
+    /// Positions a lookup spans given the overflow count `count` just read: the window, and
+    /// while overflow entries exist, past it up to the bound of the farthest non-empty distance
+    /// class (within 4× of the farthest live overflow entry). The classes are read after the
+    /// count, so every entry the count includes is in them.
     #[inline]
-    fn span_for(&self, w: u64) -> usize {
-        if w >> 32 == 0 {
-            self.window
-        } else {
-            (self.window + (w & u64::from(u32::MAX)) as usize + 1).min(self.full_span())
+    fn span_for(&self, count: u64) -> usize {
+        if count == 0 {
+            return self.window;
         }
+        let farthest = (0..OVERFLOW_CLASSES)
+            .rev()
+            .find(|&k| self.overflow_classes[k].load(Acquire) != 0)
+            .map_or(0, class_bound);
+        self.window.saturating_add(farthest).min(self.full_span())
     }
 
     /// Whether the entry whose meta word `m` was just loaded has expired. The epoch is loaded
@@ -959,39 +1001,31 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// before the CAS, while the slot is not free (it cannot change until then).
     #[inline]
     fn cas(&self, j: usize, m: u32, new: u32) -> Result<u32, u32> {
-        let overflow = new == FREE && self.is_overflow_slot(j);
+        let class = if new == FREE {
+            self.overflow_distance(j).map(overflow_class)
+        } else {
+            None
+        };
         let r = self.meta(j).compare_exchange_weak(m, new, AcqRel, Acquire);
-        if overflow && r.is_ok() {
-            // One fewer; the distance bound resets with the last one.
-            let mut w = self.overflow.load(Acquire);
-            loop {
-                let count = (w >> 32) - 1;
-                let next = if count == 0 {
-                    0
-                } else {
-                    overflow_word(count, w & u64::from(u32::MAX))
-                };
-                match self
-                    .overflow
-                    .compare_exchange_weak(w, next, AcqRel, Acquire)
-                {
-                    Ok(_) => break,
-                    Err(now) => w = now,
-                }
-            }
+        if let (Some(k), Ok(_)) = (class, r) {
+            // The entry is gone: uncount it (in any order; a probe that still goes far for it
+            // only reads more than it needs).
+            self.overflow.fetch_sub(1, AcqRel);
+            self.overflow_classes[k].fetch_sub(1, AcqRel);
         }
         r
     }
 
-    /// Whether the (not free) slot `j` holds an entry outside its root's window. The count is
-    /// read first: an overflow entry's increment happened before its publication, which the
-    /// caller has seen, so a count of 0 proves the slot is not one.
+    /// How far past its root's window the entry in the (not free) slot `j` sits, if it is an
+    /// overflow entry. The count is read first: an overflow entry's increment happened before
+    /// its publication, which the caller has seen, so a count of 0 proves the slot is not one.
     #[inline]
-    fn is_overflow_slot(&self, j: usize) -> bool {
-        self.capacity > self.window && self.overflow.load(Acquire) >> 32 != 0 && {
-            let p = self.probe(self.slots.roots()[j].load(Acquire));
-            self.priority(p, j) >= self.window
+    fn overflow_distance(&self, j: usize) -> Option<usize> {
+        if self.capacity == self.window || self.overflow.load(Acquire) == 0 {
+            return None;
         }
+        let p = self.probe(self.slots.roots()[j].load(Acquire));
+        self.priority(p, j).checked_sub(self.window)
     }
 
     /// Applies `op` to `root`'s entry, creating it if needed.
@@ -1309,20 +1343,11 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         self.slots.ack_vals()[j].store(ack_val, Relaxed);
         let priority = self.priority(p, j);
         if priority >= self.window {
-            // Counted before it is published: every probe that could meet it then goes as far
-            // (see `resolve` for the candidates' side).
-            let dist = (priority - self.window) as u64;
-            let mut w = self.overflow.load(Acquire);
-            loop {
-                let next = overflow_word((w >> 32) + 1, dist.max(w & u64::from(u32::MAX)));
-                match self
-                    .overflow
-                    .compare_exchange_weak(w, next, SeqCst, Acquire)
-                {
-                    Ok(_) => break,
-                    Err(now) => w = now,
-                }
-            }
+            // Counted before it is published, in its class first: every probe that could meet
+            // it then goes as far (see `resolve` for the candidates' side).
+            let k = overflow_class(priority - self.window);
+            self.overflow_classes[k].fetch_add(1, SeqCst);
+            self.overflow.fetch_add(1, SeqCst);
         }
         let epoch = self.epoch.load(Acquire);
         // Publish the candidate (release: the root id and the ack val go with it).

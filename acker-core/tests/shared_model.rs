@@ -426,3 +426,47 @@ fn apply_batch_equals_apply() {
         assert_eq!(a.get(root(k)), b.get(root(k)));
     }
 }
+
+/// Regression (new-user trial): after a burst of overflow entries, lookups must shrink back to
+/// the reach of the overflow entries still live, not stay at the farthest there ever was until
+/// the last one leaves. Fill a table to `Full` (the late overflow entries land far from their
+/// buckets), then decide every root but the first overflow entry (which went in when the table
+/// was still mostly free, so it sits near its buckets).
+#[test]
+fn probes_shrink_when_far_overflow_entries_leave() {
+    let table = SharedAckerTable::new(vec_slots(4096), T).unwrap();
+    let root = |k: u64| k.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    assert_eq!(table.probe_len(), 16);
+    let mut first_overflow = None;
+    let mut k = 1;
+    while table.ack(root(k), root(k)).is_ok() {
+        if first_overflow.is_none() && table.overflow_len() == 1 {
+            first_overflow = Some(k);
+        }
+        k += 1;
+    }
+    assert_eq!(table.len(), 4096);
+    let first = first_overflow.expect("some window overflowed");
+    let full_reach = table.probe_len();
+    assert!(full_reach > 1_000, "probe_len at Full: {full_reach}");
+    for j in (1..k).filter(|&j| j != first) {
+        assert_eq!(
+            table.init(root(j), root(j), 1),
+            Ok(Decision::Completed { spout_task: 1 })
+        );
+    }
+    assert_eq!((table.len(), table.overflow_len()), (1, 1));
+    let reach = table.probe_len();
+    assert!(
+        reach <= 16 + 64,
+        "probe_len with one near overflow entry: {reach}"
+    );
+    assert_eq!(
+        table.init(root(first), root(first), 1),
+        Ok(Decision::Completed { spout_task: 1 })
+    );
+    assert_eq!(
+        (table.len(), table.overflow_len(), table.probe_len()),
+        (0, 0, 16)
+    );
+}
