@@ -43,14 +43,14 @@
 //!   only if the word did not change since it was read, so flags and ack val were current
 //!   together. Only one CAS can move an entry to dead, so every `Completed` / `Failed` is returned
 //!   by exactly one call. The call whose read-modify-write of the ack val comes last (or the call
-//!   that created the entry, if no other touched it) synchronises with every other update, so its snapshot holds every XOR and every flag and no decision is
-//!   missed. When several calls on one root overlap in time, the decision is returned by one of
-//!   them (whichever seals the entry, not necessarily the one whose XOR completed the tree), and
-//!   it is the one rule 3 gives for all of them together (so an ack still wins over a fail).
-//!   (Deciding on the value a call's own read-modify-write returned instead is wrong: a fail that
-//!   read 0 from a fresh entry before a racing init's XOR landed would then see the init's spout
-//!   task and report `Completed`; loom models 3c and 4b, and the stress tests with fails, catch
-//!   that.)
+//!   that created the entry, if no other touched it) synchronises with every other update, so its
+//!   snapshot holds every XOR and every flag and no decision is missed. When several calls on one
+//!   root overlap in time, the decision is returned by one of them (whichever seals the entry, not
+//!   necessarily the one whose XOR completed the tree), and it is the one rule 3 gives for all of
+//!   them together (so an ack still wins over a fail). (Deciding on the value a call's own
+//!   read-modify-write returned instead is wrong: a fail that read 0 from a fresh entry before a
+//!   racing init's XOR landed would then see the init's spout task and report `Completed`; loom
+//!   models 3c and 4b, and the stress tests with fails, catch that.)
 //! * **Inserts are two-phase.** A root that is not in the table gets a slot by CAS (free →
 //!   reserved), writes its root id and the message's contribution (its XOR; the spout task of an
 //!   init; the failed flag of a fail) and publishes the slot as an *inserting* candidate; then,

@@ -9,8 +9,9 @@
 //! ```
 //!
 //! Each model states the bound it was run at and how long it took alone (release build,
-//! 2-core machine, 2026-11-30). The whole suite (19 models) takes about 50 s once built, 3 min 4 s from a cold
-//! target dir (2 min 27 s of it is the build). Tiny capacities (1 or 2 slots) make homes collide
+//! 2-core machine, 2026-11-30). The whole suite (19 models) takes about 50 s once built
+//! (35–80 s as the machine's load varies), about 3 min from a cold target dir (2 min 27 s of it
+//! is the build). Tiny capacities (1 or 2 slots) make homes collide
 //! and slots get reused. A model of three simultaneous inserts of one root did not finish within
 //! 15 minutes at bound 3 and was left out (model 6b covers two candidates of one root around a
 //! freed slot instead).
