@@ -110,6 +110,9 @@ pub enum FaultError {
     /// A trigger is not a duration or `#offset`.
     BadTrigger(String),
     /// A target is not a number (or `a-b` for a partition), or names no such task or worker.
+    /// The text after `bad fault target `: the fault in backticks, then why, e.g.
+    /// ``in `bolt-crash@1s:99`: target 99, but the topology has 1 processing bolt task(s)
+    /// (targets 0..=0)``.
     BadTarget(String),
     /// The specs expand to more than [`MAX_FAULTS`] faults.
     TooMany,
@@ -139,7 +142,7 @@ impl fmt::Display for FaultError {
                 f,
                 "bad fault time `{s}`: expected a duration (2s, 500ms, 30us, 100ns) or #offset"
             ),
-            FaultError::BadTarget(s) => write!(f, "bad fault target `{s}`"),
+            FaultError::BadTarget(s) => write!(f, "bad fault target {s}"),
             FaultError::TooMany => write!(
                 f,
                 "the fault specs expand to more than {MAX_FAULTS} faults; lower the rates"
@@ -263,7 +266,12 @@ impl FromStr for FaultSpec {
         let s = s.trim();
         let (rest, target) = match s.split_once(':') {
             Some((r, t)) => {
-                let bad = || FaultError::BadTarget(t.to_string());
+                let bad = || {
+                    FaultError::BadTarget(format!(
+                        "in `{s}`: `{t}` is not a target (a task or worker index 0..=65535, or \
+                         a-b for the two workers of a partition)"
+                    ))
+                };
                 let pair = match t.split_once('-') {
                     Some((a, b)) => (
                         a.trim().parse().map_err(|_| bad())?,
@@ -379,6 +387,72 @@ pub struct ExpandContext {
     pub targets: TargetCounts,
 }
 
+/// A spec in the `--faults` syntax, for messages: `kind[@trigger][*count][~rate/s|/kt][:target]`
+/// (a rate given per ms shows per s).
+fn spec_text(spec: &FaultSpec) -> String {
+    let mut t = spec.kind.to_string();
+    if let Some(trigger) = spec.trigger {
+        t.push_str(&format!("@{trigger}"));
+    }
+    if spec.count != 1 {
+        t.push_str(&format!("*{}", spec.count));
+    }
+    if let Some((rate, unit)) = spec.rate {
+        let unit = match unit {
+            RateUnit::PerSecond => "/s",
+            RateUnit::PerKiloTuple => "/kt",
+        };
+        t.push_str(&format!("~{rate}{unit}"));
+    }
+    match spec.target {
+        Some((a, b)) if spec.kind == FaultKind::Partition || b != 0 => {
+            t.push_str(&format!(":{a}-{b}"));
+        }
+        Some((a, _)) => t.push_str(&format!(":{a}")),
+        None => {}
+    }
+    t
+}
+
+/// The [`FaultError::BadTarget`] text for `spec`, whose fixed target is not one of the `n`
+/// candidates of its kind.
+fn bad_target_text(spec: &FaultSpec, n: u16) -> String {
+    let (a, b) = spec.target.unwrap_or((0, 0));
+    let noun = match spec.kind {
+        FaultKind::SpoutCrash => "spout task(s)",
+        FaultKind::BoltExceptionBeforeEmit
+        | FaultKind::BoltExceptionAfterEmit
+        | FaultKind::BoltCrash => "processing bolt task(s)",
+        FaultKind::AckerCrash => "acker task(s)",
+        FaultKind::WorkerCrash | FaultKind::Partition => "worker(s)",
+        FaultKind::MessageLoss => "",
+    };
+    let range = if n == 0 {
+        String::new()
+    } else {
+        format!(" (targets 0..={})", n - 1)
+    };
+    let why = match spec.kind {
+        FaultKind::MessageLoss => "message-loss takes no target (only :0 is accepted)".to_string(),
+        FaultKind::Partition if a == b => {
+            format!("a partition needs two different workers, got {a}-{b}")
+        }
+        FaultKind::Partition => {
+            format!("workers {a}-{b}, but the topology has {n} {noun}{range}")
+        }
+        _ if b != 0 => format!(
+            "`{a}-{b}` is a pair of workers, which only a partition takes; {} takes one index",
+            spec.kind
+        ),
+        // An acker crash with no acker fires as a no-op, on target 0 only.
+        FaultKind::AckerCrash if n == 0 => {
+            format!("target {a}, but the topology has no acker task (only target 0, a no-op, is accepted)")
+        }
+        _ => format!("target {a}, but the topology has {n} {noun}{range}"),
+    };
+    format!("in `{}`: {why}", spec_text(spec))
+}
+
 /// Expands specs into a concrete schedule, sorted by trigger, drawing rate times and unspecified
 /// targets from `rng`. A kind with no candidate (an acker crash with zero ackers) still gets its
 /// instances: they fire as no-ops, so the injected count is what was asked.
@@ -401,18 +475,7 @@ pub fn expand(
                 _ => a < n.max(1) && b == 0,
             };
             if !ok {
-                return Err(FaultError::BadTarget(format!(
-                    "{}:{}{} (the topology has {} candidate(s) for {})",
-                    spec.kind,
-                    a,
-                    if spec.kind == FaultKind::Partition {
-                        format!("-{b}")
-                    } else {
-                        String::new()
-                    },
-                    n,
-                    spec.kind
-                )));
+                return Err(FaultError::BadTarget(bad_target_text(spec, n)));
             }
         }
         let mut triggers = Vec::new();

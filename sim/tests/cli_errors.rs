@@ -208,3 +208,45 @@ fn help_documents_the_exit_statuses() {
     );
     assert!(help.contains("closed early"), "{help}");
 }
+
+#[test]
+fn bad_fault_targets_name_the_fault_and_the_valid_range() {
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "bolt-crash@1s:99"],
+        "acker-sim: error: bad fault target in `bolt-crash@1s:99`: target 99, but the topology \
+         has 1 processing bolt task(s) (targets 0..=0)\n",
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash,spout-crash@#10*3:4",
+        ],
+        "acker-sim: error: bad fault target in `spout-crash@#10*3:4`: target 4, but the topology \
+         has 1 spout task(s) (targets 0..=0)\n",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "partition@1s:0-7"],
+        "bad fault target in `partition@1s:0-7`: workers 0-7, but the topology has 4 worker(s) \
+         (targets 0..=3)\n",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "partition@1s:2-2"],
+        "bad fault target in `partition@1s:2-2`: a partition needs two different workers, got 2-2\n",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "bolt-crash@1s:x"],
+        "acker-sim: error: bad fault target in `bolt-crash@1s:x`: `x` is not a target (a task or \
+         worker index 0..=65535, or a-b for the two workers of a partition)\n",
+    );
+    // One line: no backtick left open, nothing dropped from the spec.
+    let o = bin()
+        .args(["run", "--seed", "1", "--faults", "bolt-crash@1s:99"])
+        .output()
+        .expect("run acker-sim");
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(err.matches('`').count(), 2, "{err}");
+}
