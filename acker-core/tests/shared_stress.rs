@@ -1,7 +1,9 @@
-//! Stress test of the [`SharedAckerTable`] with real threads: one million random tuple trees
-//! (fewer in debug builds), their messages dealt to 2, 4 or 8 threads in random orders (acks
-//! before the init, acks of one tree on several threads at once, fails, a ticking clock), and
-//! every tree must be decided exactly once, with the right decision, leaving nothing behind.
+//! Stress test of the [`SharedAckerTable`] with real threads: one million random tuple trees at
+//! each of 2, 4 and 8 threads (fewer in debug builds), their messages dealt to the threads in
+//! random orders (acks before the init, acks of one tree on several threads at once, fails,
+//! reset-timeouts, a ticking clock), half of the batches through `apply_batch` (on a table large
+//! enough to read ahead at 4 threads), and every tree must be decided exactly once, with the
+//! right decision, leaving nothing behind.
 #![cfg(not(loom))]
 
 use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
@@ -14,6 +16,8 @@ use std::sync::Barrier;
 const T: u64 = 1_000_000;
 const TREES_PER_BATCH: usize = 1024;
 const CAPACITY: usize = 8192;
+/// Large enough for `apply_batch` to read ahead.
+const BATCH_CAPACITY: usize = acker_core::table::BATCH_READ_AHEAD_MIN_SLOTS + 8192;
 const SPOUT_TASK: u16 = 3;
 
 /// Decision counters per tree: +1 per Completed, +16 per Failed.
@@ -89,6 +93,10 @@ fn tree_messages(
             frontier.push((c, depth + 1));
         }
         out.push(AckerMessage::Ack { root, xor });
+        // Now and then a bolt asks for more time (before or after the tree is decided).
+        if with_fails && rng.next_u32() % 16 == 0 {
+            out.push(AckerMessage::ResetTimeout { root });
+        }
     }
     failing
 }
@@ -100,10 +108,11 @@ fn shuffle<X>(v: &mut [X], rng: &mut Xoshiro256PlusPlus) {
     }
 }
 
-/// Runs `trees` trees over `threads` threads and checks every decision. Returns the number of
-/// `Full` retries (back-pressure events).
-fn stress(threads: usize, trees: usize, with_fails: bool, seed: u64) -> usize {
-    let table = SharedAckerTable::new(vec_slots(CAPACITY), T).unwrap();
+/// Runs `trees` trees over `threads` threads and checks every decision. Odd batches go through
+/// `apply_batch` (in chunks), even ones through `apply`. Returns the number of `Full` retries
+/// (back-pressure events).
+fn stress(threads: usize, trees: usize, with_fails: bool, seed: u64, capacity: usize) -> usize {
+    let table = SharedAckerTable::new(vec_slots(capacity), T).unwrap();
     let decisions: Vec<AtomicU8> = (0..trees).map(|_| AtomicU8::new(0)).collect();
     let expected: Vec<AtomicU8> = (0..trees).map(|_| AtomicU8::new(0)).collect();
     let full_retries = AtomicUsize::new(0);
@@ -142,13 +151,25 @@ fn stress(threads: usize, trees: usize, with_fails: bool, seed: u64) -> usize {
                     }
                     // Random delivery order: acks before the init, trees interleaved.
                     shuffle(&mut mine, &mut order);
-                    for &(tree, m) in &mine {
+                    let mut results = Vec::with_capacity(mine.len());
+                    if batch % 2 == 1 {
+                        for chunk in mine.chunks(64) {
+                            table.apply_batch(
+                                &chunk.iter().map(|&(_, m)| m).collect::<Vec<_>>(),
+                                |_, r| results.push(r),
+                            );
+                        }
+                    } else {
+                        results.extend(mine.iter().map(|&(_, m)| table.apply(m)));
+                    }
+                    for (&(tree, m), mut r) in mine.iter().zip(results) {
                         let d = loop {
-                            match table.apply(m) {
+                            match r {
                                 Ok(d) => break d,
                                 Err(TableError::Full) => {
                                     full_retries.fetch_add(1, Ordering::Relaxed);
                                     std::thread::yield_now();
+                                    r = table.apply(m);
                                 }
                                 Err(e) => panic!("tree {tree}: {m:?} → {e:?}"),
                             }
@@ -163,7 +184,10 @@ fn stress(threads: usize, trees: usize, with_fails: bool, seed: u64) -> usize {
                                 decisions[tree].fetch_add(FAILED_ONCE, Ordering::Relaxed);
                             }
                             Decision::Pending => {}
-                            Decision::Reset { .. } => panic!("no reset was sent"),
+                            Decision::Reset { spout_task } => {
+                                assert!(with_fails, "no reset was sent");
+                                assert_eq!(spout_task, SPOUT_TASK);
+                            }
                         }
                     }
                     // Every message of this batch is in before the next batch starts.
@@ -185,14 +209,13 @@ fn stress(threads: usize, trees: usize, with_fails: bool, seed: u64) -> usize {
     }
     // Acks that arrive after their tree failed leave orphans; they expire 2T–3T later.
     let end = batches as u64 * T;
-    for k in 0..=(3 + 2 * CAPACITY as u64 / 64) {
-        table.tick(end + 3 * T + k);
-    }
+    table.tick(end + 3 * T);
     assert_eq!(table.len(), 0);
+    assert_eq!(table.overflow_len(), 0);
     full_retries.load(Ordering::Relaxed)
 }
 
-/// Trees per configuration: one million in all in release builds, 1/20 of it in debug builds.
+/// Trees per configuration: one million each in release builds, 1/20 of it in debug builds.
 fn scaled(n: usize) -> usize {
     if cfg!(debug_assertions) {
         n / 20
@@ -203,19 +226,19 @@ fn scaled(n: usize) -> usize {
 
 #[test]
 fn two_threads_ack_only() {
-    let full = stress(2, scaled(250_000), false, 0x5EED_0002);
+    let full = stress(2, scaled(1_000_000), false, 0x5EED_0002, CAPACITY);
     assert_eq!(full, 0, "the table never filled");
 }
 
 #[test]
 fn four_threads_with_fails() {
-    let full = stress(4, scaled(250_000), true, 0x5EED_0004);
+    let full = stress(4, scaled(1_000_000), true, 0x5EED_0004, BATCH_CAPACITY);
     assert_eq!(full, 0, "the table never filled");
 }
 
 #[test]
 fn eight_threads_with_fails() {
-    let full = stress(8, scaled(500_000), true, 0x5EED_0008);
+    let full = stress(8, scaled(1_000_000), true, 0x5EED_0008, CAPACITY);
     assert_eq!(full, 0, "the table never filled");
 }
 
