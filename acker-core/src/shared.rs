@@ -138,8 +138,9 @@
 //!   `Full` comes). The loom models use linear tables of 1–3 slots (a bucketed table has at
 //!   least 72 slots, too many for loom); bucketed tables differ only in the probe order and
 //!   priorities, and are covered by these tests, the stress tests and the fuzz target.
-//! * `tests/shared_stress.rs`: one million random trees over 2, 4 and 8 threads, with fails,
-//!   every tree decided exactly once with the right decision, nothing left behind; and tables
+//! * `tests/shared_stress.rs`: one million random trees at each of 2, 4 and 8 threads, with
+//!   fails, reset-timeouts and `apply_batch`, every tree decided exactly once with the right
+//!   decision, nothing left behind; and tables
 //!   filled to the brim (8 slots, and 96 slots where windows overflow) under four threads.
 //!
 //! `CachePadded` (crossbeam-utils) keeps the live count, written by every insert and decision,

@@ -65,6 +65,9 @@ fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= MIN => Ok(n),
         Ok(_) => Err(format!("must be at least {MIN}")),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err("is too large (more than 2^64 - 1)".to_string())
+        }
         Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
             Err("must not be negative".to_string())
         }

@@ -60,6 +60,9 @@ fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= MIN => Ok(n),
         Ok(_) => Err(format!("must be at least {MIN}")),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err("is too large (more than 2^64 - 1)".to_string())
+        }
         Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
             Err("must not be negative".to_string())
         }
@@ -126,7 +129,9 @@ struct RunArgs {
     /// least 1024).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     acker_capacity: Option<usize>,
-    /// Messages an acker parks while its table is full (default: max(acker capacity / 8, 64)).
+    /// Messages an acker parks while its table is full, 0 to 16777216 (default: max(acker
+    /// capacity / 8, 64)). Each acker task preallocates 72 to 104 bytes a message: 16777216 is
+    /// 1.2 GB an acker.
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     acker_park_capacity: Option<usize>,
 }
@@ -267,6 +272,12 @@ fn shell_options(run: &RunArgs) -> ShellOptions {
 const MAX_PENDING_LIMIT: usize = 10_000_000;
 /// Largest `--acker-capacity` accepted: 2 GB of table at 20 bytes a root.
 const MAX_ACKER_CAPACITY: usize = 100_000_000;
+/// Largest `--acker-park-capacity` accepted (2^24 messages). Each acker task preallocates its
+/// park queue: the 24-byte message, a 4-byte chain link, a 4-byte free-list entry and an 8-byte
+/// order entry a message, plus 2 to 4 by-root index slots of 16 bytes (72 to 104 bytes a
+/// message; 1.2 GB an acker at this limit). The default for the largest `--acker-capacity` is
+/// 12.5M, under it.
+const MAX_ACKER_PARK_CAPACITY: usize = 1 << 24;
 /// Largest `--timeout-secs` accepted (one year).
 const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 
@@ -296,6 +307,15 @@ fn check_run(run: &RunArgs) -> Result<(), String> {
     {
         return Err(format!(
             "--acker-capacity must be in 1..={MAX_ACKER_CAPACITY} (20 bytes a root)"
+        ));
+    }
+    if let Some(park) = run
+        .acker_park_capacity
+        .filter(|&p| p > MAX_ACKER_PARK_CAPACITY)
+    {
+        return Err(format!(
+            "--acker-park-capacity must be at most {MAX_ACKER_PARK_CAPACITY} messages (each acker \
+             preallocates 72 to 104 bytes a parked message), got {park}"
         ));
     }
     if run.timeout_secs > MAX_TIMEOUT_SECS {
