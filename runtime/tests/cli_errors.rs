@@ -143,3 +143,45 @@ fn help_documents_the_exit_statuses() {
     assert!(help.contains("Exit status: 0 on success"), "{help}");
     assert!(help.contains("closed early"), "{help}");
 }
+
+#[test]
+fn acker_park_capacity_has_a_documented_limit() {
+    // Refused before any table or park queue is built: these runs allocate nothing large.
+    for v in ["99999999999", "4294967296", "1000000000", "16777217"] {
+        assert_usage_error(
+            &["wordcount", "--acker-park-capacity", v],
+            &format!(
+                "acker-run: error: --acker-park-capacity must be at most 16777216 messages (each \
+                 acker preallocates 72 to 104 bytes a parked message), got {v}\n"
+            ),
+        );
+    }
+    assert_usage_error(
+        &[
+            "bench",
+            "pipeline",
+            "--seconds",
+            "1",
+            "--acker-park-capacity",
+            "99999999999",
+        ],
+        "--acker-park-capacity must be at most 16777216 messages",
+    );
+    assert_usage_error(
+        &[
+            "wordcount",
+            "--acker-park-capacity",
+            "99999999999999999999999",
+        ],
+        "invalid value '99999999999999999999999' for '--acker-park-capacity \
+         <ACKER_PARK_CAPACITY>': is too large (more than 2^64 - 1)",
+    );
+    let o = bin()
+        .args(["wordcount", "--help"])
+        .output()
+        .expect("run acker-run wordcount --help");
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("0 to 16777216"), "{help}");
+    assert!(help.contains("72 to 104 bytes a message"), "{help}");
+}
