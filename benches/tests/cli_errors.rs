@@ -166,3 +166,103 @@ fn help_documents_the_exit_statuses() {
     assert!(help.contains("Exit status: 0 on success"), "{help}");
     assert!(help.contains("closed early"), "{help}");
 }
+
+#[test]
+fn windows_ops_and_threads_have_documented_limits() {
+    // Refused while parsing: no op stream or table is built, nothing large is allocated.
+    let o = bin()
+        .args(["compare", "--quick", "--windows", "99999999999999"])
+        .output()
+        .expect("run acker-bench");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "invalid value '99999999999999' for '--windows <WINDOWS>': must be at most 10000000 \
+             (roots in flight; about 240 bytes a root)\n"
+        ),
+        "{err}"
+    );
+    assert_usage_error(
+        &["--windows", "100,10000001"],
+        "invalid value '10000001' for '--windows <WINDOWS>': must be at most 10000000",
+    );
+    assert_usage_error(
+        &["--windows", "99999999999999999999999"],
+        "invalid value '99999999999999999999999' for '--windows <WINDOWS>': must be at most \
+         10000000",
+    );
+    let o = bin()
+        .args([
+            "compare",
+            "--threads",
+            "99999999999",
+            "--windows",
+            "1000",
+            "--only",
+            "acker-core-shared",
+        ])
+        .output()
+        .expect("run acker-bench");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "invalid value '99999999999' for '--threads <THREADS>': must be at most 1024 \
+             (threads a shared-table run)\n"
+        ),
+        "{err}"
+    );
+    assert_usage_error(
+        &["--threads", "1,1025"],
+        "invalid value '1025' for '--threads <THREADS>': must be at most 1024",
+    );
+    let o = bin()
+        .args(["compare", "--quick", "--ops", "100000001"])
+        .output()
+        .expect("run acker-bench");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "invalid value '100000001' for '--ops <OPS>': must be at most 100000000 (timed \
+             messages a run; 24 bytes each)\n"
+        ),
+        "{err}"
+    );
+    // The limits themselves are accepted: 1024 threads on the tiny window run and report.
+    let o = run(&["--threads", "1024", "--only", "acker-core-shared", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json rows");
+    assert_eq!(rows["rows"][0]["threads"], 1024, "{rows}");
+    // The help states every limit.
+    let o = bin()
+        .args(["compare", "--help"])
+        .output()
+        .expect("run acker-bench compare --help");
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("each 1 to 10000000"), "{help}");
+    assert!(help.contains("1 to 100000000 (24 bytes each)"), "{help}");
+    assert!(help.contains("each 1 to 1024 (0 alone skips"), "{help}");
+}
+
+#[test]
+fn threads_zero_must_stand_alone() {
+    for threads in ["0,2", "2,0", "0,0"] {
+        let o = run(&["--threads", threads]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{threads}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "acker-bench: error: --threads 0 skips the shared tables and must be given \
+                 alone; thread counts are 1 to 1024 (got {threads})\n"
+            )
+        );
+        assert!(o.stdout.is_empty(), "{threads}");
+    }
+    // Alone it runs the single-owner tables only.
+    let o = run(&["--threads", "0", "--only", "acker-core,acker-core-shared"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(ran(&o), BTreeSet::from(["acker-core".to_string()]));
+}

@@ -85,6 +85,48 @@ fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
     usize::try_from(n).map_err(|_| format!("{n} is too large"))
 }
 
+/// Largest `--windows` value: roots in flight. A run holds W prefill inits and (by default) 4W
+/// timed messages of 24 bytes each plus the table under test: about 240 bytes a root in all
+/// (W = 4M peaked at 0.94 GB resident), so 2.4 GB here.
+const MAX_WINDOW_ROOTS: u64 = 10_000_000;
+/// Largest `--ops` value: timed messages a run (24 bytes each, generated before timing: 2.4 GB).
+const MAX_OPS: u64 = 100_000_000;
+/// Largest `--threads` value (each thread gets its own op stream and OS thread).
+const MAX_THREADS: u64 = 1024;
+
+/// [`at_least`]`::<MIN>` that also refuses values above `max`, saying what the limit bounds.
+fn in_range<const MIN: u64>(s: &str, max: u64, what: &str) -> Result<usize, String> {
+    let n = match at_least::<MIN>(s) {
+        Err(e) if e.starts_with("is too large") => {
+            return Err(format!("must be at most {max} ({what})"))
+        }
+        r => r?,
+    };
+    if n > max {
+        return Err(format!("must be at most {max} ({what})"));
+    }
+    usize::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
+/// clap value parser for `--windows`: 1 to [`MAX_WINDOW_ROOTS`].
+fn window_roots(s: &str) -> Result<usize, String> {
+    in_range::<1>(
+        s,
+        MAX_WINDOW_ROOTS,
+        "roots in flight; about 240 bytes a root",
+    )
+}
+
+/// clap value parser for `--ops`: 1 to [`MAX_OPS`].
+fn op_count(s: &str) -> Result<usize, String> {
+    in_range::<1>(s, MAX_OPS, "timed messages a run; 24 bytes each")
+}
+
+/// clap value parser for `--threads`: 0 to [`MAX_THREADS`] (0 is checked to stand alone later).
+fn thread_count(s: &str) -> Result<usize, String> {
+    in_range::<0>(s, MAX_THREADS, "threads a shared-table run")
+}
+
 #[derive(Parser)]
 #[command(
     name = "acker-bench",
@@ -112,28 +154,31 @@ struct CompareArgs {
     /// Print `{"rows": [{"structure", "window", "mops", "bytes_per_root"[, "threads"]}, ...]}`.
     #[arg(long)]
     json: bool,
-    /// Roots in flight (W), comma-separated.
+    /// Roots in flight (W), comma-separated, each 1 to 10000000 (about 240 bytes a root at the
+    /// default --ops: op stream plus table).
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "1000,100000,1000000",
         allow_negative_numbers = true,
-        value_parser = count_at_least::<1>
+        value_parser = window_roots
     )]
     windows: Vec<usize>,
     /// Repetitions of each run, at least 1; the median is reported [default: 3, 1 with --quick].
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
     reps: Option<usize>,
-    /// Timed messages per run [default: max(8M, 4W); 2M with --quick].
-    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+    /// Timed messages per run, 1 to 100000000 (24 bytes each) [default: max(8M, 4W); 2M with
+    /// --quick].
+    #[arg(long, allow_negative_numbers = true, value_parser = op_count)]
     ops: Option<usize>,
-    /// Thread counts for the shared tables, comma-separated (0 alone skips them).
+    /// Thread counts for the shared tables, comma-separated, each 1 to 1024 (0 alone skips
+    /// them).
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "1,2",
         allow_negative_numbers = true,
-        value_parser = count_at_least::<0>
+        value_parser = thread_count
     )]
     threads: Vec<usize>,
     /// Acks per tree (k).
@@ -179,12 +224,22 @@ fn main() -> ExitCode {
 /// Runs `compare`; `Err` only for a failed stdout write (bad arguments are refused by clap).
 fn compare(args: CompareArgs) -> io::Result<ExitCode> {
     if args.windows.is_empty() {
-        eprintln!("acker-bench: --windows needs values of at least 1");
+        eprintln!("acker-bench: error: --windows needs values of at least 1");
+        return Ok(ExitCode::from(2));
+    }
+    if args.threads.len() > 1 && args.threads.contains(&0) {
+        let given: Vec<String> = args.threads.iter().map(usize::to_string).collect();
+        eprintln!(
+            "acker-bench: error: --threads 0 skips the shared tables and must be given alone; \
+             thread counts are 1 to {MAX_THREADS} (got {})",
+            given.join(",")
+        );
         return Ok(ExitCode::from(2));
     }
     if let Some(ops) = args.ops {
         let _ = OPS_OVERRIDE.set(ops);
     }
+    // `--threads 0` (alone, checked above) runs no shared table.
     let threads: Vec<usize> = args.threads.iter().copied().filter(|&t| t > 0).collect();
     let config = CompareConfig {
         windows: args.windows.clone(),
