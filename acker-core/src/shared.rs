@@ -160,8 +160,8 @@ pub use crate::sync::{AtomicU32, AtomicU64};
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 use crate::table::prefetch;
 use crate::table::{
-    second_bucket, ConfigError, EntryView, TableError, BATCH_LOOKAHEAD, BATCH_READ_AHEAD_MIN_SLOTS,
-    EXPIRY_EPOCHS,
+    apply_reading_ahead, second_bucket, ConfigError, EntryView, TableError,
+    BATCH_READ_AHEAD_MIN_SLOTS, EXPIRY_EPOCHS,
 };
 
 use Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
@@ -736,26 +736,17 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     pub fn apply_batch<F: FnMut(usize, Result<Decision, TableError>)>(
         &self,
         messages: &[AckerMessage],
-        mut sink: F,
+        sink: F,
     ) {
-        if self.capacity < BATCH_READ_AHEAD_MIN_SLOTS {
-            for (i, m) in messages.iter().enumerate() {
-                sink(i, self.apply(*m));
-            }
-            return;
-        }
-        let mut touched = 0u64;
-        for m in messages.iter().take(BATCH_LOOKAHEAD) {
-            touched ^= self.touch(m);
-        }
-        for (i, m) in messages.iter().enumerate() {
-            if let Some(ahead) = messages.get(i + BATCH_LOOKAHEAD) {
-                touched ^= self.touch(ahead);
-            }
-            sink(i, self.apply(*m));
-        }
-        // Keep the reads (where there is no prefetch instruction): they only warm the cache.
-        core::hint::black_box(touched);
+        let read_ahead = self.capacity >= BATCH_READ_AHEAD_MIN_SLOTS;
+        apply_reading_ahead(
+            &mut &*self,
+            messages,
+            read_ahead,
+            |t, m| t.touch(m),
+            |t, m| t.apply(m),
+            sink,
+        );
     }
 
     /// The spout's init: XORs `xor` (the XOR of the edge ids of every copy emitted; 0 when the

@@ -424,27 +424,10 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     pub fn apply_batch<F: FnMut(usize, Result<Decision, TableError>)>(
         &mut self,
         messages: &[AckerMessage],
-        mut sink: F,
+        sink: F,
     ) {
-        if self.capacity() < BATCH_READ_AHEAD_MIN_SLOTS {
-            // A table this small stays in the core's cache: reading ahead only costs.
-            for (i, m) in messages.iter().enumerate() {
-                sink(i, self.apply(*m));
-            }
-            return;
-        }
-        let mut touched = 0u64;
-        for m in messages.iter().take(BATCH_LOOKAHEAD) {
-            touched ^= self.touch(m);
-        }
-        for (i, m) in messages.iter().enumerate() {
-            if let Some(ahead) = messages.get(i + BATCH_LOOKAHEAD) {
-                touched ^= self.touch(ahead);
-            }
-            sink(i, self.apply(*m));
-        }
-        // Keep the reads: their only purpose is to bring the slots into the cache.
-        core::hint::black_box(touched);
+        let read_ahead = self.capacity() >= BATCH_READ_AHEAD_MIN_SLOTS;
+        apply_reading_ahead(self, messages, read_ahead, Self::touch, Self::apply, sink);
     }
 
     /// The slots of `root`'s first bucket, where a lookup starts (and where most roots are):
@@ -920,6 +903,39 @@ pub(crate) fn prefetch<T>(items: &[T], start: usize, n: usize) {
             }
         }
     }
+}
+
+/// The loop of both tables' `apply_batch`: applies `messages` to `table` in order with `apply`,
+/// handing each result to `sink`, and, if `read_ahead`, first calls `touch` (which brings a
+/// message's slots towards the core) on the message [`BATCH_LOOKAHEAD`] places ahead. A table
+/// under [`BATCH_READ_AHEAD_MIN_SLOTS`] slots stays in the core's cache: reading ahead only costs.
+#[inline(always)]
+pub(crate) fn apply_reading_ahead<T>(
+    table: &mut T,
+    messages: &[AckerMessage],
+    read_ahead: bool,
+    touch: impl Fn(&T, &AckerMessage) -> u64,
+    mut apply: impl FnMut(&mut T, AckerMessage) -> Result<Decision, TableError>,
+    mut sink: impl FnMut(usize, Result<Decision, TableError>),
+) {
+    if !read_ahead {
+        for (i, m) in messages.iter().enumerate() {
+            sink(i, apply(table, *m));
+        }
+        return;
+    }
+    let mut touched = 0u64;
+    for m in messages.iter().take(BATCH_LOOKAHEAD) {
+        touched ^= touch(table, m);
+    }
+    for (i, m) in messages.iter().enumerate() {
+        if let Some(ahead) = messages.get(i + BATCH_LOOKAHEAD) {
+            touched ^= touch(table, ahead);
+        }
+        sink(i, apply(table, *m));
+    }
+    // Keep the reads (where there is no prefetch instruction): they only warm the cache.
+    core::hint::black_box(touched);
 }
 
 /// How many messages ahead [`AckerTable::apply_batch`] reads the slots of.
