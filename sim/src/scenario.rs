@@ -319,7 +319,23 @@ impl Scenario {
             let bad = f.target >= n
                 || (f.kind == FaultKind::Partition && (f.peer >= n || f.peer == f.target));
             if bad {
-                return Err(FaultError::BadTarget(f.to_string()).into());
+                let why = if f.kind == FaultKind::Partition {
+                    format!(
+                        "workers {}-{}, but a partition needs two different workers of the \
+                         topology's {n} (0..={})",
+                        f.target,
+                        f.peer,
+                        n.saturating_sub(1)
+                    )
+                } else {
+                    format!(
+                        "target {}, but the topology has {n} {} target(s) (0..={})",
+                        f.target,
+                        f.kind,
+                        n.saturating_sub(1)
+                    )
+                };
+                return Err(FaultError::BadTarget(format!("in `{f}`: {why}")).into());
             }
             if let fault::Trigger::AtOffset(o) = f.trigger {
                 if o >= self.tuples {
@@ -439,7 +455,13 @@ mod tests {
                     .collect()
             })
             .unwrap();
-        assert!(matches!(s.validate(), Err(ScenarioError::Fault(_))));
+        let err = s.validate().unwrap_err();
+        assert!(matches!(err, ScenarioError::Fault(_)));
+        assert_eq!(
+            err.to_string(),
+            "bad fault target in `bolt-crash@1s:3`: target 3, but the topology has 1 bolt-crash \
+             target(s) (0..=0)"
+        );
         let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
         s.tuples = MAX_TUPLES + 1;
         assert!(matches!(s.validate(), Err(ScenarioError::TooLarge(_))));
