@@ -615,11 +615,13 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// Slots a lookup of an absent root reads now (each new root's lookup, and an insert's check
     /// for another entry of its root): the window (16 slots; the whole table up to 64 slots),
     /// plus, while overflow entries live, up to the distance bound of the farthest of them
-    /// (within 4× of its distance). For monitoring: a value far above 16 means the table is too
-    /// full. A snapshot.
+    /// (within 4× of its distance), at most `capacity`. For monitoring: a value far above 16
+    /// means the table is too full. A snapshot.
     #[inline]
     pub fn probe_len(&self) -> usize {
-        self.span()
+        // A probe past the window goes round the whole table, passing the window's slots again:
+        // count distinct slots.
+        self.span().min(self.capacity)
     }
 
     /// The number of overflow entries: roots that found their window (their two buckets) full

@@ -137,7 +137,10 @@ impl fmt::Display for FaultError {
                 f,
                 "bad fault rate `{s}`: expected a finite number >= 0, optionally /s, /ms or /kt"
             ),
-            FaultError::BadCount(s) => write!(f, "bad fault count `{s}`: expected an integer >= 1"),
+            FaultError::BadCount(s) => write!(
+                f,
+                "bad fault count `{s}`: expected an integer from 1 to {MAX_FAULTS}"
+            ),
             FaultError::BadTrigger(s) => write!(
                 f,
                 "bad fault time `{s}`: expected a duration (2s, 500ms, 30us, 100ns) or #offset"
@@ -293,7 +296,7 @@ impl FromStr for FaultSpec {
                     .trim()
                     .parse()
                     .map_err(|_| FaultError::BadCount(c.to_string()))?;
-                if n == 0 {
+                if n == 0 || n as usize > MAX_FAULTS {
                     return Err(FaultError::BadCount(c.to_string()));
                 }
                 (r, n)

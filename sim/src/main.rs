@@ -489,6 +489,19 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     let default_specs = "bolt-exception-before-emit~1/kt,bolt-exception-after-emit~1/kt,spout-crash~1/kt,acker-crash~1/kt,bolt-crash~1/kt,worker-crash~0.5/kt,message-loss~1/kt,partition~0.5/kt";
     let specs: Vec<FaultSpec> = fault::parse_specs(a.faults.as_deref().unwrap_or(default_specs))
         .map_err(|e| e.to_string())?;
+    // Seeds `first_seed ..= last_seed`: all of them exist, or the command is refused.
+    let last_seed = match a.seeds.checked_sub(1).map(|n| a.first_seed.checked_add(n)) {
+        Some(Some(last)) => last,
+        _ => {
+            return Err(format!(
+                "--first-seed {} and --seeds {} run past the last seed ({})",
+                a.first_seed,
+                a.seeds,
+                u64::MAX
+            )
+            .into())
+        }
+    };
     let plan = search::SearchPlan {
         template: a.sim.scenario(a.first_seed, Guarantee::AtLeastOnce, 1000)?,
         guarantee: fixed,
@@ -509,7 +522,9 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     let mut out = io::stdout().lock();
     let mut violating = 0u64;
     let mut messages = 0u64;
-    for seed in a.first_seed..a.first_seed.saturating_add(a.seeds) {
+    let mut done = 0u64;
+    for seed in a.first_seed..=last_seed {
+        done += 1;
         let sc = plan.scenario(seed).map_err(|e| e.to_string())?;
         let g = sc.guarantee;
         if a.list {
@@ -562,19 +577,27 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     }
     bar.finish_and_clear();
     let wall = start.elapsed().as_secs_f64();
-    writeln!(
-        out,
-        "searched {} seeds{}: {} violating",
-        a.seeds,
-        if a.swarm { " (swarm)" } else { "" },
-        violating
-    )?;
+    if a.list {
+        writeln!(
+            out,
+            "listed {done} seeds{} (none run)",
+            if a.swarm { " (swarm)" } else { "" }
+        )?;
+    } else {
+        writeln!(
+            out,
+            "searched {done} seeds{}: {violating} violating",
+            if a.swarm { " (swarm)" } else { "" }
+        )?;
+    }
     out.flush()?;
-    eprintln!(
-        "acker-sim: {:.2} s, {:.2} M simulated messages/s",
-        wall,
-        messages as f64 / wall / 1e6
-    );
+    if !a.list {
+        eprintln!(
+            "acker-sim: {:.2} s, {:.2} M simulated messages/s",
+            wall,
+            messages as f64 / wall / 1e6
+        );
+    }
     Ok(if violating == 0 {
         ExitCode::SUCCESS
     } else {

@@ -111,6 +111,9 @@ pub enum ScenarioError {
     UnknownBug(String),
     /// A fault spec or schedule error.
     Fault(FaultError),
+    /// A per-message processing time is not shorter than the message timeout: no tuple could
+    /// ever be acked in time, and every replay would queue more work.
+    CostTooLong(&'static str),
 }
 
 impl fmt::Display for ScenarioError {
@@ -119,6 +122,12 @@ impl fmt::Display for ScenarioError {
             ScenarioError::ZeroTuples => f.write_str("--tuples must be at least 1"),
             ScenarioError::TooLarge(what) => write!(f, "{what} is too large for one run"),
             ScenarioError::TickTooShort => f.write_str("--tick must be at least 1us"),
+            ScenarioError::CostTooLong(what) => {
+                write!(
+                    f,
+                    "{what} must be shorter than the message timeout (--timeout)"
+                )
+            }
             ScenarioError::ZeroMaxSpoutPending => {
                 f.write_str("--max-spout-pending must be at least 1")
             }
@@ -304,6 +313,15 @@ impl Scenario {
         if self.latency_min_ns > self.latency_max_ns {
             return Err(ScenarioError::BadLatency);
         }
+        for (cost, what) in [
+            (self.spout_ns, "--spout-ns"),
+            (self.bolt_ns, "--bolt-ns"),
+            (self.acker_ns, "--acker-ns"),
+        ] {
+            if cost >= self.message_timeout_ns {
+                return Err(ScenarioError::CostTooLong(what));
+            }
+        }
         let counts = self.target_counts();
         for f in &self.faults {
             let n = match f.kind {
@@ -472,6 +490,15 @@ mod tests {
         s.time_limit_ns = Some(0);
         assert_eq!(s.validate(), Err(ScenarioError::ZeroTime("the time limit")));
         s.time_limit_ns = Some(1);
+        assert_eq!(s.validate(), Ok(()));
+        let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+        s.bolt_ns = s.message_timeout_ns;
+        assert_eq!(s.validate(), Err(ScenarioError::CostTooLong("--bolt-ns")));
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "--bolt-ns must be shorter than the message timeout (--timeout)"
+        );
+        s.bolt_ns = s.message_timeout_ns - 1;
         assert_eq!(s.validate(), Ok(()));
         assert!("sometimes-once".parse::<Guarantee>().is_err());
         assert_eq!(

@@ -250,3 +250,45 @@ fn bad_fault_targets_name_the_fault_and_the_valid_range() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(err.matches('`').count(), 2, "{err}");
 }
+
+#[test]
+fn seed_ranges_past_the_last_seed_are_refused_and_list_runs_nothing() {
+    assert_usage_error(
+        &[
+            "search",
+            "--seeds",
+            "3",
+            "--first-seed",
+            "18446744073709551615",
+        ],
+        "--first-seed 18446744073709551615 and --seeds 3 run past the last seed",
+    );
+    let listed = run_ok(&[
+        "search",
+        "--seeds",
+        "1",
+        "--first-seed",
+        "18446744073709551615",
+        "--list",
+    ]);
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    assert_eq!(listed.lines().last(), Some("listed 1 seeds (none run)"));
+}
+
+#[test]
+fn a_task_slower_than_the_timeout_and_huge_fault_counts_are_refused() {
+    assert_usage_error(
+        &["run", "--seed", "1", "--bolt-ns", "1000s"],
+        "--bolt-ns must be shorter than the message timeout (--timeout)",
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash*99999999999999",
+        ],
+        "bad fault count `99999999999999`: expected an integer from 1 to 1000000",
+    );
+}
