@@ -91,6 +91,10 @@ fn zero_and_negative_counts_are_refused_by_name() {
         "invalid value '0' for '--reps <REPS>': must be at least 1",
     );
     assert_usage_error(
+        &["--reps", "1001"],
+        "invalid value '1001' for '--reps <REPS>': must be at most 1000 (repetitions of each run)",
+    );
+    assert_usage_error(
         &["--reps", "-1"],
         "invalid value '-1' for '--reps <REPS>': must not be negative (at least 1)",
     );

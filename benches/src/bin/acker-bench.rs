@@ -127,6 +127,14 @@ fn thread_count(s: &str) -> Result<usize, String> {
     in_range::<0>(s, MAX_THREADS, "threads a shared-table run")
 }
 
+/// Largest `--reps` value (each repetition reruns every structure on the whole op stream).
+const MAX_REPS: u64 = 1000;
+
+/// clap value parser for `--reps`: 1 to [`MAX_REPS`].
+fn rep_count(s: &str) -> Result<usize, String> {
+    in_range::<1>(s, MAX_REPS, "repetitions of each run")
+}
+
 #[derive(Parser)]
 #[command(
     name = "acker-bench",
@@ -164,8 +172,8 @@ struct CompareArgs {
         value_parser = window_roots
     )]
     windows: Vec<usize>,
-    /// Repetitions of each run, at least 1; the median is reported [default: 3, 1 with --quick].
-    #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+    /// Repetitions of each run, 1 to 1000; the median is reported [default: 3, 1 with --quick].
+    #[arg(long, allow_negative_numbers = true, value_parser = rep_count)]
     reps: Option<usize>,
     /// Timed messages per run, 1 to 100000000 (24 bytes each) [default: max(8M, 4W); 2M with
     /// --quick].
