@@ -16,6 +16,7 @@
 //! | [`bolts`] | stock bolts: [`IdentityBolt`](bolts::IdentityBolt), [`NullBolt`](bolts::NullBolt) |
 //! | [`wordcount`] | the word-count topology behind `acker-run wordcount` |
 //! | [`local`] | [`LocalShell`](local::LocalShell): a minimal single-threaded FIFO shell for tests |
+//! | [`cli`] | what the command-line programs share: exit statuses ([`CliError`](cli::CliError)) and whole-number option parsing |
 //!
 //! The same executors run in the seeded simulator (`acker-sim`): a shell only moves
 //! [`Envelope`]s from one executor's [`Outbox`] to the executor of their `dest` task, and feeds
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod bolts;
+pub mod cli;
 pub mod executor;
 pub mod local;
 pub mod message;

@@ -7,6 +7,7 @@
 //! Output goes through a locked stdout with `writeln!`; a write error ends the command (see
 //! [`EXIT_STATUS_HELP`] for the exit statuses, also shown under `--help`).
 
+use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
 use acker_sim::engine::Sim;
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
@@ -45,27 +46,6 @@ pipe closed early, e.g. `| head -1`: the command stops quietly); 1 on an oracle 
 relation that does not hold; 2 on bad arguments, a failed run or a stdout write error (e.g. \
 `> /dev/full`), with a one-line message on stderr; 3 on nondeterminism (--check-determinism).";
 
-/// Why a command stopped early.
-#[derive(Debug)]
-enum CliError {
-    /// Bad arguments or a failed run: the message for stderr.
-    Run(String),
-    /// Writing the results to stdout failed.
-    Stdout(io::Error),
-}
-
-impl From<String> for CliError {
-    fn from(e: String) -> Self {
-        CliError::Run(e)
-    }
-}
-
-impl From<io::Error> for CliError {
-    fn from(e: io::Error) -> Self {
-        CliError::Stdout(e)
-    }
-}
-
 /// clap value parser for a duration (`250ns`, `30us`, `2ms`, `1.5s`); the options using it set
 /// `allow_hyphen_values` so a negative one reaches here and is refused by name.
 fn duration(s: &str) -> Result<u64, String> {
@@ -81,30 +61,6 @@ fn positive_duration(s: &str) -> Result<u64, String> {
         0 => Err("must be more than 0 (e.g. 10s)".into()),
         ns => Ok(ns),
     }
-}
-
-/// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
-/// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
-/// flag) and fractions with a message naming the limit.
-fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if n >= MIN => Ok(n),
-        Ok(_) => Err(format!("must be at least {MIN}")),
-        Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
-            Err("must not be negative".to_string())
-        }
-        Err(_) if s.trim_start().starts_with('-') => {
-            Err(format!("must not be negative (at least {MIN})"))
-        }
-        Err(_) if MIN == 0 => Err("must be a whole number".to_string()),
-        Err(_) => Err(format!("must be a whole number >= {MIN}")),
-    }
-}
-
-/// [`at_least`] for `usize` options.
-fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
-    let n = at_least::<MIN>(s)?;
-    usize::try_from(n).map_err(|_| format!("{n} is too large"))
 }
 
 /// Faults listed one by one on `acker-sim run`'s `faults:` line; past this the line gives the
@@ -307,19 +263,7 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd_run(a),
         Command::Search(a) => cmd_search(a),
     };
-    match r {
-        Ok(code) => code,
-        // The reader of a pipe stopped reading (`| head -1`): it has what it asked for.
-        Err(CliError::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(CliError::Stdout(e)) => {
-            eprintln!("acker-sim: error: cannot write to stdout: {e}");
-            ExitCode::from(2)
-        }
-        Err(CliError::Run(e)) => {
-            eprintln!("acker-sim: error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    exit_status("acker-sim", r)
 }
 
 fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {

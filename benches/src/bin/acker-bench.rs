@@ -22,6 +22,7 @@ use acker_benches::{
     SharedAckerStructure, StormStyle,
 };
 use acker_core::{AckerTable, Slot};
+use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
 use clap::builder::PossibleValuesParser;
 use clap::{Parser, Subcommand};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -56,33 +57,6 @@ fn structure_names() -> [&'static str; 9] {
         MutexHashbrown::NAME,
         DashMapAcker::NAME,
     ]
-}
-
-/// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
-/// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
-/// flag) and fractions with a message naming the limit.
-fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if n >= MIN => Ok(n),
-        Ok(_) => Err(format!("must be at least {MIN}")),
-        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-            Err("is too large (more than 2^64 - 1)".to_string())
-        }
-        Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
-            Err("must not be negative".to_string())
-        }
-        Err(_) if s.trim_start().starts_with('-') => {
-            Err(format!("must not be negative (at least {MIN})"))
-        }
-        Err(_) if MIN == 0 => Err("must be a whole number".to_string()),
-        Err(_) => Err(format!("must be a whole number >= {MIN}")),
-    }
-}
-
-/// [`at_least`] for `usize` options.
-fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
-    let n = at_least::<MIN>(s)?;
-    usize::try_from(n).map_err(|_| format!("{n} is too large"))
 }
 
 /// Largest `--windows` value: roots in flight. A run holds W prefill inits and (by default) 4W
@@ -218,15 +192,7 @@ fn main() -> ExitCode {
     let r = match cli.command {
         Command::Compare(args) => compare(args),
     };
-    match r {
-        Ok(code) => code,
-        // The reader of a pipe stopped reading (`| head -1`): it has what it asked for.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("acker-bench: error: cannot write to stdout: {e}");
-            ExitCode::from(2)
-        }
-    }
+    exit_status("acker-bench", r.map_err(CliError::from))
 }
 
 /// Runs `compare`; `Err` only for a failed stdout write (bad arguments are refused by clap).

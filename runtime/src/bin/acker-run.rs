@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
 use acker_runtime::shell::{self, RunReport, ShellOptions};
 use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
 use acker_runtime::{values, Config, Spout, SpoutOutputCollector, TopologyBuilder};
@@ -31,54 +32,6 @@ const BUILTIN_LINES: usize = 200_000;
 const EXIT_STATUS_HELP: &str = "Exit status: 0 on success (also when stdout is a pipe closed \
 early, e.g. `| head -1`: the run stops quietly); 2 on bad arguments, a failed run or a stdout \
 write error (e.g. `> /dev/full`), with a one-line message on stderr.";
-
-/// Why a command stopped early.
-#[derive(Debug)]
-enum CliError {
-    /// Bad arguments or a failed run: the message for stderr.
-    Run(String),
-    /// Writing the results to stdout failed.
-    Stdout(io::Error),
-}
-
-impl From<String> for CliError {
-    fn from(e: String) -> Self {
-        CliError::Run(e)
-    }
-}
-
-impl From<io::Error> for CliError {
-    fn from(e: io::Error) -> Self {
-        CliError::Stdout(e)
-    }
-}
-
-/// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
-/// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
-/// flag) and fractions with a message naming the limit.
-fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(n) if n >= MIN => Ok(n),
-        Ok(_) => Err(format!("must be at least {MIN}")),
-        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-            Err("is too large (more than 2^64 - 1)".to_string())
-        }
-        Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
-            Err("must not be negative".to_string())
-        }
-        Err(_) if s.trim_start().starts_with('-') => {
-            Err(format!("must not be negative (at least {MIN})"))
-        }
-        Err(_) if MIN == 0 => Err("must be a whole number".to_string()),
-        Err(_) => Err(format!("must be a whole number >= {MIN}")),
-    }
-}
-
-/// [`at_least`] for `usize` options.
-fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
-    let n = at_least::<MIN>(s)?;
-    usize::try_from(n).map_err(|_| format!("{n} is too large"))
-}
 
 #[derive(Parser)]
 #[command(
@@ -622,17 +575,5 @@ fn main() -> ExitCode {
             bench_wordcount_cmd(input, min_mb, run)
         }
     };
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        // The reader of a pipe stopped reading (`| head -1`): it has what it asked for.
-        Err(CliError::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(CliError::Stdout(e)) => {
-            eprintln!("acker-run: error: cannot write to stdout: {e}");
-            ExitCode::from(2)
-        }
-        Err(CliError::Run(e)) => {
-            eprintln!("acker-run: error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    exit_status("acker-run", r.map(|()| ExitCode::SUCCESS))
 }

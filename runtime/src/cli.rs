@@ -1,0 +1,110 @@
+//! What the workspace's command-line programs (`acker-run`, `acker-sim`, `acker-bench`) share:
+//! how they end on an error, and the clap value parser for whole-number options.
+//!
+//! Every program exits 0 on success, also when stdout is a pipe its reader closed early
+//! (`| head -1`: the reader has what it asked for), and 2 with a one-line message on stderr on
+//! bad arguments, a failed run or a stdout write error (e.g. `> /dev/full`). A program may use
+//! other statuses of its own for what its run found (`acker-sim`: 1 for a violation).
+
+use std::io;
+use std::process::ExitCode;
+
+/// Why a command stopped early.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments or a failed run: the message for stderr.
+    Run(String),
+    /// Writing the results to stdout failed.
+    Stdout(io::Error),
+}
+
+impl From<String> for CliError {
+    fn from(e: String) -> Self {
+        CliError::Run(e)
+    }
+}
+
+impl From<io::Error> for CliError {
+    fn from(e: io::Error) -> Self {
+        CliError::Stdout(e)
+    }
+}
+
+/// The exit status for a command's result, after printing `program: error: ...` on stderr for
+/// an error: the command's own status on success; 0 for a broken pipe on stdout; 2 otherwise.
+pub fn exit_status(program: &str, result: Result<ExitCode, CliError>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(CliError::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(CliError::Stdout(e)) => {
+            eprintln!("{program}: error: cannot write to stdout: {e}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Run(e)) => {
+            eprintln!("{program}: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
+/// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
+/// flag), fractions and numbers past `u64::MAX` with a message naming the limit.
+///
+/// # Errors
+/// The message clap prints after `invalid value '...' for '--option'`.
+pub fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= MIN => Ok(n),
+        Ok(_) => Err(format!("must be at least {MIN}")),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err("is too large (more than 2^64 - 1)".to_string())
+        }
+        Err(_) if s.trim_start().starts_with('-') && MIN == 0 => {
+            Err("must not be negative".to_string())
+        }
+        Err(_) if s.trim_start().starts_with('-') => {
+            Err(format!("must not be negative (at least {MIN})"))
+        }
+        Err(_) if MIN == 0 => Err("must be a whole number".to_string()),
+        Err(_) => Err(format!("must be a whole number >= {MIN}")),
+    }
+}
+
+/// [`at_least`] for `usize` options.
+///
+/// # Errors
+/// As [`at_least`], and a number too large for `usize`.
+pub fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
+    let n = at_least::<MIN>(s)?;
+    usize::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_and_their_refusals() {
+        assert_eq!(at_least::<1>(" 7 "), Ok(7));
+        assert_eq!(at_least::<1>("0"), Err("must be at least 1".to_string()));
+        assert_eq!(
+            at_least::<1>("-3"),
+            Err("must not be negative (at least 1)".to_string())
+        );
+        assert_eq!(at_least::<0>("-3"), Err("must not be negative".to_string()));
+        assert_eq!(
+            at_least::<1>("2.5"),
+            Err("must be a whole number >= 1".to_string())
+        );
+        assert_eq!(
+            at_least::<0>("x"),
+            Err("must be a whole number".to_string())
+        );
+        assert_eq!(
+            at_least::<0>("18446744073709551616"),
+            Err("is too large (more than 2^64 - 1)".to_string())
+        );
+        assert_eq!(count_at_least::<0>("12"), Ok(12));
+    }
+}
