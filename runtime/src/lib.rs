@@ -16,6 +16,7 @@
 //! | [`bolts`] | stock bolts: [`IdentityBolt`](bolts::IdentityBolt), [`NullBolt`](bolts::NullBolt) |
 //! | [`wordcount`] | the word-count topology behind `acker-run wordcount` |
 //! | [`local`] | [`LocalShell`](local::LocalShell): a minimal single-threaded FIFO shell for tests |
+//! | [`connectors`] | the Redis Streams spout, the PostgreSQL sink, the connector word count and private local servers (features `redis`, `postgres`, on by default) |
 //! | [`cli`] | what the command-line programs share: exit statuses ([`CliError`](cli::CliError)) and whole-number option parsing |
 //!
 //! The same executors run in the seeded simulator (`acker-sim`): a shell only moves
@@ -25,6 +26,7 @@
 
 pub mod bolts;
 pub mod cli;
+pub mod connectors;
 pub mod executor;
 pub mod local;
 pub mod message;

@@ -2,7 +2,11 @@
 //!
 //! - `acker-run wordcount [--input PATH] [--cores N] [--ackers N] [--max-spout-pending N]
 //!   [--timeout-secs S] [--fail-rate P --seed S] [--json]`: word count with guaranteed processing
-//!   (built-in deterministic sentences without `--input`).
+//!   (built-in deterministic sentences without `--input`). With `--redis URL --stream NAME
+//!   --postgres URL [--guarantee G] [--group] [--consumer] [--max-retries] [--claim-after-ms]
+//!   [--drain]` it runs on real components instead (`acker_runtime::connectors::wordcount`).
+//! - `acker-run load --input FILE --redis URL --stream NAME`: one stream entry per line.
+//! - `acker-run counts --postgres URL [--top N] [--json]`: the word counts in PostgreSQL.
 //! - `acker-run bench pipeline [--seconds S] [--ackers N] [--cores N]`: spout → identity bolt →
 //!   null bolt on integers; acked trees per second.
 //! - `acker-run bench wordcount --input PATH [--min-mb M]`: word count on the input repeated to
@@ -52,6 +56,40 @@ enum Command {
     /// Benchmarks (throughput figures for benches/RESULTS.md).
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Append one Redis stream entry (field `line`) per non-empty line of a file.
+    #[cfg(all(feature = "redis", feature = "postgres"))]
+    Load(ConnectorLoadArgs),
+    /// Read the word counts back from PostgreSQL.
+    #[cfg(all(feature = "redis", feature = "postgres"))]
+    Counts(ConnectorCountsArgs),
+}
+
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[derive(Args)]
+struct ConnectorLoadArgs {
+    /// Text file to load.
+    #[arg(long)]
+    input: std::path::PathBuf,
+    /// `redis://HOST:PORT/`.
+    #[arg(long)]
+    redis: String,
+    /// Stream key.
+    #[arg(long)]
+    stream: String,
+}
+
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[derive(Args)]
+struct ConnectorCountsArgs {
+    /// `postgresql://USER@HOST:PORT/DB`.
+    #[arg(long)]
+    postgres: String,
+    /// How many of the most frequent words to print.
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
+    top: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Clone)]
@@ -102,6 +140,9 @@ struct WordcountArgs {
     json: bool,
     #[command(flatten)]
     run: RunArgs,
+    #[cfg(all(feature = "redis", feature = "postgres"))]
+    #[command(flatten)]
+    connectors: acker_runtime::connectors::wordcount::ConnectorArgs,
 }
 
 #[derive(Subcommand)]
@@ -284,6 +325,23 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     check_run(&args.run)?;
     if !(0.0..1.0).contains(&args.fail_rate) {
         return Err(format!("--fail-rate must be in [0, 1), got {}", args.fail_rate).into());
+    }
+    #[cfg(all(feature = "redis", feature = "postgres"))]
+    if args.connectors.is_active() {
+        if args.input.is_some() || args.fail_rate > 0.0 {
+            return Err("--input and --fail-rate do not go with --redis/--postgres"
+                .to_string()
+                .into());
+        }
+        let n = cores(&args.run);
+        return acker_runtime::connectors::wordcount::run(
+            &args.connectors,
+            config(&args.run),
+            shell_options(&args.run),
+            n,
+            args.json,
+            &mut io::stdout().lock(),
+        );
     }
     let text = match &args.input {
         Some(p) => std::fs::read_to_string(p)
@@ -574,6 +632,20 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Wordcount { input, min_mb, run }) => {
             bench_wordcount_cmd(input, min_mb, run)
         }
+        #[cfg(all(feature = "redis", feature = "postgres"))]
+        Command::Load(a) => acker_runtime::connectors::wordcount::load(
+            &a.input,
+            &a.redis,
+            &a.stream,
+            &mut io::stdout().lock(),
+        ),
+        #[cfg(all(feature = "redis", feature = "postgres"))]
+        Command::Counts(a) => acker_runtime::connectors::wordcount::counts(
+            &a.postgres,
+            a.top,
+            a.json,
+            &mut io::stdout().lock(),
+        ),
     };
     exit_status("acker-run", r.map(|()| ExitCode::SUCCESS))
 }

@@ -1,0 +1,899 @@
+//! A reliable spout over one Redis stream and one consumer group: Storm's reliable spout over a
+//! log (the Kafka spout), with the log's own bookkeeping (the group's pending entries list, PEL)
+//! replacing the spout's memory.
+//!
+//! - **Message id ↔ stream entry.** Each emitted tuple gets a spout-local message id (a counter);
+//!   the spout maps it to the stream entry id (`<ms>-<seq>`) it came from, and the tuple carries
+//!   that entry id as its first field (`entry`), so downstream state can key by source position.
+//! - **Reads.** `XREADGROUP GROUP g c COUNT n STREAMS s >` without `BLOCK`: an empty stream
+//!   returns at once, so an idle stream never stalls acks, ticks or other executors on the core
+//!   thread; after an empty read the spout waits `idle_poll_ms` before reading again.
+//! - **Acks.** `ack` → the entry id joins a batch sent as one `XACK s g id...` (at `batch` ids,
+//!   after `ack_delay_ms`, or on stop).
+//! - **Fail and timeout.** The entry is still in the group's PEL: the spout asks the server for
+//!   its delivery count (`XPENDING s g id id 1`); while it has been delivered at most
+//!   `max_retries` times it is claimed again (`XCLAIM s g c 0 id`, which raises the count) and
+//!   re-emitted; otherwise it is appended to the dead-letter stream `<stream>:dead` (fields
+//!   `id`, `reason`, `deliveries`) and acked. The count lives in the server, so it survives
+//!   restarts: a worker never starts an entry's retries again.
+//! - **Start.** A worker first takes its own pending entries (delivered to this consumer name but
+//!   never acked: `XPENDING ... consumer`, then `XCLAIM`), then, periodically, entries other
+//!   consumers have held idle for more than `claim_after_ms` (`XAUTOCLAIM`), then new ones.
+//! - **Malformed entries** (no `line` field, not UTF-8) go to the dead-letter stream with the
+//!   reason and are acked and counted; they never reach the topology.
+//! - **At-most-once** reads with `NOACK`: the entry is acknowledged as it is delivered, before its
+//!   tuple is emitted, so no crash or restart delivers it twice.
+//! - **Redis gone mid-run.** Any error drops the connection; the spout emits nothing and retries
+//!   the connection with a capped backoff (50 ms doubling to 2 s), then resumes where the group
+//!   stands. Acks not yet sent are kept and sent after the reconnect.
+//! - **Stop.** When the shared stop flag is set (SIGINT/SIGTERM) the spout reads nothing more,
+//!   lets its in-flight trees finish or fail, sends its acks and reports done. With `drain` it
+//!   also reports done once a read finds no new entry, it has nothing in flight and the group has
+//!   no pending entry at all (so a dead worker's entries are claimed first).
+//!
+//! The spout also emits an unanchored punctuation tuple on the `flush` stream every
+//! `flush_interval_ms` while it has trees in flight, so that sinks batching their writes commit
+//! a partial batch without waiting for more input (bolts get no ticks in this runtime).
+//!
+//! The spout is a user component at the shell's edge: it does network I/O and reads the wall
+//! clock; the executors around it stay pure.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::Value as RV;
+
+use super::parse_entry_id;
+use crate::{values, MessageId, Spout, SpoutOutputCollector, TopologyContext};
+
+/// The stream on which the spout emits its flush punctuation (field `flush`).
+pub const FLUSH_STREAM: &str = "flush";
+
+/// The entry field holding the text line.
+pub const LINE_FIELD: &str = "line";
+
+/// How the spout reads and acknowledges.
+#[derive(Clone, Debug)]
+pub struct RedisSpoutConfig {
+    /// `redis://HOST:PORT/`.
+    pub url: String,
+    /// The stream key.
+    pub stream: String,
+    /// The consumer group (created at `0` if missing).
+    pub group: String,
+    /// This worker's consumer name (unique among live workers; reuse it after a restart to take
+    /// the worker's own pending entries back at once).
+    pub consumer: String,
+    /// Entries per `XREADGROUP`/`XAUTOCLAIM`/`XPENDING` call and ids per `XACK` (at least 1).
+    pub batch: usize,
+    /// Deliveries past the first an entry may get before it is dead-lettered.
+    pub max_retries: u64,
+    /// Idle time (ms) after which another consumer's pending entry may be claimed.
+    pub claim_after_ms: u64,
+    /// Report done when the stream has nothing left to process (see the module docs).
+    pub drain: bool,
+    /// Read with `NOACK` and emit without message ids (at-most-once).
+    pub at_most_once: bool,
+    /// Wait after an empty read, ms.
+    pub idle_poll_ms: u64,
+    /// Longest an ack waits for its `XACK` batch, ms.
+    pub ack_delay_ms: u64,
+    /// Period of the flush punctuation while trees are in flight, ms.
+    pub flush_interval_ms: u64,
+}
+
+impl RedisSpoutConfig {
+    /// Defaults for `stream` on `url`: group `acker-wordcount`, batch 500, 5 retries, claim after
+    /// 60 s, idle poll 10 ms, ack delay 2 ms, flush every 20 ms.
+    pub fn new(url: &str, stream: &str, consumer: &str) -> Self {
+        Self {
+            url: url.to_string(),
+            stream: stream.to_string(),
+            group: "acker-wordcount".to_string(),
+            consumer: consumer.to_string(),
+            batch: 500,
+            max_retries: 5,
+            claim_after_ms: 60_000,
+            drain: false,
+            at_most_once: false,
+            idle_poll_ms: 10,
+            ack_delay_ms: 2,
+            flush_interval_ms: 20,
+        }
+    }
+
+    /// The dead-letter stream: `<stream>:dead`.
+    pub fn dead_stream(&self) -> String {
+        format!("{}:dead", self.stream)
+    }
+}
+
+/// Counters the spout shares with the worker (progress lines and the final summary).
+#[derive(Debug, Default)]
+pub struct SpoutCounters {
+    /// Entries delivered to this worker by the server (new, own pending, claimed, retried).
+    pub read: AtomicU64,
+    /// Entries acknowledged to the group after their tree completed.
+    pub acked: AtomicU64,
+    /// Entries delivered again by `XCLAIM`: after a fail or timeout in this worker, or pending
+    /// for this consumer name at start (an earlier life of it crashed). Takeovers from other
+    /// consumers are counted in `claimed`.
+    pub replays: AtomicU64,
+    /// Entries this worker took over from other consumers (`XAUTOCLAIM`).
+    pub claimed: AtomicU64,
+    /// Entries appended to the dead-letter stream (malformed or past the retry limit).
+    pub dead_lettered: AtomicU64,
+    /// Of those, malformed entries.
+    pub malformed: AtomicU64,
+    /// Trees in flight now.
+    pub in_flight: AtomicU64,
+    /// Redis errors (each drops the connection and reconnects with backoff).
+    pub redis_errors: AtomicU64,
+}
+
+/// Why the spout could not reach Redis at start.
+#[derive(Debug)]
+pub struct ConnectError {
+    /// The address tried.
+    pub url: String,
+    /// The client's error.
+    pub reason: String,
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot reach Redis at {}: {}", self.url, self.reason)
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+/// Connects to `url` (2 s connect, read and write timeouts) and checks it with `PING`.
+///
+/// # Errors
+/// [`ConnectError`] naming the address.
+pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
+    let err = |e: redis::RedisError| ConnectError {
+        url: url.to_string(),
+        reason: e.to_string(),
+    };
+    let client = redis::Client::open(url).map_err(err)?;
+    let mut con = client
+        .get_connection_with_timeout(Duration::from_secs(2))
+        .map_err(err)?;
+    con.set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(err)?;
+    con.set_write_timeout(Some(Duration::from_secs(2)))
+        .map_err(err)?;
+    redis::cmd("PING").query::<String>(&mut con).map_err(err)?;
+    Ok(con)
+}
+
+/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists.
+///
+/// # Errors
+/// Any Redis error other than `BUSYGROUP`.
+pub fn ensure_group(
+    con: &mut redis::Connection,
+    stream: &str,
+    group: &str,
+) -> redis::RedisResult<()> {
+    let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(stream)
+        .arg(group)
+        .arg("0")
+        .arg("MKSTREAM")
+        .query(con);
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// One stream entry as the server returned it.
+#[derive(Clone, Debug)]
+struct Entry {
+    id: String,
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+fn bytes(v: &RV) -> Option<Vec<u8>> {
+    match v {
+        RV::BulkString(b) => Some(b.clone()),
+        RV::SimpleString(s) => Some(s.as_bytes().to_vec()),
+        RV::Int(i) => Some(i.to_string().into_bytes()),
+        _ => None,
+    }
+}
+
+fn string(v: &RV) -> Option<String> {
+    bytes(v).and_then(|b| String::from_utf8(b).ok())
+}
+
+fn int(v: &RV) -> Option<i64> {
+    match v {
+        RV::Int(i) => Some(*i),
+        other => string(other)?.parse().ok(),
+    }
+}
+
+/// `[id, [f1, v1, ...]]` entries; a nil entry (deleted from the stream) is skipped.
+fn entries(v: &RV) -> Vec<Entry> {
+    let RV::Array(items) = v else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|e| {
+            let RV::Array(pair) = e else { return None };
+            let id = string(pair.first()?)?;
+            let fields = match pair.get(1) {
+                Some(RV::Array(kv)) => kv
+                    .chunks_exact(2)
+                    .filter_map(|c| Some((bytes(&c[0])?, bytes(&c[1])?)))
+                    .collect(),
+                _ => return None,
+            };
+            Some(Entry { id, fields })
+        })
+        .collect()
+}
+
+/// The entries of an `XREADGROUP` reply for one stream (nil when there are none).
+fn read_reply_entries(v: &RV) -> Vec<Entry> {
+    match v {
+        RV::Array(streams) => streams
+            .iter()
+            .flat_map(|s| match s {
+                RV::Array(kv) if kv.len() == 2 => entries(&kv[1]),
+                _ => Vec::new(),
+            })
+            .collect(),
+        RV::Map(streams) => streams.iter().flat_map(|(_, e)| entries(e)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `(id, consumer, idle_ms, deliveries)` rows of an extended `XPENDING` reply.
+fn pending_rows(v: &RV) -> Vec<(String, String, i64)> {
+    let RV::Array(rows) = v else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter_map(|r| {
+            let RV::Array(f) = r else { return None };
+            Some((string(f.first()?)?, string(f.get(1)?)?, int(f.get(3)?)?))
+        })
+        .collect()
+}
+
+enum Phase {
+    /// Taking this consumer's own pending entries, after this id (exclusive) once set.
+    OwnPending(Option<String>),
+    /// Claiming idle entries of others and reading new entries.
+    New,
+}
+
+/// The spout (see the module docs). Emits `(entry, line)` on the default stream and `(flush)` on
+/// [`FLUSH_STREAM`].
+pub struct RedisStreamSpout {
+    cfg: RedisSpoutConfig,
+    counters: Arc<SpoutCounters>,
+    stop: Arc<AtomicBool>,
+    con: Option<redis::Connection>,
+    reconnect_at: Option<Instant>,
+    backoff_ms: u64,
+    phase: Phase,
+    next_msg_id: MessageId,
+    in_flight: HashMap<MessageId, String>,
+    ready: VecDeque<(String, Arc<str>)>,
+    retry: Vec<String>,
+    acks: Vec<String>,
+    oldest_ack: Option<Instant>,
+    next_poll: Instant,
+    next_claim: Instant,
+    claim_cursor: String,
+    next_flush: Instant,
+    unflushed: bool,
+    done: bool,
+}
+
+impl RedisStreamSpout {
+    /// A spout reading with `cfg`, counting into `counters`, stopping when `stop` is set.
+    pub fn new(cfg: RedisSpoutConfig, counters: Arc<SpoutCounters>, stop: Arc<AtomicBool>) -> Self {
+        let now = Instant::now();
+        let phase = if cfg.at_most_once {
+            Phase::New
+        } else {
+            Phase::OwnPending(None)
+        };
+        Self {
+            cfg,
+            counters,
+            stop,
+            con: None,
+            reconnect_at: None,
+            backoff_ms: 50,
+            phase,
+            next_msg_id: 1,
+            in_flight: HashMap::new(),
+            ready: VecDeque::new(),
+            retry: Vec::new(),
+            acks: Vec::new(),
+            oldest_ack: None,
+            next_poll: now,
+            next_claim: now,
+            claim_cursor: "0-0".to_string(),
+            next_flush: now,
+            unflushed: false,
+            done: false,
+        }
+    }
+
+    fn con(&mut self, now: Instant) -> Option<&mut redis::Connection> {
+        if self.con.is_none() {
+            if self.reconnect_at.is_some_and(|t| now < t) {
+                return None;
+            }
+            match connect(&self.cfg.url)
+                .map_err(|e| e.to_string())
+                .and_then(|mut c| {
+                    ensure_group(&mut c, &self.cfg.stream, &self.cfg.group)
+                        .map_err(|e| e.to_string())?;
+                    Ok(c)
+                }) {
+                Ok(c) => {
+                    self.con = Some(c);
+                    self.backoff_ms = 50;
+                    self.reconnect_at = None;
+                }
+                Err(_) => {
+                    self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
+                    self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
+                    self.backoff_ms = (self.backoff_ms * 2).min(2000);
+                    return None;
+                }
+            }
+        }
+        self.con.as_mut()
+    }
+
+    /// Drops the connection after an error; the next call reconnects after the backoff.
+    fn lost(&mut self, now: Instant) {
+        self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
+        self.con = None;
+        self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
+        self.backoff_ms = (self.backoff_ms * 2).min(2000);
+    }
+
+    fn flush_acks(&mut self, now: Instant) {
+        if self.acks.is_empty() {
+            return;
+        }
+        let (stream, group) = (self.cfg.stream.clone(), self.cfg.group.clone());
+        let ids = std::mem::take(&mut self.acks);
+        let Some(con) = self.con(now) else {
+            self.acks = ids;
+            return;
+        };
+        let r: redis::RedisResult<i64> = redis::cmd("XACK")
+            .arg(&stream)
+            .arg(&group)
+            .arg(&ids)
+            .query(con);
+        match r {
+            Ok(_) => {
+                self.counters
+                    .acked
+                    .fetch_add(ids.len() as u64, Ordering::Relaxed);
+                self.oldest_ack = None;
+            }
+            Err(_) => {
+                self.acks = ids;
+                self.lost(now);
+            }
+        }
+    }
+
+    /// Appends `(id, reason, deliveries)` rows to the dead-letter stream and acks the ids, in one
+    /// `MULTI`.
+    fn dead_letter(&mut self, rows: &[(String, String, i64)], now: Instant) -> bool {
+        if rows.is_empty() {
+            return true;
+        }
+        let (stream, group, dead) = (
+            self.cfg.stream.clone(),
+            self.cfg.group.clone(),
+            self.cfg.dead_stream(),
+        );
+        let Some(con) = self.con(now) else {
+            return false;
+        };
+        let mut p = redis::pipe();
+        p.atomic();
+        for (id, reason, deliveries) in rows {
+            p.cmd("XADD")
+                .arg(&dead)
+                .arg("*")
+                .arg("id")
+                .arg(id)
+                .arg("reason")
+                .arg(reason)
+                .arg("deliveries")
+                .arg(*deliveries)
+                .ignore();
+            p.cmd("XACK").arg(&stream).arg(&group).arg(id).ignore();
+        }
+        match p.query::<()>(con) {
+            Ok(()) => {
+                self.counters
+                    .dead_lettered
+                    .fetch_add(rows.len() as u64, Ordering::Relaxed);
+                true
+            }
+            Err(_) => {
+                self.lost(now);
+                false
+            }
+        }
+    }
+
+    /// Sorts delivered entries: well-formed ones join the ready queue, malformed ones are
+    /// dead-lettered. Returns how many were delivered.
+    fn accept(&mut self, delivered: Vec<Entry>, now: Instant) -> usize {
+        let n = delivered.len();
+        self.counters.read.fetch_add(n as u64, Ordering::Relaxed);
+        let mut bad = Vec::new();
+        for e in delivered {
+            let line = e
+                .fields
+                .iter()
+                .find(|(k, _)| k.as_slice() == LINE_FIELD.as_bytes())
+                .map(|(_, v)| std::str::from_utf8(v).map(Arc::<str>::from));
+            match line {
+                Some(Ok(l)) if parse_entry_id(&e.id).is_some() => self.ready.push_back((e.id, l)),
+                Some(Ok(_)) => bad.push((e.id, "malformed: bad entry id".to_string(), 1)),
+                Some(Err(_)) => bad.push((e.id, "malformed: line is not UTF-8".to_string(), 1)),
+                None => bad.push((e.id, "malformed: no `line` field".to_string(), 1)),
+            }
+        }
+        if !bad.is_empty() {
+            self.counters
+                .malformed
+                .fetch_add(bad.len() as u64, Ordering::Relaxed);
+            if !self.cfg.at_most_once {
+                // Not acked if Redis is gone now: the entries stay pending and come back.
+                self.dead_letter(&bad, now);
+            } else {
+                let _ = self.dead_letter_no_ack(&bad, now);
+            }
+        }
+        n
+    }
+
+    fn dead_letter_no_ack(&mut self, rows: &[(String, String, i64)], now: Instant) -> bool {
+        let dead = self.cfg.dead_stream();
+        let Some(con) = self.con(now) else {
+            return false;
+        };
+        let mut p = redis::pipe();
+        for (id, reason, deliveries) in rows {
+            p.cmd("XADD")
+                .arg(&dead)
+                .arg("*")
+                .arg("id")
+                .arg(id)
+                .arg("reason")
+                .arg(reason)
+                .arg("deliveries")
+                .arg(*deliveries)
+                .ignore();
+        }
+        let ok = p.query::<()>(con).is_ok();
+        if ok {
+            self.counters
+                .dead_lettered
+                .fetch_add(rows.len() as u64, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Claims `rows` (`(id, consumer, deliveries)` from `XPENDING`, all this consumer's) again:
+    /// those delivered more than `max_retries` times are dead-lettered, the rest are re-read with
+    /// `XCLAIM` (raising their delivery count) into the ready queue. False on a Redis error.
+    fn reclaim(&mut self, rows: Vec<(String, String, i64)>, now: Instant) -> bool {
+        let limit = self.cfg.max_retries.saturating_add(1) as i64;
+        let (over, again): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.2 >= limit);
+        let over: Vec<(String, String, i64)> = over
+            .into_iter()
+            .map(|(id, _, d)| {
+                (
+                    id,
+                    format!(
+                        "failed after {d} deliveries (--max-retries {})",
+                        self.cfg.max_retries
+                    ),
+                    d,
+                )
+            })
+            .collect();
+        if !self.dead_letter(&over, now) {
+            return false;
+        }
+        if again.is_empty() {
+            return true;
+        }
+        let (stream, group, consumer) = (
+            self.cfg.stream.clone(),
+            self.cfg.group.clone(),
+            self.cfg.consumer.clone(),
+        );
+        let Some(con) = self.con(now) else {
+            return false;
+        };
+        let ids: Vec<&String> = again.iter().map(|r| &r.0).collect();
+        let r: redis::RedisResult<RV> = redis::cmd("XCLAIM")
+            .arg(&stream)
+            .arg(&group)
+            .arg(&consumer)
+            .arg(0)
+            .arg(&ids)
+            .query(con);
+        match r {
+            Ok(v) => {
+                let got = entries(&v);
+                self.counters
+                    .replays
+                    .fetch_add(got.len() as u64, Ordering::Relaxed);
+                self.accept(got, now);
+                true
+            }
+            Err(_) => {
+                self.lost(now);
+                false
+            }
+        }
+    }
+
+    /// Re-emits failed entries still pending for this consumer (their delivery counts from the
+    /// server decide: again, or dead letter).
+    fn retry_failed(&mut self, now: Instant) {
+        let ids = std::mem::take(&mut self.retry);
+        let (stream, group, me) = (
+            self.cfg.stream.clone(),
+            self.cfg.group.clone(),
+            self.cfg.consumer.clone(),
+        );
+        let Some(con) = self.con(now) else {
+            self.retry = ids;
+            return;
+        };
+        let mut p = redis::pipe();
+        for id in &ids {
+            p.cmd("XPENDING")
+                .arg(&stream)
+                .arg(&group)
+                .arg(id)
+                .arg(id)
+                .arg(1);
+        }
+        let r: redis::RedisResult<Vec<RV>> = p.query(con);
+        match r {
+            Ok(replies) => {
+                let rows: Vec<_> = replies
+                    .iter()
+                    .flat_map(pending_rows)
+                    .filter(|r| r.1 == me)
+                    .collect();
+                if !self.reclaim(rows, now) {
+                    self.retry = ids;
+                }
+            }
+            Err(_) => {
+                self.retry = ids;
+                self.lost(now);
+            }
+        }
+    }
+
+    /// One page of this consumer's own pending entries (at start); moves to [`Phase::New`] when
+    /// there are none left.
+    fn own_pending(&mut self, after: Option<String>, now: Instant) {
+        let (stream, group, me, n) = (
+            self.cfg.stream.clone(),
+            self.cfg.group.clone(),
+            self.cfg.consumer.clone(),
+            self.cfg.batch,
+        );
+        let Some(con) = self.con(now) else {
+            self.phase = Phase::OwnPending(after);
+            return;
+        };
+        let start = after.as_ref().map_or("-".to_string(), |a| format!("({a}"));
+        let r: redis::RedisResult<RV> = redis::cmd("XPENDING")
+            .arg(&stream)
+            .arg(&group)
+            .arg(&start)
+            .arg("+")
+            .arg(n)
+            .arg(&me)
+            .query(con);
+        match r {
+            Ok(v) => {
+                let rows = pending_rows(&v);
+                let Some(last) = rows.last().map(|r| r.0.clone()) else {
+                    self.phase = Phase::New;
+                    return;
+                };
+                // Delivered before, to an earlier life of this consumer: replays too.
+                if self.reclaim(rows, now) {
+                    self.phase = Phase::OwnPending(Some(last));
+                } else {
+                    self.phase = Phase::OwnPending(after);
+                }
+            }
+            Err(_) => {
+                self.phase = Phase::OwnPending(after);
+                self.lost(now);
+            }
+        }
+    }
+
+    /// `XAUTOCLAIM` one page of entries idle past `claim_after_ms`. Returns how many it took.
+    fn claim_idle(&mut self, now: Instant) -> usize {
+        let (stream, group, me, n, idle) = (
+            self.cfg.stream.clone(),
+            self.cfg.group.clone(),
+            self.cfg.consumer.clone(),
+            self.cfg.batch,
+            self.cfg.claim_after_ms,
+        );
+        let cursor = self.claim_cursor.clone();
+        let Some(con) = self.con(now) else { return 0 };
+        let r: redis::RedisResult<RV> = redis::cmd("XAUTOCLAIM")
+            .arg(&stream)
+            .arg(&group)
+            .arg(&me)
+            .arg(idle)
+            .arg(&cursor)
+            .arg("COUNT")
+            .arg(n)
+            .query(con);
+        let v = match r {
+            Ok(v) => v,
+            Err(_) => {
+                self.lost(now);
+                return 0;
+            }
+        };
+        let RV::Array(parts) = v else { return 0 };
+        let next = parts
+            .first()
+            .and_then(string)
+            .unwrap_or_else(|| "0-0".into());
+        let claimed = parts.get(1).map(entries).unwrap_or_default();
+        if next == "0-0" {
+            self.next_claim = now + Duration::from_millis((idle / 2).max(100));
+        }
+        self.claim_cursor = next;
+        if claimed.is_empty() {
+            return 0;
+        }
+        // XAUTOCLAIM raised their delivery counts: check them against the limit.
+        let Some(con) = self.con(now) else { return 0 };
+        let mut p = redis::pipe();
+        for e in &claimed {
+            p.cmd("XPENDING")
+                .arg(&stream)
+                .arg(&group)
+                .arg(&e.id)
+                .arg(&e.id)
+                .arg(1);
+        }
+        let counts: Vec<i64> = match p.query::<Vec<RV>>(con) {
+            Ok(replies) => replies
+                .iter()
+                .map(|r| pending_rows(r).first().map_or(1, |row| row.2))
+                .collect(),
+            Err(_) => {
+                self.lost(now);
+                return 0;
+            }
+        };
+        let limit = self.cfg.max_retries.saturating_add(1) as i64;
+        let mut over = Vec::new();
+        let mut keep = Vec::new();
+        for (e, d) in claimed.into_iter().zip(counts) {
+            if d > limit {
+                over.push((
+                    e.id,
+                    format!(
+                        "failed after {} deliveries (--max-retries {})",
+                        d - 1,
+                        self.cfg.max_retries
+                    ),
+                    d - 1,
+                ));
+            } else {
+                keep.push(e);
+            }
+        }
+        self.dead_letter(&over, now);
+        let k = keep.len();
+        self.counters.claimed.fetch_add(k as u64, Ordering::Relaxed);
+        self.accept(keep, now);
+        k
+    }
+
+    /// Reads one batch of new entries. Returns how many arrived.
+    fn read_new(&mut self, now: Instant) -> Option<usize> {
+        let (stream, group, me, n) = (
+            self.cfg.stream.clone(),
+            self.cfg.group.clone(),
+            self.cfg.consumer.clone(),
+            self.cfg.batch,
+        );
+        let noack = self.cfg.at_most_once;
+        let con = self.con(now)?;
+        let mut c = redis::cmd("XREADGROUP");
+        c.arg("GROUP").arg(&group).arg(&me).arg("COUNT").arg(n);
+        if noack {
+            c.arg("NOACK");
+        }
+        c.arg("STREAMS").arg(&stream).arg(">");
+        match c.query::<RV>(con) {
+            Ok(v) => {
+                let got = read_reply_entries(&v);
+                Some(self.accept(got, now))
+            }
+            Err(_) => {
+                self.lost(now);
+                None
+            }
+        }
+    }
+
+    /// Entries pending in the whole group (`XPENDING` summary), `None` on error.
+    fn group_pending(&mut self, now: Instant) -> Option<i64> {
+        let (stream, group) = (self.cfg.stream.clone(), self.cfg.group.clone());
+        let con = self.con(now)?;
+        match redis::cmd("XPENDING")
+            .arg(&stream)
+            .arg(&group)
+            .query::<RV>(con)
+        {
+            Ok(RV::Array(v)) => v.first().and_then(int),
+            Ok(_) => None,
+            Err(_) => {
+                self.lost(now);
+                None
+            }
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.in_flight.is_empty()
+            && self.ready.is_empty()
+            && self.retry.is_empty()
+            && self.acks.is_empty()
+    }
+}
+
+impl Spout for RedisStreamSpout {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        if self.done {
+            return;
+        }
+        let now = Instant::now();
+        let stopping = self.stop.load(Ordering::Relaxed);
+        if !self.acks.is_empty()
+            && (stopping
+                || self.acks.len() >= self.cfg.batch
+                || self.oldest_ack.is_some_and(|t| {
+                    now.duration_since(t) >= Duration::from_millis(self.cfg.ack_delay_ms)
+                })
+                || self.ready.is_empty())
+        {
+            self.flush_acks(now);
+        }
+        if now >= self.next_flush && (stopping || self.unflushed || !self.in_flight.is_empty()) {
+            self.unflushed = false;
+            self.next_flush = now + Duration::from_millis(self.cfg.flush_interval_ms);
+            let _ = c.emit_stream(FLUSH_STREAM, values![0i64], None);
+            return;
+        }
+        if stopping {
+            self.ready.clear();
+            self.retry.clear();
+            if self.in_flight.is_empty() && self.acks.is_empty() {
+                self.done = true;
+            }
+            return;
+        }
+        if let Some((id, line)) = self.ready.pop_front() {
+            if self.cfg.at_most_once {
+                match c.emit(values![id.as_str(), line.clone()], None) {
+                    Ok(_) => self.unflushed = true,
+                    Err(_) => self.ready.push_front((id, line)),
+                }
+                return;
+            }
+            let msg_id = self.next_msg_id;
+            match c.emit(values![id.as_str(), line.clone()], Some(msg_id)) {
+                Ok(_) => {
+                    self.next_msg_id += 1;
+                    self.in_flight.insert(msg_id, id);
+                    self.counters
+                        .in_flight
+                        .store(self.in_flight.len() as u64, Ordering::Relaxed);
+                }
+                Err(_) => self.ready.push_front((id, line)),
+            }
+            return;
+        }
+        if !self.retry.is_empty() {
+            self.retry_failed(now);
+            return;
+        }
+        if let Phase::OwnPending(after) = std::mem::replace(&mut self.phase, Phase::New) {
+            self.own_pending(after, now);
+            return;
+        }
+        if now >= self.next_claim && !self.cfg.at_most_once && self.claim_idle(now) > 0 {
+            return;
+        }
+        if now < self.next_poll {
+            return;
+        }
+        if self.read_new(now) == Some(0) {
+            self.next_poll = now + Duration::from_millis(self.cfg.idle_poll_ms);
+            if self.cfg.drain
+                && self.idle()
+                && (self.cfg.at_most_once || self.group_pending(now) == Some(0))
+            {
+                self.done = true;
+            }
+        }
+    }
+
+    fn ack(&mut self, msg_id: MessageId) {
+        if let Some(id) = self.in_flight.remove(&msg_id) {
+            self.counters
+                .in_flight
+                .store(self.in_flight.len() as u64, Ordering::Relaxed);
+            if self.acks.is_empty() {
+                self.oldest_ack = Some(Instant::now());
+            }
+            self.acks.push(id);
+            if self.acks.len() >= self.cfg.batch {
+                self.flush_acks(Instant::now());
+            }
+        }
+    }
+
+    fn fail(&mut self, msg_id: MessageId) {
+        if let Some(id) = self.in_flight.remove(&msg_id) {
+            self.counters
+                .in_flight
+                .store(self.in_flight.len() as u64, Ordering::Relaxed);
+            if !self.stop.load(Ordering::Relaxed) {
+                self.retry.push(id);
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        self.flush_acks(Instant::now());
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn open(&mut self, _context: &TopologyContext) {}
+}

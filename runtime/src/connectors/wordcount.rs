@@ -1,0 +1,477 @@
+//! The word count on real components, behind `acker-run wordcount --redis ... --postgres ...`,
+//! and the `acker-run load` and `acker-run counts` commands.
+//!
+//! ```text
+//! entries (RedisStreamSpout) --shuffle--> split --fields("word")--> sink (PostgresSinkBolt)
+//!         \------------------------ flush stream, all grouping ------/
+//! ```
+//!
+//! A worker process is one thread-per-core shell with its own ackers; several workers on the
+//! same stream and group share the entries (the broker spreads them and hands a dead worker's
+//! pending entries to the others), and PostgreSQL holds the shared state. No tuple crosses
+//! between worker processes.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis::Value as RV;
+
+use super::parse_entry_id;
+use super::postgres_sink::{self, PostgresSinkBolt, SinkCounters, SinkMode};
+use super::redis_stream::{
+    self, RedisSpoutConfig, RedisStreamSpout, SpoutCounters, FLUSH_STREAM, LINE_FIELD,
+};
+use crate::cli::CliError;
+use crate::shell::{self, ShellOptions};
+use crate::{
+    values, BasicBolt, BasicOutputCollector, Config, FailedException, Grouping, Input,
+    TopologyBuilder,
+};
+
+/// The delivery guarantee of a connector run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Guarantee {
+    /// No ackers; entries are acknowledged to the group as they are read (`NOACK`).
+    AtMostOnce,
+    /// Ackers; plain accumulation in the sink (replays may count twice).
+    AtLeastOnce,
+    /// Ackers; the sink records each applied contribution and applies it once.
+    ExactlyOnce,
+}
+
+/// The connector options of `acker-run wordcount`. Without `--redis` and `--postgres` the word
+/// count runs on its built-in input or a file, in memory, as before.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ConnectorArgs {
+    /// Read lines from this Redis (`redis://HOST:PORT/`), stream `--stream`, field `line`.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// The Redis stream key (with --redis).
+    #[arg(long, value_name = "NAME")]
+    pub stream: Option<String>,
+    /// Write counts to this PostgreSQL (`postgresql://USER@HOST:PORT/DB`), table `word_counts`.
+    #[arg(long, value_name = "URL")]
+    pub postgres: Option<String>,
+    /// Delivery guarantee (default exactly-once when a sink is given).
+    #[arg(long, value_enum)]
+    pub guarantee: Option<Guarantee>,
+    /// Consumer group.
+    #[arg(long, default_value = "acker-wordcount")]
+    pub group: String,
+    /// Consumer name (default: host name and process id). Reuse it when restarting a worker to
+    /// take its pending entries back at once.
+    #[arg(long)]
+    pub consumer: Option<String>,
+    /// Deliveries past the first before an entry goes to the dead-letter stream `<stream>:dead`.
+    #[arg(long, default_value_t = 5)]
+    pub max_retries: u64,
+    /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout).
+    #[arg(long)]
+    pub claim_after_ms: Option<u64>,
+    /// Exit 0 once the stream has no new entry and the group nothing pending (batch runs, tests).
+    #[arg(long)]
+    pub drain: bool,
+    /// Entries per XREADGROUP and ids per XACK (1 to 100000).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub read_batch: u64,
+    /// Inputs per sink transaction (1 to 100000); each bolt task may hold 17 x this many open inputs.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub sink_batch: u64,
+    /// Seconds between progress lines on stderr (0: none).
+    #[arg(long, default_value_t = 5)]
+    pub progress_secs: u64,
+}
+
+impl ConnectorArgs {
+    /// Whether a connector option was given (then the run needs `--redis`, `--stream` and
+    /// `--postgres`).
+    pub fn is_active(&self) -> bool {
+        self.redis.is_some() || self.postgres.is_some() || self.stream.is_some()
+    }
+}
+
+/// The `split` bolt of the connector word count: `(entry, line)` → one `(word, entry, pos)` per
+/// whitespace-separated word, `pos` its 0-based position in the line.
+pub struct EntrySplitBolt;
+
+impl BasicBolt for EntrySplitBolt {
+    fn execute(
+        &mut self,
+        input: &Input,
+        c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        let v = input.values();
+        let (Some(entry), Some(line)) = (
+            v.first().and_then(|x| x.as_str()),
+            v.get(1).and_then(|x| x.as_str()),
+        ) else {
+            return Err(FailedException::new("expected (entry, line)"));
+        };
+        for (pos, w) in line.split_whitespace().enumerate() {
+            c.emit(values![w, entry, pos as i64])
+                .map_err(|e| FailedException::new(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// `host-pid`: the default consumer name.
+pub fn default_consumer() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    format!("{host}-{}", std::process::id())
+}
+
+/// The bound below which exactly-once records of `stream` may be deleted: the group's oldest
+/// pending entry, or just past its last-delivered id when nothing is pending (read in one
+/// `MULTI`). `None` when the group does not exist or on error.
+pub fn prune_bound(con: &mut redis::Connection, stream: &str, group: &str) -> Option<(i64, i64)> {
+    let (groups, pending): (RV, RV) = redis::pipe()
+        .atomic()
+        .cmd("XINFO")
+        .arg("GROUPS")
+        .arg(stream)
+        .cmd("XPENDING")
+        .arg(stream)
+        .arg(group)
+        .query(con)
+        .ok()?;
+    let text = |v: &RV| match v {
+        RV::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        RV::SimpleString(s) => Some(s.clone()),
+        RV::Int(i) => Some(i.to_string()),
+        _ => None,
+    };
+    let RV::Array(groups) = groups else {
+        return None;
+    };
+    let last = groups.iter().find_map(|g| {
+        let RV::Array(kv) = g else { return None };
+        let field = |name: &str| {
+            kv.chunks_exact(2)
+                .find(|c| text(&c[0]).as_deref() == Some(name))
+                .and_then(|c| text(&c[1]))
+        };
+        (field("name").as_deref() == Some(group))
+            .then(|| field("last-delivered-id"))
+            .flatten()
+    })?;
+    let (ms, seq) = parse_entry_id(&last)?;
+    if let RV::Array(p) = &pending {
+        let count = p.first().and_then(text).and_then(|c| c.parse::<i64>().ok());
+        if count.unwrap_or(0) > 0 {
+            return p.get(1).and_then(text).as_deref().and_then(parse_entry_id);
+        }
+    }
+    Some((ms, seq.checked_add(1)?))
+}
+
+/// Deletes the exactly-once records no consumer can need again ([`prune_bound`]); returns the
+/// rows deleted, `None` on any error (the next prune tries again).
+fn prune(redis_url: &str, pg_url: &str, stream: &str, group: &str) -> Option<u64> {
+    let mut con = redis_stream::connect(redis_url).ok()?;
+    let bound = prune_bound(&mut con, stream, group)?;
+    let mut client = postgres_sink::connect(pg_url).ok()?;
+    postgres_sink::prune_applied(&mut client, stream, bound).ok()
+}
+
+/// Runs the connector word count until stopped (SIGINT/SIGTERM) or, with `--drain`, until the
+/// stream is drained; prints a summary (JSON with `json`).
+///
+/// `config` and `shell` come from the run options; the guarantee sets the ackers (0 for
+/// at-most-once) and the message timeout sets the default claim time.
+///
+/// # Errors
+/// [`CliError::Run`] for missing or conflicting options, an unreachable Redis or PostgreSQL
+/// (naming the address), or a failed run; [`CliError::Stdout`] when the summary cannot be
+/// written.
+pub fn run(
+    args: &ConnectorArgs,
+    mut config: Config,
+    shell_options: ShellOptions,
+    parallelism: usize,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let (Some(redis_url), Some(stream), Some(pg_url)) = (&args.redis, &args.stream, &args.postgres)
+    else {
+        return Err("--redis URL, --stream NAME and --postgres URL go together"
+            .to_string()
+            .into());
+    };
+    let guarantee = args.guarantee.unwrap_or(Guarantee::ExactlyOnce);
+    match guarantee {
+        Guarantee::AtMostOnce => config.num_ackers = 0,
+        _ if config.num_ackers == 0 => {
+            return Err(format!(
+                "--guarantee {} needs at least one acker (--ackers 0 is at-most-once)",
+                if guarantee == Guarantee::AtLeastOnce {
+                    "at-least-once"
+                } else {
+                    "exactly-once"
+                }
+            )
+            .into())
+        }
+        _ => {}
+    }
+    // The sink holds up to 16 batches of unacked inputs (see `postgres_sink`).
+    config.max_open_inputs = config
+        .max_open_inputs
+        .max(17 * args.sink_batch as usize + 1024);
+    if config.max_spout_pending.is_none() {
+        config.max_spout_pending = Some(4 * args.read_batch as usize);
+    }
+    // Reachable at start, or a clear error naming the address.
+    let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
+    redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
+        format!(
+            "cannot create consumer group {} on {stream} at {redis_url}: {e}",
+            args.group
+        )
+    })?;
+    drop(con);
+    let mut client = postgres_sink::connect(pg_url).map_err(|e| e.to_string())?;
+    postgres_sink::ensure_schema(&mut client)
+        .map_err(|e| format!("cannot create the tables at {pg_url}: {e}"))?;
+    drop(client);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| format!("cannot install a signal handler: {e}"))?;
+    }
+    let timeout_ms = config.message_timeout_ns / 1_000_000;
+    let mut cfg = RedisSpoutConfig::new(
+        redis_url,
+        stream,
+        &args.consumer.clone().unwrap_or_else(default_consumer),
+    );
+    cfg.group = args.group.clone();
+    cfg.batch = args.read_batch as usize;
+    cfg.max_retries = args.max_retries;
+    cfg.claim_after_ms = args.claim_after_ms.unwrap_or(2 * timeout_ms).max(1);
+    cfg.drain = args.drain;
+    cfg.at_most_once = guarantee == Guarantee::AtMostOnce;
+    let mode = if guarantee == Guarantee::ExactlyOnce {
+        SinkMode::ExactlyOnce
+    } else {
+        SinkMode::Accumulate
+    };
+    let spout_counters = Arc::new(SpoutCounters::default());
+    let sink_counters = Arc::new(SinkCounters::default());
+
+    let mut b = TopologyBuilder::new();
+    {
+        let (cfg, counters, stop) = (cfg.clone(), spout_counters.clone(), stop.clone());
+        b.set_spout(
+            "entries",
+            move || RedisStreamSpout::new(cfg.clone(), counters.clone(), stop.clone()),
+            1,
+        )
+        .output_fields(&["entry", "line"])
+        .output_stream(FLUSH_STREAM, &["flush"]);
+    }
+    b.set_basic_bolt("split", || EntrySplitBolt, parallelism)
+        .shuffle_grouping("entries")
+        .output_fields(&["word", "entry", "pos"]);
+    {
+        let (url, stream, counters) = (pg_url.clone(), stream.clone(), sink_counters.clone());
+        let batch = args.sink_batch as usize;
+        b.set_bolt(
+            "sink",
+            move || PostgresSinkBolt::new(&url, &stream, mode, batch, counters.clone()),
+            parallelism,
+        )
+        .fields_grouping("split", &["word"])
+        .grouping("entries", FLUSH_STREAM, Grouping::All);
+    }
+    let topology = b.build().map_err(|e| e.to_string())?;
+    let plan = topology.plan(&config).map_err(|e| e.to_string())?;
+
+    // Progress on stderr and periodic pruning of the exactly-once records, off the core threads.
+    let finished = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
+    let side = {
+        let (finished, sc, kc) = (
+            finished.clone(),
+            spout_counters.clone(),
+            sink_counters.clone(),
+        );
+        let (redis_url, pg_url, stream, group) = (
+            redis_url.clone(),
+            pg_url.clone(),
+            stream.clone(),
+            args.group.clone(),
+        );
+        let progress = Duration::from_secs(args.progress_secs);
+        let exactly = mode == SinkMode::ExactlyOnce;
+        std::thread::spawn(move || {
+            let (mut last_progress, mut last_prune) = (Instant::now(), Instant::now());
+            while !finished.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if !progress.is_zero() && last_progress.elapsed() >= progress {
+                    last_progress = Instant::now();
+                    let acked = sc.acked.load(Ordering::Relaxed);
+                    eprintln!(
+                        "acker-run: read {} acked {} in flight {} replays {} claimed {} \
+                         dead-lettered {} words applied {} ({:.0} entries/s)",
+                        sc.read.load(Ordering::Relaxed),
+                        acked,
+                        sc.in_flight.load(Ordering::Relaxed),
+                        sc.replays.load(Ordering::Relaxed),
+                        sc.claimed.load(Ordering::Relaxed),
+                        sc.dead_lettered.load(Ordering::Relaxed),
+                        kc.applied.load(Ordering::Relaxed),
+                        acked as f64 / t0.elapsed().as_secs_f64().max(1e-9)
+                    );
+                }
+                if exactly && last_prune.elapsed() >= Duration::from_secs(5) {
+                    last_prune = Instant::now();
+                    let _ = prune(&redis_url, &pg_url, &stream, &group);
+                }
+            }
+        })
+    };
+    let report = shell::run(&plan, &shell_options);
+    finished.store(true, Ordering::Relaxed);
+    let _ = side.join();
+    let report = report.map_err(|e| e.to_string())?;
+    let pruned = if mode == SinkMode::ExactlyOnce {
+        prune(redis_url, pg_url, stream, &args.group)
+    } else {
+        None
+    };
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let secs = report.elapsed.as_secs_f64().max(1e-9);
+    let sc = &spout_counters;
+    let kc = &sink_counters;
+    if json {
+        let v = serde_json::json!({
+            "guarantee": format!("{guarantee:?}"),
+            "read": load(&sc.read),
+            "acked": load(&sc.acked),
+            "replays": load(&sc.replays),
+            "claimed": load(&sc.claimed),
+            "dead_lettered": load(&sc.dead_lettered),
+            "malformed": load(&sc.malformed),
+            "redis_errors": load(&sc.redis_errors),
+            "words_applied": load(&kc.applied),
+            "duplicates_skipped": load(&kc.duplicates),
+            "commits": load(&kc.commits),
+            "postgres_errors": load(&kc.errors),
+            "records_pruned": pruned,
+            "elapsed_ms": secs * 1e3,
+            "entries_per_sec": load(&sc.acked) as f64 / secs,
+        });
+        writeln!(out, "{v}")?;
+    } else {
+        writeln!(
+            out,
+            "entries read {}, acked {}, replays {}, claimed {}, dead-lettered {} (malformed {})",
+            load(&sc.read),
+            load(&sc.acked),
+            load(&sc.replays),
+            load(&sc.claimed),
+            load(&sc.dead_lettered),
+            load(&sc.malformed)
+        )?;
+        writeln!(
+            out,
+            "words applied {}, duplicates skipped {}, commits {}, errors redis {} postgres {}",
+            load(&kc.applied),
+            load(&kc.duplicates),
+            load(&kc.commits),
+            load(&sc.redis_errors),
+            load(&kc.errors)
+        )?;
+        writeln!(
+            out,
+            "{guarantee:?} in {:.2} s: {:.0} entries/s",
+            secs,
+            load(&sc.acked) as f64 / secs
+        )?;
+    }
+    Ok(())
+}
+
+/// `acker-run load`: appends one entry `line=<text>` per non-empty line of `input` to `stream`
+/// (pipelined, 1000 a round trip) and prints the count and entries/s.
+///
+/// # Errors
+/// [`CliError::Run`] when the file cannot be read or Redis cannot be reached (naming the
+/// address); [`CliError::Stdout`] when the summary cannot be written.
+pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(input)
+        .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
+    let mut con = redis_stream::connect(url).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    for chunk in lines.chunks(1000) {
+        let mut p = redis::pipe();
+        for l in chunk {
+            p.cmd("XADD")
+                .arg(stream)
+                .arg("*")
+                .arg(LINE_FIELD)
+                .arg(*l)
+                .ignore();
+        }
+        p.query::<()>(&mut con)
+            .map_err(|e| format!("appending to {stream} at {url} failed: {e}"))?;
+    }
+    let secs = t0.elapsed().as_secs_f64().max(1e-9);
+    writeln!(
+        out,
+        "loaded {} entries into {stream} in {secs:.2} s ({:.0} entries/s)",
+        lines.len(),
+        lines.len() as f64 / secs
+    )?;
+    Ok(())
+}
+
+/// `acker-run counts`: the total, the number of distinct words and the top `top` (count
+/// descending, then word ascending) from `word_counts`; one JSON object with `json`.
+///
+/// # Errors
+/// [`CliError::Run`] when PostgreSQL cannot be reached (naming the address) or the query fails;
+/// [`CliError::Stdout`] when the output cannot be written.
+pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let mut client = postgres_sink::connect(url).map_err(|e| e.to_string())?;
+    postgres_sink::ensure_schema(&mut client).map_err(|e| format!("at {url}: {e}"))?;
+    let row = client
+        .query_one(
+            "SELECT coalesce(sum(count), 0)::bigint, count(*) FROM word_counts",
+            &[],
+        )
+        .map_err(|e| format!("reading word_counts at {url}: {e}"))?;
+    let (total, distinct): (i64, i64) = (row.get(0), row.get(1));
+    let rows = client
+        .query(
+            "SELECT word, count FROM word_counts ORDER BY count DESC, word ASC LIMIT $1",
+            &[&(top as i64)],
+        )
+        .map_err(|e| format!("reading word_counts at {url}: {e}"))?;
+    let top: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    if json {
+        let v = serde_json::json!({
+            "words_total": total,
+            "distinct_words": distinct,
+            "top": top.iter().map(|(w, c)| serde_json::json!({"word": w, "count": c})).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{v}")?;
+    } else {
+        writeln!(out, "words total {total}, distinct {distinct}")?;
+        for (w, c) in &top {
+            writeln!(out, "{c:>10} {w}")?;
+        }
+    }
+    Ok(())
+}

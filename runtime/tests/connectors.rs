@@ -1,0 +1,569 @@
+//! The connectors against real servers started privately (`connectors::local`): a
+//! `redis-server` (Debian package `redis-server`) and a PostgreSQL cluster (package
+//! `postgresql`). No mocks. A missing binary fails the test with the package's name.
+//!
+//! Every wait is bounded and fails saying what it waited for; worker processes are killed when a
+//! test fails. Budget: about 1 minute in release mode on a 2-core machine.
+#![cfg(all(feature = "redis", feature = "postgres"))]
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use acker_runtime::connectors::local::{PostgresServer, RedisServer};
+
+const BIN: &str = env!("CARGO_BIN_EXE_acker-run");
+const SHAKESPEARE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/data/tinyshakespeare.txt"
+);
+
+fn servers() -> (RedisServer, PostgresServer) {
+    let r = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let p = PostgresServer::start().unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
+    (r, p)
+}
+
+/// A worker process, killed if the test ends without waiting for it.
+struct Proc {
+    child: Child,
+    what: String,
+}
+
+impl Proc {
+    fn spawn(what: &str, args: &[&str]) -> Proc {
+        let child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        Proc {
+            child,
+            what: what.to_string(),
+        }
+    }
+
+    /// Waits at most `timeout` for the exit; returns (status, stdout, stderr).
+    fn wait(mut self, timeout: Duration) -> (ExitStatus, String, String) {
+        let t0 = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let (mut out, mut err) = (String::new(), String::new());
+                if let Some(mut o) = self.child.stdout.take() {
+                    o.read_to_string(&mut out).ok();
+                }
+                if let Some(mut e) = self.child.stderr.take() {
+                    e.read_to_string(&mut err).ok();
+                }
+                return (status, out, err);
+            }
+            if t0.elapsed() > timeout {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    e.read_to_string(&mut err).ok();
+                }
+                panic!(
+                    "timed out after {timeout:?} waiting for {} to exit; stderr:\n{err}",
+                    self.what
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn sigkill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("wait after SIGKILL");
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn run_ok(what: &str, args: &[&str]) -> String {
+    let (status, out, err) = Proc::spawn(what, args).wait(Duration::from_secs(120));
+    assert!(status.success(), "{what} failed ({status}): {err}");
+    out
+}
+
+fn worker_args<'a>(
+    redis: &'a str,
+    pg: &'a str,
+    stream: &'a str,
+    consumer: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "wordcount",
+        "--redis",
+        redis,
+        "--stream",
+        stream,
+        "--postgres",
+        pg,
+        "--consumer",
+        consumer,
+        "--cores",
+        "1",
+        "--no-pin",
+        "--timeout-secs",
+        "5",
+        "--claim-after-ms",
+        "3000",
+        "--drain",
+        "--json",
+        "--progress-secs",
+        "0",
+    ]
+}
+
+fn pg(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).expect("connect to the private PostgreSQL")
+}
+
+fn redis_con(url: &str) -> redis::Connection {
+    redis::Client::open(url)
+        .and_then(|c| c.get_connection())
+        .expect("connect to the private redis-server")
+}
+
+/// `word_counts` as a map.
+fn db_counts(url: &str) -> HashMap<String, i64> {
+    pg(url)
+        .query("SELECT word, count FROM word_counts", &[])
+        .expect("read word_counts")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+fn top10(counts: &HashMap<String, i64>) -> Vec<(String, i64)> {
+    let mut v: Vec<(String, i64)> = counts.iter().map(|(w, c)| (w.clone(), *c)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(10);
+    v
+}
+
+/// Waits (at most `timeout`) until the sink has applied at least `words` words.
+fn wait_applied(url: &str, words: i64, timeout: Duration) {
+    let t0 = Instant::now();
+    let mut c = pg(url);
+    loop {
+        let n: i64 = c
+            .query_one(
+                "SELECT coalesce(sum(count), 0)::bigint FROM word_counts",
+                &[],
+            )
+            .map(|r| r.get(0))
+            .unwrap_or(0);
+        if n >= words {
+            return;
+        }
+        assert!(
+            t0.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {words} words in word_counts (have {n})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Tinyshakespeare through Redis into PostgreSQL by two exactly-once workers, one of them killed
+/// with SIGKILL mid-run and started again under the same consumer name: the counts equal an
+/// independent count of the file (202,651 words as `wc -w` says), the group has nothing pending,
+/// nothing was dead-lettered, and the exactly-once records were pruned.
+#[test]
+fn exactly_once_two_workers_one_killed_and_restarted() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for w in text.split_whitespace() {
+        *expected.entry(w.to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        expected.values().sum::<i64>(),
+        202_651,
+        "wc -w of tinyshakespeare"
+    );
+
+    let out = run_ok(
+        "acker-run load",
+        &[
+            "load",
+            "--input",
+            SHAKESPEARE,
+            "--redis",
+            &ru,
+            "--stream",
+            "lines",
+        ],
+    );
+    let lines = text.lines().filter(|l| !l.is_empty()).count();
+    assert!(
+        out.starts_with(&format!("loaded {lines} entries into lines")),
+        "{out}"
+    );
+
+    let a = Proc::spawn("worker a", &worker_args(&ru, &pu, "lines", "a"));
+    let b = Proc::spawn("worker b", &worker_args(&ru, &pu, "lines", "b"));
+    // Kill a once the run is well under way (both workers have committed something).
+    wait_applied(&pu, 30_000, Duration::from_secs(60));
+    a.sigkill();
+    let a2 = Proc::spawn("worker a (restarted)", &worker_args(&ru, &pu, "lines", "a"));
+    let (sa, outa, erra) = a2.wait(Duration::from_secs(120));
+    let (sb, outb, errb) = b.wait(Duration::from_secs(120));
+    assert!(sa.success(), "restarted worker a: {sa} {erra}");
+    assert!(sb.success(), "worker b: {sb} {errb}");
+
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), 202_651, "total words");
+    assert_eq!(counts.len(), expected.len(), "distinct words");
+    assert_eq!(top10(&counts), top10(&expected), "top 10");
+    assert_eq!(counts, expected, "every word's count");
+
+    // Both survivors report; between them they acked every entry at least once.
+    let acked = |s: &str| -> u64 {
+        let v: serde_json::Value = serde_json::from_str(s.trim()).expect("--json summary");
+        assert_eq!(v["dead_lettered"], 0, "{s}");
+        v["acked"].as_u64().expect("acked")
+    };
+    assert!(acked(&outa) + acked(&outb) > 0);
+    let mut con = redis_con(&ru);
+    let pending: redis::Value = redis::cmd("XPENDING")
+        .arg("lines")
+        .arg("acker-wordcount")
+        .query(&mut con)
+        .expect("XPENDING");
+    let redis::Value::Array(p) = pending else {
+        panic!("XPENDING: {pending:?}")
+    };
+    assert_eq!(
+        p.first(),
+        Some(&redis::Value::Int(0)),
+        "group pending count"
+    );
+    let dead: i64 = redis::cmd("XLEN")
+        .arg("lines:dead")
+        .query(&mut con)
+        .expect("XLEN");
+    assert_eq!(dead, 0, "dead letters");
+    let records: i64 = pg(&pu)
+        .query_one("SELECT count(*) FROM word_count_applied", &[])
+        .expect("count records")
+        .get(0);
+    assert_eq!(
+        records, 0,
+        "exactly-once records left after the final prune"
+    );
+
+    // `acker-run counts --json` reads the same back.
+    let out = run_ok(
+        "acker-run counts",
+        &["counts", "--postgres", &pu, "--top", "3", "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("counts --json");
+    assert_eq!(v["words_total"], 202_651);
+    assert_eq!(v["distinct_words"], expected.len() as u64);
+    let top3 = top10(&expected);
+    assert_eq!(v["top"][0]["word"], top3[0].0.as_str());
+    assert_eq!(v["top"][0]["count"], top3[0].1);
+}
+
+/// Entries without a `line` field or with a line that is not UTF-8 go to `<stream>:dead` with
+/// their id and reason, are acked, counted, and do not stop the worker; the good ones count.
+/// An entry whose server-side delivery count already reached `--max-retries` + 1 in an earlier
+/// life of the consumer is dead-lettered on restart (the count does not start again), one
+/// below the limit is processed.
+#[test]
+fn malformed_entries_and_exhausted_retries_are_dead_lettered() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut con = redis_con(&ru);
+    let add = |con: &mut redis::Connection, field: &str, value: &[u8]| -> String {
+        redis::cmd("XADD")
+            .arg("s")
+            .arg("*")
+            .arg(field)
+            .arg(value)
+            .query(con)
+            .expect("XADD")
+    };
+    let retried = add(&mut con, "line", b"retried twice over");
+    let exhausted = add(&mut con, "line", b"poison poison");
+    let no_line = add(&mut con, "text", b"no line field");
+    let bad_utf8 = add(&mut con, "line", b"caf\xe9 latin1");
+    let good = add(&mut con, "line", b"good words here");
+    // An earlier life of consumer w: both first entries delivered, their counts raised as if
+    // they had been retried (XCLAIM ... RETRYCOUNT sets the server's delivery count).
+    let _: redis::Value = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("s")
+        .arg("acker-wordcount")
+        .arg("0")
+        .query(&mut con)
+        .expect("XGROUP CREATE");
+    let _: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("acker-wordcount")
+        .arg("w")
+        .arg("COUNT")
+        .arg(2)
+        .arg("STREAMS")
+        .arg("s")
+        .arg(">")
+        .query(&mut con)
+        .expect("XREADGROUP");
+    for (id, count) in [(&retried, 3), (&exhausted, 4)] {
+        let _: redis::Value = redis::cmd("XCLAIM")
+            .arg("s")
+            .arg("acker-wordcount")
+            .arg("w")
+            .arg(0)
+            .arg(id)
+            .arg("RETRYCOUNT")
+            .arg(count)
+            .query(&mut con)
+            .expect("XCLAIM RETRYCOUNT");
+    }
+    let mut args = worker_args(&ru, &pu, "s", "w");
+    args.extend(["--max-retries", "3"]);
+    let out = run_ok("worker", &args);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["dead_lettered"], 3, "{out}");
+    assert_eq!(v["malformed"], 2, "{out}");
+
+    let dead: redis::Value = redis::cmd("XRANGE")
+        .arg("s:dead")
+        .arg("-")
+        .arg("+")
+        .query(&mut con)
+        .expect("XRANGE");
+    let rows = match dead {
+        redis::Value::Array(rows) => rows,
+        other => panic!("XRANGE: {other:?}"),
+    };
+    let mut got: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            let redis::Value::Array(r) = r else {
+                panic!("{r:?}")
+            };
+            let redis::Value::Array(kv) = &r[1] else {
+                panic!("{r:?}")
+            };
+            let s = |v: &redis::Value| match v {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            };
+            let f: HashMap<String, String> = kv.chunks(2).map(|c| (s(&c[0]), s(&c[1]))).collect();
+            (
+                f["id"].clone(),
+                f["reason"].clone(),
+                f["deliveries"].clone(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want = vec![
+        (
+            exhausted.clone(),
+            "failed after 4 deliveries (--max-retries 3)".to_string(),
+            "4".to_string(),
+        ),
+        (
+            no_line.clone(),
+            "malformed: no `line` field".to_string(),
+            "1".to_string(),
+        ),
+        (
+            bad_utf8.clone(),
+            "malformed: line is not UTF-8".to_string(),
+            "1".to_string(),
+        ),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+
+    let counts = db_counts(&pu);
+    let want: HashMap<String, i64> = [
+        ("retried", 1),
+        ("twice", 1),
+        ("over", 1),
+        ("good", 1),
+        ("words", 1),
+        ("here", 1),
+    ]
+    .into_iter()
+    .map(|(w, c)| (w.to_string(), c))
+    .collect();
+    assert_eq!(counts, want);
+    let _ = good;
+}
+
+/// Unreachable servers: exit status 2 and a one-line error naming the address.
+#[test]
+fn unreachable_servers_exit_2_naming_the_address() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let redis_url = format!("redis://127.0.0.1:{closed}/");
+    let pg_url = format!("postgresql://postgres@127.0.0.1:{closed}/postgres");
+    let (status, _, err) = Proc::spawn(
+        "worker with no Redis",
+        &[
+            "wordcount",
+            "--redis",
+            &redis_url,
+            "--stream",
+            "s",
+            "--postgres",
+            &pg_url,
+        ],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "acker-run: error: cannot reach Redis at {redis_url}"
+        )),
+        "{err}"
+    );
+
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let (status, _, err) = Proc::spawn(
+        "worker with no PostgreSQL",
+        &[
+            "wordcount",
+            "--redis",
+            &redis.url(),
+            "--stream",
+            "s",
+            "--postgres",
+            &pg_url,
+        ],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "acker-run: error: cannot reach PostgreSQL at {pg_url}"
+        )),
+        "{err}"
+    );
+
+    let (status, _, err) = Proc::spawn(
+        "counts with no PostgreSQL",
+        &["counts", "--postgres", &pg_url],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("cannot reach PostgreSQL at {pg_url}")),
+        "{err}"
+    );
+
+    let (status, _, err) = Proc::spawn(
+        "load with no Redis",
+        &[
+            "load",
+            "--input",
+            SHAKESPEARE,
+            "--redis",
+            &redis_url,
+            "--stream",
+            "s",
+        ],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("cannot reach Redis at {redis_url}")),
+        "{err}"
+    );
+}
+
+/// A worker without `--drain` on an empty stream keeps serving: entries added while it polls the
+/// idle stream are counted and acked (nothing pending in the group) while the stream stays idle
+/// again afterwards, and SIGTERM then stops it with exit status 0.
+#[test]
+fn idle_stream_does_not_stall_acks_and_sigterm_exits_0() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let args: Vec<&str> = worker_args(&ru, &pu, "idle", "w")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .collect();
+    let w = Proc::spawn("worker without --drain", &args);
+    let mut con = redis_con(&ru);
+    // Wait until the worker has created the group (it polls the empty stream from then on).
+    let t0 = Instant::now();
+    loop {
+        let groups: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg("idle")
+            .query(&mut con);
+        if matches!(groups, Ok(redis::Value::Array(ref g)) if !g.is_empty()) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out waiting for the worker to create its consumer group"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for line in ["to be or not", "to be"] {
+        let _: String = redis::cmd("XADD")
+            .arg("idle")
+            .arg("*")
+            .arg("line")
+            .arg(line)
+            .query(&mut con)
+            .expect("XADD");
+    }
+    wait_applied(&pu, 6, Duration::from_secs(30));
+    let t0 = Instant::now();
+    loop {
+        let p: redis::Value = redis::cmd("XPENDING")
+            .arg("idle")
+            .arg("acker-wordcount")
+            .query(&mut con)
+            .expect("XPENDING");
+        if matches!(p, redis::Value::Array(ref v) if v.first() == Some(&redis::Value::Int(0))) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out waiting for the acks of an idle stream: {p:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let counts = db_counts(&pu);
+    let want: HashMap<String, i64> = [("to", 2), ("be", 2), ("or", 1), ("not", 1)]
+        .into_iter()
+        .map(|(w, c)| (w.to_string(), c))
+        .collect();
+    assert_eq!(counts, want);
+    let pid = w.child.id().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let (status, out, err) = w.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["acked"], 2, "{out}");
+}
