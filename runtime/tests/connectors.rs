@@ -19,6 +19,21 @@ const SHAKESPEARE: &str = concat!(
     "/../../shared/data/tinyshakespeare.txt"
 );
 
+fn shakespeare_counts() -> (String, HashMap<String, i64>) {
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for w in text.split_whitespace() {
+        *expected.entry(w.to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        expected.values().sum::<i64>(),
+        202_651,
+        "wc -w of tinyshakespeare"
+    );
+    (text, expected)
+}
+
 fn servers() -> (RedisServer, PostgresServer) {
     let r = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
     let p = PostgresServer::start().unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
@@ -185,17 +200,7 @@ fn wait_applied(url: &str, words: i64, timeout: Duration) {
 fn exactly_once_two_workers_one_killed_and_restarted() {
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
-    let text =
-        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
-    let mut expected: HashMap<String, i64> = HashMap::new();
-    for w in text.split_whitespace() {
-        *expected.entry(w.to_string()).or_insert(0) += 1;
-    }
-    assert_eq!(
-        expected.values().sum::<i64>(),
-        202_651,
-        "wc -w of tinyshakespeare"
-    );
+    let (text, expected) = shakespeare_counts();
 
     let out = run_ok(
         "acker-run load",
@@ -544,9 +549,11 @@ fn idle_stream_does_not_stall_acks_and_sigterm_exits_0() {
         if matches!(p, redis::Value::Array(ref v) if v.first() == Some(&redis::Value::Int(0))) {
             break;
         }
+        // Well under --claim-after-ms 3000: acks must flow by themselves, not through a
+        // takeover or a dead letter.
         assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "timed out waiting for the acks of an idle stream: {p:?}"
+            t0.elapsed() < Duration::from_millis(2500),
+            "timed out after 2.5 s waiting for the acks of an idle stream: {p:?}"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -566,4 +573,44 @@ fn idle_stream_does_not_stall_acks_and_sigterm_exits_0() {
     assert_eq!(status.code(), Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
     assert_eq!(v["acked"], 2, "{out}");
+}
+
+/// One exactly-once worker while redis-server is killed (SIGKILL; `appendfsync always`) and
+/// started again, then while PostgreSQL is stopped (`-m immediate`) and started again: the
+/// worker reconnects, nothing is lost and nothing is counted twice.
+#[test]
+fn redis_and_postgres_restarts_mid_run_stay_exact() {
+    let (mut redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (_, expected) = shakespeare_counts();
+    run_ok(
+        "acker-run load",
+        &[
+            "load",
+            "--input",
+            SHAKESPEARE,
+            "--redis",
+            &ru,
+            "--stream",
+            "lines",
+        ],
+    );
+    let w = Proc::spawn("worker", &worker_args(&ru, &pu, "lines", "w"));
+    wait_applied(&pu, 20_000, Duration::from_secs(60));
+    redis
+        .restart()
+        .unwrap_or_else(|e| panic!("cannot restart redis-server: {e}"));
+    wait_applied(&pu, 60_000, Duration::from_secs(60));
+    postgres
+        .restart()
+        .unwrap_or_else(|e| panic!("cannot restart PostgreSQL: {e}"));
+    let (status, out, err) = w.wait(Duration::from_secs(120));
+    assert!(status.success(), "worker: {status} {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert!(v["redis_errors"].as_u64() > Some(0), "{out}");
+    assert!(v["postgres_errors"].as_u64() > Some(0), "{out}");
+    assert_eq!(v["dead_lettered"], 0, "{out}");
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), 202_651, "total words");
+    assert_eq!(counts, expected, "every word's count");
 }
