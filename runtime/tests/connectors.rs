@@ -614,3 +614,69 @@ fn redis_and_postgres_restarts_mid_run_stay_exact() {
     assert_eq!(counts.values().sum::<i64>(), 202_651, "total words");
     assert_eq!(counts, expected, "every word's count");
 }
+
+/// SIGKILL one of two workers mid-run and restart it, in the weaker modes: at-least-once loses
+/// nothing (every word counted at least as often as in the file) and the restarted worker
+/// reports the replays of its own pending entries; at-most-once counts no word more often than
+/// the file holds it and leaves nothing pending.
+#[test]
+fn weaker_guarantees_under_a_killed_worker() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (_, expected) = shakespeare_counts();
+    for (guarantee, stream) in [("at-least-once", "l1"), ("at-most-once", "l2")] {
+        pg(&pu)
+            .batch_execute("DROP TABLE IF EXISTS word_counts")
+            .expect("drop word_counts");
+        run_ok(
+            "acker-run load",
+            &[
+                "load",
+                "--input",
+                SHAKESPEARE,
+                "--redis",
+                &ru,
+                "--stream",
+                stream,
+            ],
+        );
+        let args = |consumer: &'static str| {
+            let mut a = worker_args(&ru, &pu, stream, consumer);
+            a.extend(["--guarantee", guarantee]);
+            a
+        };
+        let a = Proc::spawn("worker a", &args("a"));
+        let b = Proc::spawn("worker b", &args("b"));
+        wait_applied(&pu, 30_000, Duration::from_secs(60));
+        a.sigkill();
+        let a2 = Proc::spawn("worker a (restarted)", &args("a"));
+        let (sa, outa, erra) = a2.wait(Duration::from_secs(120));
+        let (sb, _, errb) = b.wait(Duration::from_secs(120));
+        assert!(sa.success(), "{guarantee}: restarted worker a: {sa} {erra}");
+        assert!(sb.success(), "{guarantee}: worker b: {sb} {errb}");
+        let counts = db_counts(&pu);
+        let v: serde_json::Value = serde_json::from_str(outa.trim()).expect("--json summary");
+        if guarantee == "at-least-once" {
+            for (w, c) in &expected {
+                let got = counts.get(w).copied().unwrap_or(0);
+                assert!(got >= *c, "{guarantee}: {w} counted {got} < {c}");
+            }
+            assert!(v["replays"].as_u64() > Some(0), "{guarantee}: {outa}");
+        } else {
+            for (w, c) in &counts {
+                let want = expected.get(w).copied().unwrap_or(0);
+                assert!(*c <= want, "{guarantee}: {w} counted {c} > {want}");
+            }
+        }
+        let mut con = redis_con(&ru);
+        let p: redis::Value = redis::cmd("XPENDING")
+            .arg(stream)
+            .arg("acker-wordcount")
+            .query(&mut con)
+            .expect("XPENDING");
+        assert!(
+            matches!(p, redis::Value::Array(ref v) if v.first() == Some(&redis::Value::Int(0))),
+            "{guarantee}: pending left {p:?}"
+        );
+    }
+}
