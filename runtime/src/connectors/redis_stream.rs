@@ -83,11 +83,15 @@ pub struct RedisSpoutConfig {
     pub ack_delay_ms: u64,
     /// Period of the flush punctuation while trees are in flight, ms.
     pub flush_interval_ms: u64,
+    /// Most trees in flight. Keep it below the topology's max spout pending: the runtime stops
+    /// calling `next_tuple` at that limit, and the flush punctuation (which lets sinks commit
+    /// partial batches, and so lets trees complete) needs `next_tuple` calls.
+    pub max_in_flight: usize,
 }
 
 impl RedisSpoutConfig {
     /// Defaults for `stream` on `url`: group `acker-wordcount`, batch 500, 5 retries, claim after
-    /// 60 s, idle poll 10 ms, ack delay 2 ms, flush every 20 ms.
+    /// 60 s, idle poll 10 ms, ack delay 2 ms, flush every 20 ms, 2000 trees in flight.
     pub fn new(url: &str, stream: &str, consumer: &str) -> Self {
         Self {
             url: url.to_string(),
@@ -102,6 +106,7 @@ impl RedisSpoutConfig {
             idle_poll_ms: 10,
             ack_delay_ms: 2,
             flush_interval_ms: 20,
+            max_in_flight: 2000,
         }
     }
 
@@ -813,6 +818,9 @@ impl Spout for RedisStreamSpout {
             if self.in_flight.is_empty() && self.acks.is_empty() {
                 self.done = true;
             }
+            return;
+        }
+        if !self.cfg.at_most_once && self.in_flight.len() >= self.cfg.max_in_flight {
             return;
         }
         if let Some((id, line)) = self.ready.pop_front() {

@@ -226,9 +226,13 @@ pub fn run(
     config.max_open_inputs = config
         .max_open_inputs
         .max(17 * args.sink_batch as usize + 1024);
-    if config.max_spout_pending.is_none() {
-        config.max_spout_pending = Some(4 * args.read_batch as usize);
-    }
+    // The spout keeps one slot of max spout pending free, so `next_tuple` keeps being called
+    // and its flush punctuation keeps reaching the sinks (see `RedisSpoutConfig::max_in_flight`).
+    let max_in_flight = config
+        .max_spout_pending
+        .unwrap_or(4 * args.read_batch as usize)
+        .max(1);
+    config.max_spout_pending = Some(max_in_flight + 1);
     // Reachable at start, or a clear error naming the address.
     let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
     redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
@@ -260,6 +264,7 @@ pub fn run(
     cfg.claim_after_ms = args.claim_after_ms.unwrap_or(2 * timeout_ms).max(1);
     cfg.drain = args.drain;
     cfg.at_most_once = guarantee == Guarantee::AtMostOnce;
+    cfg.max_in_flight = max_in_flight;
     let mode = if guarantee == Guarantee::ExactlyOnce {
         SinkMode::ExactlyOnce
     } else {
