@@ -36,7 +36,9 @@
 //! Errors: a failed commit or a lost connection leaves the batch unacked and buffered; the bolt
 //! reconnects with a capped backoff (50 ms doubling to 2 s) and retries on the next flush. Inputs
 //! beyond 16 batches are failed (their trees have timed out or soon will), which bounds memory
-//! during an outage; the spout replays them once the database is back.
+//! during an outage; the spout replays them once the database is back. Each replay raises the
+//! entry's delivery count in Redis, so an outage longer than about `max_retries` message
+//! timeouts dead-letters entries.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
