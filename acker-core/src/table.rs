@@ -258,6 +258,15 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         self.len == 0
     }
 
+    /// Entries placed outside both of their buckets because the table was nearly full (counted
+    /// as the shared table's [`overflow_len`](crate::SharedAckerTable::overflow_len) is). While it
+    /// is above 0, a lookup that misses both buckets scans the whole table; it returns to 0 as
+    /// those entries are decided, expire and are swept, or their slots are reused.
+    #[inline]
+    pub fn overflow_len(&self) -> usize {
+        self.overflow
+    }
+
     /// The message timeout T in nanoseconds.
     #[inline]
     pub fn message_timeout_ns(&self) -> u64 {

@@ -1,0 +1,203 @@
+//! Exact-value tests for gaps the verification issue found in acker-core's own tests: cases a
+//! mutant could change without any other test noticing.
+
+use acker_core::{
+    AckerMessage, AckerTable, Anchors, Decision, InputSlot, InputTracker, PendingSlot, RootId,
+    Slot, SpoutConfig, SpoutEmit, SpoutPending,
+};
+
+const SEC: u64 = 1_000_000_000;
+const T: u64 = 30 * SEC;
+const SPOUT_TASK: u16 = 3;
+
+fn spout(slots: usize, max_pending: usize, seed: u64) -> SpoutPending<u32, Vec<PendingSlot<u32>>> {
+    SpoutPending::new(
+        vec![PendingSlot::default(); slots],
+        SpoutConfig {
+            spout_task: SPOUT_TASK,
+            num_ackers: 1,
+            max_spout_pending: max_pending,
+            message_timeout_ns: Some(T),
+            seed,
+        },
+    )
+    .unwrap()
+}
+
+/// Emits `msg_id` to `copies.len()` copies; returns the root and the init message.
+fn emit(
+    s: &mut SpoutPending<u32, Vec<PendingSlot<u32>>>,
+    msg_id: u32,
+    copies: &mut [u64],
+    now_ns: u64,
+) -> (RootId, AckerMessage) {
+    match s.emit(Some(msg_id), copies, now_ns).unwrap() {
+        SpoutEmit::Tracked { root, init } => (root, init),
+        other => panic!("expected a tracked emit, got {other:?}"),
+    }
+}
+
+#[test]
+fn contains_is_false_once_a_root_is_completed_failed_or_timed_out() {
+    let mut s = spout(8, 4, 1);
+    let mut edge = [0u64; 1];
+    let (r1, _) = emit(&mut s, 1, &mut edge, 0);
+    let (r2, _) = emit(&mut s, 2, &mut edge, 0);
+    let (r3, _) = emit(&mut s, 3, &mut edge, 0);
+    assert!(s.contains(r1) && s.contains(r2) && s.contains(r3));
+    assert_eq!(s.completed(r1, 5).map(|c| c.msg_id), Some(1));
+    assert!(!s.contains(r1));
+    assert!(s.contains(r2));
+    assert_eq!(s.failed(r2), Some(2));
+    assert!(!s.contains(r2));
+    let timed_out: Vec<u32> = s.tick(2 * T).collect();
+    assert_eq!(timed_out, vec![3]);
+    assert!(!s.contains(r3));
+    assert_eq!((s.len(), s.ignored(), s.timed_out()), (0, 0, 1));
+    // A second completion of the same root is ignored and counted, never acked twice.
+    assert_eq!(s.completed(r1, 6).map(|c| c.msg_id), None);
+    assert_eq!(s.ignored(), 1);
+}
+
+#[test]
+fn an_emit_to_two_copies_completes_only_when_both_copies_are_acked() {
+    let mut s = spout(8, 4, 2);
+    let mut table = AckerTable::new(vec![Slot::EMPTY; 64], T).unwrap();
+    let mut bolt: InputTracker<2, Vec<InputSlot<2>>> =
+        InputTracker::new(vec![InputSlot::default(); 8], 9).unwrap();
+    let mut copies = [0u64; 2];
+    let (root, init) = emit(&mut s, 7, &mut copies, 0);
+    assert_ne!(copies[0], 0);
+    assert_ne!(copies[1], 0);
+    assert_ne!(copies[0], copies[1]);
+    // The init carries the XOR of both copies' edge ids, exactly.
+    assert_eq!(
+        init,
+        AckerMessage::Init {
+            root,
+            xor: copies[0] ^ copies[1],
+            spout_task: SPOUT_TASK
+        }
+    );
+    assert_eq!(table.apply(init), Ok(Decision::Pending));
+    let c0 = bolt.receive(&Anchors::spout(root, copies[0])).unwrap();
+    let c1 = bolt.receive(&Anchors::spout(root, copies[1])).unwrap();
+    for m in bolt.ack(c0).unwrap() {
+        assert_eq!(table.apply(m), Ok(Decision::Pending));
+    }
+    // One copy acked: the tree still owes the other copy's edge id.
+    assert_eq!(table.get(root).map(|e| e.ack_val), Some(copies[1]));
+    let decisions: Vec<Decision> = bolt
+        .ack(c1)
+        .unwrap()
+        .into_iter()
+        .map(|m| table.apply(m).unwrap())
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![Decision::Completed {
+            spout_task: SPOUT_TASK
+        }]
+    );
+    assert_eq!(s.completed(root, 1).map(|c| c.msg_id), Some(7));
+    assert_eq!(table.len(), 0);
+}
+
+/// Runs `body` on a thread and fails, naming `what`, if it has not finished within 10 s (a broken
+/// probe loop spins forever instead of failing).
+fn bounded(what: &'static str, body: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        body();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(10)) {
+        Ok(()) => worker.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            // The body panicked: re-raise its panic here.
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: did not finish within 10 s (a probe loop that never ends)")
+        }
+    }
+}
+
+#[test]
+fn two_pending_roots_in_a_two_slot_table_both_complete_in_either_order() {
+    bounded("two roots in a two-slot pending table", two_slot_body);
+}
+
+fn two_slot_body() {
+    // With two slots a root whose home is the last slot, colliding with another, wraps to slot 0;
+    // removing either must keep the other findable (backward-shift deletion across the wrap).
+    for seed in 0..200u64 {
+        for first_a in [true, false] {
+            let mut s = spout(2, 2, seed);
+            let mut edge = [0u64; 1];
+            let (ra, _) = emit(&mut s, 10, &mut edge, 0);
+            let (rb, _) = emit(&mut s, 20, &mut edge, 0);
+            let order = if first_a {
+                [(ra, 10), (rb, 20)]
+            } else {
+                [(rb, 20), (ra, 10)]
+            };
+            for (root, id) in order {
+                assert_eq!(
+                    s.completed(root, 1).map(|c| c.msg_id),
+                    Some(id),
+                    "seed {seed}, root {root:#x}"
+                );
+            }
+            assert_eq!((s.len(), s.ignored()), (0, 0), "seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn message_timeout_ns_is_what_was_given() {
+    for timeout_ns in [1, 7_000_000_123, T, u64::MAX] {
+        let table = AckerTable::new(vec![Slot::EMPTY; 4], timeout_ns).unwrap();
+        assert_eq!(table.message_timeout_ns(), timeout_ns);
+    }
+}
+
+#[test]
+fn overflow_count_returns_to_zero_after_overflow_entries_expire_and_slots_are_reused() {
+    const N: usize = 1000;
+    let mut table = AckerTable::new(vec![Slot::EMPTY; N], T).unwrap();
+    let root = |k: u64| k.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
+    for k in 0..N as u64 {
+        assert_eq!(table.init(root(k), k + 1, 2), Ok(Decision::Pending));
+    }
+    assert_eq!(table.len(), N);
+    let overflowed = table.overflow_len();
+    assert!(
+        overflowed > 0,
+        "a full table of 1000 holds overflow entries"
+    );
+    // Everything expires (2T–3T after insertion) without a sweep step reaching them yet.
+    table.tick(3 * T);
+    assert_eq!(table.len(), 0);
+    // New roots (fewer than before, so none needs an overflow slot) reuse the expired slots, and
+    // ticks sweep the rest.
+    let fresh = |k: u64| root(k + 10 * N as u64);
+    for k in 0..(N / 2) as u64 {
+        assert_eq!(table.init(fresh(k), k + 1, 2), Ok(Decision::Pending));
+    }
+    for step in 0..64u64 {
+        table.tick(3 * T + step);
+    }
+    assert_eq!(table.len(), N / 2);
+    assert_eq!(table.overflow_len(), 0, "was {overflowed} before expiry");
+    for k in 0..(N / 2) as u64 {
+        assert_eq!(
+            table.ack(fresh(k), k + 1),
+            Ok(Decision::Completed { spout_task: 2 })
+        );
+    }
+    assert!(table.is_empty());
+    assert_eq!(table.overflow_len(), 0);
+}
