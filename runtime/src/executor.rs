@@ -29,18 +29,19 @@
 //! Per-executor [`ExecutorCounters`] count what happened; spouts also keep a histogram of the
 //! complete latency of every acked tuple ([`Executor::complete_latency_ns`]).
 
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
+use std::rc::Rc;
 
 use acker_core::{
-    acker_index, AckerMessage, AckerTable, AnchorError, Anchors, Decision, EdgeId, InputHandle,
-    InputSlot, InputTracker, PendingError, PendingSlot, SpoutConfig, SpoutEmit, SpoutPending,
+    acker_index, AckerMessage, AckerTable, AnchorError, Anchors, Decision, EdgeId, IdGenerator,
+    InputAnchors, InputMessages, PendingError, PendingSlot, SpoutConfig, SpoutEmit, SpoutPending,
     TableError, TaskId,
 };
 use hdrhistogram::Histogram;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use smallvec::SmallVec;
 
 use crate::message::{
     Message, MessageId, Notice, Outbox, StreamId, Tuple, TupleAnchors, Values, DEFAULT_STREAM,
@@ -190,17 +191,87 @@ impl<B: BasicBolt> Bolt for BasicBoltAdapter<B> {
     }
 }
 
-/// A received tuple, as a bolt sees it: its values, where it came from, and the handle that names
-/// it in anchored emits, acks and fails. Ack or fail it exactly once.
-#[derive(Debug)]
+/// A received tuple, as a bolt sees it: its values, where it came from, and its anchoring state.
+/// Ack or fail it once, through the collector of the bolt that received it.
+///
+/// # An input keeps its own state (no per-bolt table)
+///
+/// As in Storm, the input itself carries its anchors and the XOR of the edge ids emitted anchored
+/// to it ([`acker_core::InputAnchors`]); the bolt executor keeps no table of open inputs. So a
+/// bolt that holds an input for ever, or drops it, blocks nothing: every other input is processed
+/// as usual.
+///
+/// - **Dropped unacked.** An `Input` dropped without an ack or a fail sends nothing: its trees
+///   are left to time out at their spouts, which then replay them (Storm's behaviour; failing at
+///   once would need the drop to reach the acker, and an input dropped while its bolt is being
+///   torn down has nowhere to send). The bolt counts it in
+///   [`ExecutorCounters::inputs_dropped_unacked`] (untracked inputs, whose ack would send nothing
+///   anyway, are counted too).
+/// - **Held past its expiry.** An input expires twice the message timeout after it was received
+///   (or after its last [`OutputCollector::reset_timeout`]): by then every spout has timed its
+///   trees out (a spout fails a pending tuple between T and 2T after the emit or the last reset).
+///   Acking, failing, resetting or anchoring to an expired input is refused with
+///   [`EmitError::InputExpired`] and sends nothing: a late ack could only make an orphan acker
+///   entry. Acks and fails refused so are counted in [`ExecutorCounters::inputs_expired`]. With
+///   message timeouts off an input never expires.
+///
+/// An `Input` is neither `Send` nor `Sync`: it belongs to the thread of the bolt that received it.
 pub struct Input {
-    handle: InputHandle,
+    anchors: InputAnchors<MAX_ROOTS>,
     stream: StreamId,
     source_task: TaskId,
     values: Values,
+    /// When the input expires, on the shell's clock (`u64::MAX`: never).
+    expires_ns: Cell<u64>,
+    /// The receiving bolt's ledger: names the bolt, counts live and dropped inputs.
+    ledger: Rc<InputLedger>,
+    /// Acked or failed (or refused as expired): dropping it is not a loss.
+    closed: bool,
+}
+
+/// What a bolt executor shares with the inputs it handed out: how many are alive, how many were
+/// dropped unacked. Also the identity of the bolt (an input names its bolt by this `Rc`).
+#[derive(Debug, Default)]
+struct InputLedger {
+    live: Cell<u64>,
+    dropped: Cell<u64>,
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        let l = &self.ledger;
+        l.live.set(l.live.get() - 1);
+        if !self.closed {
+            l.dropped.set(l.dropped.get() + 1);
+        }
+    }
+}
+
+impl fmt::Debug for Input {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Input")
+            .field("stream", &self.stream)
+            .field("source_task", &self.source_task)
+            .field("values", &self.values)
+            .field("anchors", self.anchors.anchors())
+            .field("expires_ns", &self.expires_ns.get())
+            .finish()
+    }
 }
 
 impl Input {
+    /// The anchors it arrived with: the (root, edge XOR) pairs of the trees it belongs to (empty
+    /// for an untracked tuple).
+    pub fn anchors(&self) -> &TupleAnchors {
+        self.anchors.anchors()
+    }
+
+    /// When it expires, in ns on the shell's clock (`u64::MAX` with message timeouts off); see
+    /// the [type docs](Input).
+    pub fn expires_ns(&self) -> u64 {
+        self.expires_ns.get()
+    }
+
     /// The values.
     pub fn values(&self) -> &Values {
         &self.values
@@ -238,8 +309,17 @@ pub enum EmitError {
         /// The message id of the refused tuple.
         msg_id: MessageId,
     },
-    /// The anchoring was refused (input already acked or failed, too many trees, ...).
+    /// The anchoring was refused: [`AnchorError::TooManyRoots`], or
+    /// [`AnchorError::UnknownInput`] for an input received by another bolt task.
     Anchor(AnchorError),
+    /// The input was held past its expiry (see [`Input`]): its trees have timed out at their
+    /// spouts, so the ack, fail, reset or anchored emit is refused and nothing is sent.
+    InputExpired {
+        /// When the input expired, ns.
+        expires_ns: u64,
+        /// The time of the refused call, ns.
+        now_ns: u64,
+    },
 }
 
 impl fmt::Display for EmitError {
@@ -257,6 +337,11 @@ impl fmt::Display for EmitError {
                 write!(f, "max spout pending reached (message id {msg_id})")
             }
             EmitError::Anchor(e) => write!(f, "anchoring refused: {e}"),
+            EmitError::InputExpired { expires_ns, now_ns } => write!(
+                f,
+                "input held past its expiry ({:.3} s ago): its trees have timed out, nothing sent",
+                now_ns.saturating_sub(*expires_ns) as f64 / 1e9
+            ),
         }
     }
 }
@@ -289,9 +374,15 @@ pub struct ExecutorCounters {
     /// Messages that did not apply: spout notices for a root not pending (late, duplicated, from
     /// before a restart), or a message kind the executor does not take.
     pub ignored: u64,
-    /// Refusals: user emits/acks refused, tuples failed because a bolt's open inputs were full,
-    /// acker messages refused by the acker table as invalid (root 0, a second init).
+    /// Refusals: user emits/acks refused (including those on expired inputs), acker messages
+    /// refused by the acker table as invalid (root 0, a second init).
     pub errors: u64,
+    /// Bolt: inputs dropped without an ack or a fail (their trees time out at the spouts and are
+    /// replayed). See [`Input`].
+    pub inputs_dropped_unacked: u64,
+    /// Bolt: acks and fails refused because the input was held past its expiry (twice the
+    /// message timeout after it arrived or was last reset): nothing was sent. See [`Input`].
+    pub inputs_expired: u64,
     /// Acker: messages refused by a full acker table ([`acker_core::TableError::Full`]) and parked
     /// in the acker's back-pressure queue, to be applied, in order, once a slot frees.
     pub parked: u64,
@@ -314,6 +405,8 @@ impl ExecutorCounters {
         self.errors += other.errors;
         self.parked += other.parked;
         self.dropped_full += other.dropped_full;
+        self.inputs_dropped_unacked += other.inputs_dropped_unacked;
+        self.inputs_expired += other.inputs_expired;
     }
 }
 
@@ -493,7 +586,6 @@ impl Router {
     }
 }
 
-type Tracker = InputTracker<MAX_ROOTS, Vec<InputSlot<MAX_ROOTS>>>;
 type Pending = SpoutPending<MessageId, Vec<PendingSlot<MessageId>>>;
 
 /// Pushes one copy of `values` per destination, the last one moving `values`.
@@ -657,7 +749,10 @@ impl SpoutOutputCollector<'_> {
 /// A bolt's output collector (Storm's `OutputCollector`).
 pub struct OutputCollector<'a> {
     task: TaskId,
-    tracker: &'a mut Tracker,
+    now_ns: u64,
+    input_ttl_ns: Option<u64>,
+    ids: &'a mut IdGenerator,
+    ledger: &'a Rc<InputLedger>,
     router: &'a mut Router,
     out: &'a mut Outbox,
     counters: &'a mut ExecutorCounters,
@@ -709,8 +804,9 @@ impl OutputCollector<'_> {
     ///
     /// # Errors
     /// [`EmitError::UnknownStream`] / [`EmitError::UnknownStreamId`], [`EmitError::FieldCount`],
-    /// [`EmitError::NotDirectTarget`], [`EmitError::Anchor`] (an input already acked or failed,
-    /// or more than [`MAX_ROOTS`] trees). Nothing is sent on error.
+    /// [`EmitError::NotDirectTarget`], [`EmitError::Anchor`] (more than [`MAX_ROOTS`] trees, or
+    /// an input of another bolt task), [`EmitError::InputExpired`] (an input held past its
+    /// expiry). Nothing is sent on error.
     pub fn emit_to(
         &mut self,
         stream: StreamId,
@@ -733,22 +829,21 @@ impl OutputCollector<'_> {
         direct: Option<TaskId>,
     ) -> Result<usize, EmitError> {
         self.router.route(stream, &values, direct, self.dests)?;
-        let handles: SmallVec<[InputHandle; 4]> = anchors.iter().map(|i| i.handle).collect();
+        // Check every anchor, so misuse is reported even with no subscriber.
+        for i in anchors {
+            self.check(i)?;
+        }
         let n = self.dests.len();
-        if n == 0 {
-            // Still check the anchors, so misuse is reported even with no subscriber.
-            for &h in &handles {
-                self.tracker.anchors(h)?;
-            }
-        } else {
-            // The first copy checks everything before anything is sent.
-            let first = self.tracker.emit(&handles)?;
+        if n > 0 {
+            let states = anchors.iter().map(|i| &i.anchors);
+            // The first copy checks the root count before anything is sent.
+            let first = InputAnchors::emit(states.clone(), self.ids)?;
             let mut first = Some(first);
-            let tracker = &mut *self.tracker;
+            let ids = &mut *self.ids;
             push_copies(self.out, self.dests, stream, self.task, values, |_| {
                 first
                     .take()
-                    .unwrap_or_else(|| tracker.emit(&handles).unwrap_or_default())
+                    .unwrap_or_else(|| InputAnchors::emit(states.clone(), ids).unwrap_or_default())
             });
         }
         self.counters.emitted += 1;
@@ -756,7 +851,23 @@ impl OutputCollector<'_> {
         Ok(n)
     }
 
-    fn send(&mut self, msgs: &[AckerMessage]) {
+    /// Whether `input` was received by this bolt task and has not expired.
+    #[inline]
+    fn check(&self, input: &Input) -> Result<(), EmitError> {
+        if !Rc::ptr_eq(&input.ledger, self.ledger) {
+            return Err(EmitError::Anchor(AnchorError::UnknownInput));
+        }
+        let expires_ns = input.expires_ns.get();
+        if self.now_ns >= expires_ns {
+            return Err(EmitError::InputExpired {
+                expires_ns,
+                now_ns: self.now_ns,
+            });
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, msgs: &InputMessages<MAX_ROOTS>) {
         for &m in msgs {
             if let Some(a) = self.ackers.task(m.root()) {
                 self.out.push(a, Message::Acker(m));
@@ -764,22 +875,36 @@ impl OutputCollector<'_> {
         }
     }
 
+    /// Closes `input` by ack (`fail == false`) or fail; see [`ack`](Self::ack).
+    fn close(&mut self, mut input: Input, fail: bool) -> Result<(), EmitError> {
+        if let Err(e) = self.check(&input) {
+            self.counters.errors += 1;
+            if let EmitError::InputExpired { .. } = e {
+                // Closed: refused, not lost (its trees have timed out already).
+                input.closed = true;
+                self.counters.inputs_expired += 1;
+            }
+            return Err(e);
+        }
+        input.closed = true;
+        if fail {
+            self.send(&input.anchors.fail());
+            self.counters.failed += 1;
+        } else {
+            self.send(&input.anchors.ack());
+            self.counters.acked += 1;
+        }
+        Ok(())
+    }
+
     /// Acks `input`: its trees learn that it is done (one `Ack` per tree).
     ///
     /// # Errors
-    /// [`EmitError::Anchor`] if the input does not belong to this task (or was already closed).
+    /// [`EmitError::InputExpired`] if the input was held past its expiry (nothing is sent; see
+    /// [`Input`]); [`EmitError::Anchor`]`(`[`AnchorError::UnknownInput`]`)` if another bolt task
+    /// received it (it then counts as dropped at that task).
     pub fn ack(&mut self, input: Input) -> Result<(), EmitError> {
-        match self.tracker.ack(input.handle) {
-            Ok(m) => {
-                self.send(&m);
-                self.counters.acked += 1;
-                Ok(())
-            }
-            Err(e) => {
-                self.counters.errors += 1;
-                Err(e.into())
-            }
-        }
+        self.close(input, false)
     }
 
     /// Fails `input`: each of its trees fails (the spout replays the root).
@@ -787,35 +912,34 @@ impl OutputCollector<'_> {
     /// # Errors
     /// As [`ack`](Self::ack).
     pub fn fail(&mut self, input: Input) -> Result<(), EmitError> {
-        match self.tracker.fail(input.handle) {
-            Ok(m) => {
-                self.send(&m);
-                self.counters.failed += 1;
-                Ok(())
-            }
-            Err(e) => {
-                self.counters.errors += 1;
-                Err(e.into())
-            }
-        }
+        self.close(input, true)
     }
 
-    /// Asks for more time for every tree `input` belongs to (Storm's `resetTimeout`).
+    /// Asks for more time for every tree `input` belongs to (Storm's `resetTimeout`); the input's
+    /// own expiry moves on by the same amount.
     ///
     /// # Errors
     /// As [`ack`](Self::ack).
     pub fn reset_timeout(&mut self, input: &Input) -> Result<(), EmitError> {
-        match self.tracker.reset_timeout(input.handle) {
-            Ok(m) => {
-                self.send(&m);
-                Ok(())
-            }
-            Err(e) => {
-                self.counters.errors += 1;
-                Err(e.into())
-            }
+        if let Err(e) = self.check(input) {
+            self.counters.errors += 1;
+            return Err(e);
         }
+        self.send(&input.anchors.reset_timeout());
+        input.expires_ns.set(expiry(self.now_ns, self.input_ttl_ns));
+        Ok(())
     }
+
+    /// The injected time of this call, in ns since the run started.
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+}
+
+/// When an input received (or reset) at `now_ns` expires: `now + ttl`, never with no ttl.
+#[inline]
+fn expiry(now_ns: u64, ttl_ns: Option<u64>) -> u64 {
+    ttl_ns.map_or(u64::MAX, |t| now_ns.saturating_add(t))
 }
 
 /// A [`BasicBolt`]'s collector: every emit is anchored to the current input.
@@ -943,11 +1067,17 @@ impl SpoutExecutor {
     }
 }
 
-/// A bolt task's executor (Storm's `BoltExecutor`).
+/// A bolt task's executor (Storm's `BoltExecutor`). It keeps no table of open inputs: each
+/// [`Input`] carries its own anchoring state (see there for dropped and expired inputs).
 pub struct BoltExecutor {
     task: TaskId,
     user: Box<dyn Bolt>,
-    tracker: Tracker,
+    /// Edge ids for anchored emits.
+    ids: IdGenerator,
+    /// Shared with every input handed out: live and dropped counts, and the bolt's identity.
+    ledger: Rc<InputLedger>,
+    /// How long an input lives: twice the message timeout (`None`: timeouts off, for ever).
+    input_ttl_ns: Option<u64>,
     router: Router,
     counters: ExecutorCounters,
     dests: Vec<TaskId>,
@@ -955,30 +1085,25 @@ pub struct BoltExecutor {
 }
 
 impl BoltExecutor {
-    fn handle(&mut self, t: Tuple, out: &mut Outbox) {
+    fn handle(&mut self, t: Tuple, now_ns: u64, out: &mut Outbox) {
         self.counters.executed += 1;
-        let handle = match self.tracker.receive(&t.anchors) {
-            Ok(h) => h,
-            Err(_) => {
-                // Every input slot is open: fail the tuple's trees at once (they are replayed).
-                self.counters.errors += 1;
-                for root in t.anchors.roots() {
-                    if let Some(a) = self.ackers.task(root) {
-                        out.push(a, Message::Acker(AckerMessage::Fail { root }));
-                    }
-                }
-                return;
-            }
-        };
+        let l = &self.ledger;
+        l.live.set(l.live.get() + 1);
         let input = Input {
-            handle,
+            anchors: InputAnchors::new(t.anchors),
             stream: t.stream,
             source_task: t.source_task,
             values: t.values,
+            expires_ns: Cell::new(expiry(now_ns, self.input_ttl_ns)),
+            ledger: self.ledger.clone(),
+            closed: false,
         };
         let mut c = OutputCollector {
             task: self.task,
-            tracker: &mut self.tracker,
+            now_ns,
+            input_ttl_ns: self.input_ttl_ns,
+            ids: &mut self.ids,
+            ledger: &self.ledger,
             router: &mut self.router,
             out,
             counters: &mut self.counters,
@@ -1189,7 +1314,7 @@ impl Executor {
     /// Handles one message at `now_ns`, appending what it sends to `out`.
     pub fn handle(&mut self, message: Message, now_ns: u64, out: &mut Outbox) {
         match message {
-            Message::Tuple(t) => self.handle_tuple(t, out),
+            Message::Tuple(t) => self.handle_tuple(t, now_ns, out),
             Message::Acker(m) => self.handle_acker(m, out),
             Message::Notice(n) => self.handle_notice(n, now_ns),
             Message::Tick => self.handle_tick(now_ns, out),
@@ -1198,9 +1323,9 @@ impl Executor {
 
     /// [`handle`](Self::handle) for a data tuple.
     #[inline]
-    pub(crate) fn handle_tuple(&mut self, tuple: Tuple, out: &mut Outbox) {
+    pub(crate) fn handle_tuple(&mut self, tuple: Tuple, now_ns: u64, out: &mut Outbox) {
         match self {
-            Executor::Bolt(e) => e.handle(tuple, out),
+            Executor::Bolt(e) => e.handle(tuple, now_ns, out),
             Executor::Spout(e) => e.counters.ignored += 1,
             Executor::Acker(e) => e.counters.ignored += 1,
         }
@@ -1284,10 +1409,11 @@ impl Executor {
         }
     }
 
-    /// Open (unacked, unfailed) inputs of a bolt; 0 otherwise.
+    /// Inputs a bolt's user code holds (handed to `execute`, neither acked, failed nor
+    /// dropped yet; expired ones included); 0 for spouts and ackers.
     pub fn open_inputs(&self) -> usize {
         match self {
-            Executor::Bolt(e) => e.tracker.open_inputs(),
+            Executor::Bolt(e) => e.ledger.live.get() as usize,
             _ => 0,
         }
     }
@@ -1296,7 +1422,10 @@ impl Executor {
     pub fn counters(&self) -> ExecutorCounters {
         match self {
             Executor::Spout(e) => e.counters,
-            Executor::Bolt(e) => e.counters,
+            Executor::Bolt(e) => ExecutorCounters {
+                inputs_dropped_unacked: e.ledger.dropped.get(),
+                ..e.counters
+            },
             Executor::Acker(e) => e.counters,
         }
     }
@@ -1459,17 +1588,12 @@ impl Plan {
                         .ok_or(BuildError::UnknownTask(task))?;
                     let mut user = f();
                     user.prepare(&context);
-                    let tracker = InputTracker::new(
-                        (0..self.config.max_open_inputs)
-                            .map(|_| InputSlot::default())
-                            .collect::<Vec<_>>(),
-                        sub_seed,
-                    )
-                    .map_err(|_| BuildError::Config(task))?;
                     Ok(Executor::Bolt(BoltExecutor {
                         task,
                         user,
-                        tracker,
+                        ids: IdGenerator::from_seed(sub_seed),
+                        ledger: Rc::default(),
+                        input_ttl_ns: self.config.timeout_ns().map(|t| t.saturating_mul(2)),
                         router,
                         counters: ExecutorCounters::default(),
                         dests: Vec::with_capacity(max_fanout),

@@ -21,6 +21,20 @@
 //! The same executors run in the seeded simulator (`acker-sim`): a shell only moves
 //! [`Envelope`]s from one executor's [`Outbox`] to the executor of their `dest` task, and feeds
 //! ticks and the current time.
+//!
+//! ## Bounded resources when their owner misbehaves
+//!
+//! Every per-task resource with a bound, and how it comes back when whoever should give it back
+//! does not (tests under `runtime/tests/`):
+//!
+//! | resource | bound | misbehaviour | how it recovers | tests |
+//! | --- | --- | --- | --- | --- |
+//! | spout pending set | max spout pending ([`DEFAULT_PENDING_CAPACITY`] unset) | a tree never completes (a bolt holds or drops its input, a message is lost) | the tree times out T to 2T after its emit (or last reset) at a spout tick: user `fail`, slot free. With timeouts off it never does: [`Config::warnings`] says so | `misbehaving::thousands_of_held_inputs_and_a_full_pending_set_recover_by_timeout`, `scenarios::lost_trees_time_out_between_t_and_2t`, `scenarios::timeouts_off_keep_trees_pending` |
+//! | acker table | acker capacity | trees never complete; orphan acks | entries expire 2T to 3T after their last insertion at an acker tick | `acker_backpressure::expiry_on_a_tick_lets_parked_messages_in` |
+//! | acker park queue | park capacity | the table stays full | parked messages are retried after every decision and every tick (expiry frees slots); when the queue is full a message is dropped and counted (`dropped_full`), and its tree times out at the spout and is replayed | `acker_backpressure::a_full_park_queue_drops_and_counts_exactly_the_overflow`, `shell::small_acker_table_parks_and_every_tree_completes` |
+//! | shell rings | ring capacity, per ordered pair of threads | the consuming thread is slow (a bolt sleeping or computing) | the producer stages what does not fit and spouts stop while staging is above the back-pressure threshold; everything moves again as the consumer drains. A user call that never returns blocks its thread for good (no preemption) | `shell::minimal_rings_and_slow_bolt_finish_with_every_tuple_acked` |
+//! | shell staging | back-pressure threshold `max(ring capacity, batch)` for the spouts; bolts' emits are never refused, so staging holds at most what is in flight (max spout pending × tree size) | as for rings | as for rings | as for rings |
+//! | bolt inputs | none: no table; each [`Input`] carries its own anchoring state | a bolt holds inputs for ever, drops them unacked, or acks them after their trees timed out | nothing to recover: a held input costs only its own memory and blocks nothing; a dropped one is counted (`inputs_dropped_unacked`) and its tree times out and is replayed; one held past twice the message timeout is refused when acked or failed late ([`EmitError::InputExpired`], nothing sent, `inputs_expired`) | `misbehaving::*` |
 #![deny(missing_docs)]
 
 pub mod bolts;

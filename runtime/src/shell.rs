@@ -353,9 +353,9 @@ impl Core<'_> {
     }
 
     #[inline]
-    fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple) {
+    fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
-        self.executors[idx].handle_tuple(tuple, &mut self.outbox);
+        self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
         if !self.outbox.is_empty() {
             self.route_outbox();
         }
@@ -405,11 +405,13 @@ impl Core<'_> {
     }
 
     /// Handles up to `batch` envelopes from every inbound ring of the data lane.
-    fn drain_data(&mut self) -> usize {
+    fn drain_data(&mut self, now_ns: u64) -> usize {
         let mut inbound = std::mem::take(&mut self.data.inbound);
         let mut work = 0;
         for c in inbound.iter_mut() {
-            let n = c.pop_batch(self.batch, |env| self.deliver_tuple(env.dest, env.tuple));
+            let n = c.pop_batch(self.batch, |env| {
+                self.deliver_tuple(env.dest, env.tuple, now_ns)
+            });
             if n > 0 {
                 work += n;
                 self.flush();
@@ -432,7 +434,7 @@ impl Core<'_> {
         let m = self.data.local.len().min(limit);
         for _ in 0..m {
             if let Some(env) = self.data.local.pop_front() {
-                self.deliver_tuple(env.dest, env.tuple);
+                self.deliver_tuple(env.dest, env.tuple, now_ns);
             }
         }
         n + m
@@ -479,7 +481,7 @@ impl Core<'_> {
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
             work += self.drain_ctrl(now_ns);
-            work += self.drain_data();
+            work += self.drain_data(now_ns);
             work += self.drain_local(now_ns);
 
             // Ticks from the real clock.

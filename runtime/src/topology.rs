@@ -175,8 +175,10 @@ pub struct Config {
     /// [`Plan::acker_park_capacity`]); only when the park queue is full too is it dropped and
     /// counted (the tree then times out and is replayed, as a lost message would).
     pub acker_capacity_roots: Option<usize>,
-    /// Most inputs a bolt task may hold unacked at once (default 1024). A tuple arriving when all
-    /// are open is failed at once and counted.
+    /// Ignored; kept so that existing configs compile. A bolt no longer has a bounded table of
+    /// open inputs: each [`Input`](crate::Input) carries its own anchoring state (as Storm's
+    /// tuples do), so a bolt that holds or drops inputs blocks no other input (see
+    /// [`Input`](crate::Input) for what happens to them).
     pub max_open_inputs: usize,
     /// The seed every executor's xoshiro stream is derived from (with its task id).
     pub seed: u64,
@@ -206,7 +208,7 @@ pub enum ConfigError {
     ZeroTimeout,
     /// `tick_interval_ns` is 0.
     ZeroTickInterval,
-    /// `max_open_inputs` or `acker_capacity_roots` is 0.
+    /// `acker_capacity_roots` is `Some(0)`.
     ZeroCapacity,
     /// The tasks plus the ackers exceed 65,536 task ids.
     TooManyTasks,
@@ -218,7 +220,7 @@ impl fmt::Display for ConfigError {
             ConfigError::ZeroMaxSpoutPending => "max spout pending must be at least 1",
             ConfigError::ZeroTimeout => "message timeout must be positive",
             ConfigError::ZeroTickInterval => "tick interval must be positive",
-            ConfigError::ZeroCapacity => "max open inputs and acker capacity must be positive",
+            ConfigError::ZeroCapacity => "acker capacity must be positive",
             ConfigError::TooManyTasks => "tasks plus ackers exceed 65536 task ids",
         })
     }
@@ -686,7 +688,7 @@ impl Topology {
         if config.tick_interval_ns == 0 {
             return Err(ConfigError::ZeroTickInterval);
         }
-        if config.max_open_inputs == 0 || config.acker_capacity_roots == Some(0) {
+        if config.acker_capacity_roots == Some(0) {
             return Err(ConfigError::ZeroCapacity);
         }
         let total = self.inner.num_tasks.saturating_add(config.num_ackers);

@@ -201,11 +201,18 @@ fn config_errors_and_warning() {
     );
     assert_eq!(
         bad(Config {
-            max_open_inputs: 0,
+            acker_capacity_roots: Some(0),
             ..Config::default()
         }),
         ConfigError::ZeroCapacity
     );
+    // Ignored since inputs keep their own state (no per-bolt table to size).
+    assert!(t
+        .plan(&Config {
+            max_open_inputs: 0,
+            ..Config::default()
+        })
+        .is_ok());
     // Storm's defaults.
     let d = Config::default();
     assert_eq!(d.message_timeout_ns, 30_000_000_000);
