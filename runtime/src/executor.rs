@@ -13,7 +13,8 @@
 //! - [`Executor::shutdown`]: calls `close` / `cleanup`.
 //!
 //! `now_ns` is the shell's clock in ns since the run started (injected, never read here), and must
-//! not go backwards. An executor reads no clock, spawns nothing, does no I/O, and draws randomness
+//! not go backwards (except for a `Notice`, which a shell may hand over stamped with the time it
+//! was sent: see [complete latency](Executor::complete_latency_ns)). An executor reads no clock, spawns nothing, does no I/O, and draws randomness
 //! only from xoshiro streams seeded from (topology seed, task id), so the same messages at the same
 //! times give the same outbox contents, byte for byte. Dropping an executor and building it again
 //! models a crash and restart: every bit of its state is lost.
@@ -1343,7 +1344,8 @@ impl Executor {
     }
 
     /// [`handle`](Self::handle) for an acker's notice. A user `ack` / `fail` may not emit, so
-    /// nothing is sent.
+    /// nothing is sent. The thread-per-core shell passes the time the notice was *sent* as
+    /// `now_ns`, so that complete latency ends when the acker's notice left for the spout.
     #[inline]
     pub(crate) fn handle_notice(&mut self, n: Notice, now_ns: u64) {
         match self {
@@ -1430,8 +1432,12 @@ impl Executor {
         }
     }
 
-    /// For a spout: the complete latency (ns, emit to `Completed`) of every tree acked by an
-    /// acker. `None` for bolts and ackers.
+    /// For a spout: the complete latency of every tree acked by an acker, in ns: from the
+    /// spout's `now_ns` at the emit to the `now_ns` its `Completed` notice was handed over with.
+    /// The thread-per-core shell hands a notice over with the time the acker's thread sent it,
+    /// so time the notice waits for the spout's thread (busy in user code, or behind the per-turn
+    /// batch limit) is not counted; the local shell and the simulator deliver it at once (the
+    /// simulator after its simulated link delay). `None` for bolts and ackers.
     pub fn complete_latency_ns(&self) -> Option<&Histogram<u64>> {
         match self {
             Executor::Spout(e) => Some(&e.latency_ns),
