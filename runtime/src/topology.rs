@@ -229,18 +229,27 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
-    /// Warnings about a legal but risky configuration (the shell prints them to stderr):
-    /// as Storm does, it warns when timeouts are off and max spout pending is set, since a lost
-    /// tuple then holds a pending slot forever and can stop the spout for good.
+    /// Warnings about a legal but risky configuration (the shell prints them to stderr).
+    ///
+    /// It warns whenever message timeouts are off while acking is on (ackers > 0), whether or
+    /// not max spout pending is set (Storm warns only when it is; here an unset max spout pending
+    /// still caps pending trees at [`DEFAULT_PENDING_CAPACITY`]): a tuple that is lost, or that a
+    /// bolt drops or holds, then keeps its pending slot for ever, and once every slot is taken
+    /// the spout stops for good.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
-        if !self.enable_message_timeouts && self.max_spout_pending.is_some() && self.num_ackers > 0
-        {
-            w.push(
-                "message timeouts are off and max spout pending is set: a lost tuple keeps its \
-                 pending slot forever and may stop the spout"
-                    .to_string(),
-            );
+        if !self.enable_message_timeouts && self.num_ackers > 0 {
+            w.push(format!(
+                "message timeouts are off with acking on: a tuple that is lost, or that a bolt \
+                 drops or holds, keeps its pending slot forever, and the spout stops for good \
+                 once all {} slots (max spout pending{}) are taken",
+                self.pending_capacity(),
+                if self.max_spout_pending.is_some() {
+                    ""
+                } else {
+                    ", unset: the default cap"
+                }
+            ));
         }
         w
     }

@@ -225,23 +225,27 @@ fn cli_missing_file_and_bad_arguments_fail_clearly() {
 }
 
 #[test]
-fn cli_warns_when_timeouts_off_with_max_spout_pending() {
-    let out = bin()
-        .args([
-            "wordcount",
-            "--cores",
-            "1",
-            "--timeout-secs",
-            "0",
-            "--max-spout-pending",
-            "100",
-            "--no-pin",
-            "--colocate-ackers",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"));
+fn cli_warns_when_timeouts_off_with_acking_on() {
+    for pending in [&["--max-spout-pending", "100"][..], &[]] {
+        let out = bin()
+            .args([
+                "wordcount",
+                "--cores",
+                "1",
+                "--timeout-secs",
+                "0",
+                "--no-pin",
+                "--colocate-ackers",
+            ])
+            .args(pending)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"),
+            "{pending:?}"
+        );
+    }
 }
 
 /// Settings that could only crawl, exhaust memory or overflow are refused up front (exit 2).
