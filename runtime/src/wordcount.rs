@@ -4,10 +4,14 @@
 //! lines (spout) --shuffle--> split (basic bolt) --fields("word")--> count (basic bolt)
 //! ```
 //!
-//! - `lines` emits one tuple `(line_no, line, replay)` per non-empty input line, with message id =
-//!   the line number (1-based), `replay` 0 on the first emit and 1 on re-emits; on `fail` it
-//!   re-emits the same line (at-least-once). Task `i` of `n`
-//!   owns the lines whose position among the non-empty lines is `i` mod `n`.
+//! - `lines` emits one tuple `(line_no, line, replay)` per *piece*: every input line holding a
+//!   word (lines of only whitespace hold none and are skipped), cut at whitespace into pieces of
+//!   at most [`MAX_PIECE_BYTES`] when longer (a single word longer than that stays whole). The
+//!   message id is the piece's 1-based index, `replay` is 0 on the first emit and 1 on re-emits;
+//!   on `fail` it re-emits the same piece (at-least-once). Task `i` of `n` owns the pieces whose
+//!   index is `i` mod `n`. It keeps at most [`MAX_BYTES_IN_FLIGHT`] bytes of text emitted and not
+//!   yet acked or failed (always at least one piece), which bounds the tuples in flight, and so
+//!   the run's memory, whatever the line lengths: a 20 MB line is 320 pieces, 16 in flight.
 //! - `split` emits one `(word)` per whitespace-separated word, anchored to the line. With a fail
 //!   rate P it fails a line, before emitting anything, with probability P the first time the line
 //!   is emitted (`replay == 0`; whichever split task receives it), never on a replay. The draw is
@@ -31,49 +35,103 @@ use crate::message::{MessageId, Value};
 use crate::topology::{Topology, TopologyBuilder, TopologyError};
 use crate::values;
 
-/// The input: every non-empty line with its 1-based line number, shared by every spout task.
+/// Longest piece of a line the spout emits as one tuple, in bytes (64 KiB): a longer line is cut
+/// at ASCII whitespace into pieces of at most this many bytes (a word longer than this stays
+/// whole, in a piece of its own), each emitted as its own tuple tree. Cutting at whitespace
+/// never splits a word, so the counts are those of the whole line.
+pub const MAX_PIECE_BYTES: usize = 64 * 1024;
+
+/// Most bytes of text a spout task keeps in flight (emitted, neither acked nor failed yet): 1 MiB.
+/// It always has at least one piece in flight. Every word becomes a tuple of about 128 bytes on
+/// its way, so this bounds the tuples in flight at about 25 MB of ordinary text whatever the
+/// lines look like, and keeps a run's peak memory near the input size (the pieces) plus a
+/// constant.
+pub const MAX_BYTES_IN_FLIGHT: usize = 1 << 20;
+
+/// The input: the pieces of every line that holds a word (see [`MAX_PIECE_BYTES`]), each with its
+/// 1-based line number, shared by every spout task.
 #[derive(Clone, Debug, Default)]
 pub struct Lines {
-    lines: Arc<Vec<(u64, Arc<str>)>>,
+    pieces: Arc<Vec<(u64, Arc<str>)>>,
+    lines: usize,
 }
 
 impl Lines {
-    /// Splits `text` into lines (`\n`, with a trailing `\r` removed) and keeps the non-empty
-    /// ones with their line numbers.
+    /// Splits `text` into lines (`\n`, with a trailing `\r` removed), keeps those holding at
+    /// least one word (a line of only whitespace holds none), and cuts each longer than
+    /// [`MAX_PIECE_BYTES`] into pieces at whitespace.
     pub fn from_text(text: &str) -> Self {
-        let lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.is_empty())
-            .map(|(i, l)| (i as u64 + 1, Arc::<str>::from(l)))
-            .collect();
+        let mut pieces = Vec::new();
+        let mut lines = 0;
+        for (i, l) in text.lines().enumerate() {
+            if l.split_whitespace().next().is_none() {
+                continue;
+            }
+            lines += 1;
+            for p in cut(l, MAX_PIECE_BYTES) {
+                pieces.push((i as u64 + 1, Arc::<str>::from(p)));
+            }
+        }
         Self {
-            lines: Arc::new(lines),
+            pieces: Arc::new(pieces),
+            lines,
         }
     }
 
-    /// Number of non-empty lines.
+    /// Number of lines holding at least one word.
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.lines
     }
 
-    /// Whether there is no non-empty line.
+    /// Whether no line holds a word.
     pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
+        self.lines == 0
+    }
+
+    /// Number of pieces (tuples the spouts emit once each): [`len`](Self::len) plus one for
+    /// every cut of a long line.
+    pub fn pieces(&self) -> usize {
+        self.pieces.len()
     }
 
     /// Whitespace-separated words over every line (what `wc -w` counts for ASCII text).
     pub fn words(&self) -> u64 {
-        self.lines
+        self.pieces
             .iter()
             .map(|(_, l)| l.split_whitespace().count() as u64)
             .sum()
     }
 
-    /// The non-empty lines with their line numbers.
+    /// The pieces with their line numbers, in input order.
     pub fn iter(&self) -> impl Iterator<Item = &(u64, Arc<str>)> {
-        self.lines.iter()
+        self.pieces.iter()
     }
+}
+
+/// Cuts `line` at ASCII whitespace into pieces of at most `max` bytes (a run without whitespace
+/// longer than `max` stays whole). ASCII bytes never occur inside a multi-byte UTF-8 character,
+/// so every cut is at a character boundary; the whitespace at a cut stays with the left piece.
+fn cut(line: &str, max: usize) -> impl Iterator<Item = &str> {
+    let mut rest = line;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        if rest.len() <= max {
+            return Some(std::mem::take(&mut rest));
+        }
+        let b = rest.as_bytes();
+        let at = match b[..max].iter().rposition(u8::is_ascii_whitespace) {
+            Some(i) if i > 0 => i + 1,
+            _ => b
+                .iter()
+                .position(u8::is_ascii_whitespace)
+                .map_or(b.len(), |i| i + 1),
+        };
+        let (piece, tail) = rest.split_at(at);
+        rest = tail;
+        Some(piece)
+    })
 }
 
 /// A deterministic text of `num_lines` lines of 4 to 12 words drawn from a fixed vocabulary by a
@@ -105,17 +163,21 @@ pub fn generate_sentences(num_lines: usize, seed: u64) -> String {
     out
 }
 
-/// Counters the word-count spouts share with the caller.
+/// Counters the word-count spouts share with the caller (a "line" here is a piece: see
+/// [`Lines`]).
 #[derive(Debug, Default)]
 pub struct SpoutStats {
-    /// Lines emitted for the first time.
+    /// Pieces emitted for the first time.
     pub lines_emitted: AtomicU64,
-    /// Lines emitted again after a fail or timeout.
+    /// Pieces emitted again after a fail or timeout.
     pub replays: AtomicU64,
-    /// Lines whose tree completed (`ack` calls).
+    /// Pieces whose tree completed (`ack` calls).
     pub acked: AtomicU64,
-    /// Lines acked more than once (must stay 0: a line is acked exactly once).
+    /// Pieces acked more than once (must stay 0: a piece is acked exactly once).
     pub acked_twice: AtomicU64,
+    /// Most bytes of text the spouts had in flight at once (at most [`MAX_BYTES_IN_FLIGHT`] a
+    /// task, unless one piece alone is longer).
+    pub max_bytes_in_flight: AtomicU64,
 }
 
 /// The `lines` spout.
@@ -127,10 +189,12 @@ pub struct LineSpout {
     step: usize,
     next: usize,
     replay: VecDeque<MessageId>,
-    /// Indexed by line number: whether that line's tree completed.
+    /// Indexed by message id (piece index + 1): whether that piece's tree completed.
     acked: Vec<bool>,
     acked_count: usize,
     owned: usize,
+    /// Bytes of text emitted and not yet acked or failed.
+    bytes_in_flight: usize,
 }
 
 impl LineSpout {
@@ -146,15 +210,30 @@ impl LineSpout {
             acked: Vec::new(),
             acked_count: 0,
             owned: 0,
+            bytes_in_flight: 0,
         }
     }
 
-    fn line(&self, msg_id: MessageId) -> Option<&Arc<str>> {
-        self.lines
-            .lines
-            .binary_search_by_key(&msg_id, |(n, _)| *n)
-            .ok()
-            .map(|i| &self.lines.lines[i].1)
+    /// The piece with message id `msg_id` and its line number.
+    fn piece(&self, msg_id: MessageId) -> Option<&(u64, Arc<str>)> {
+        self.lines.pieces.get((msg_id as usize).checked_sub(1)?)
+    }
+
+    /// Whether a piece of `len` bytes may go out now (see [`MAX_BYTES_IN_FLIGHT`]).
+    fn room_for(&self, len: usize) -> bool {
+        self.bytes_in_flight == 0 || self.bytes_in_flight + len <= MAX_BYTES_IN_FLIGHT
+    }
+
+    fn sent(&mut self, len: usize) {
+        self.bytes_in_flight += len;
+        self.stats
+            .max_bytes_in_flight
+            .fetch_max(self.bytes_in_flight as u64, Ordering::Relaxed);
+    }
+
+    fn settled(&mut self, msg_id: MessageId) {
+        let len = self.piece(msg_id).map_or(0, |p| p.1.len());
+        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(len);
     }
 }
 
@@ -163,40 +242,52 @@ impl Spout for LineSpout {
         self.first = context.task_index;
         self.step = context.component_tasks.len().max(1);
         self.next = self.first;
-        let n = self.lines.len();
+        let n = self.lines.pieces();
         self.owned = if n > self.first {
             (n - self.first).div_ceil(self.step)
         } else {
             0
         };
-        let max_line = self.lines.lines.last().map(|l| l.0).unwrap_or(0);
-        self.acked = vec![false; max_line as usize + 1];
+        self.acked = vec![false; n + 1];
     }
 
     fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
-        if let Some(id) = self.replay.pop_front() {
-            let Some(line) = self.line(id).cloned() else {
+        if let Some(&id) = self.replay.front() {
+            let Some((line_no, piece)) = self.piece(id).cloned() else {
+                self.replay.pop_front();
                 return;
             };
-            match c.emit(values![id as i64, line, 1i64], Some(id)) {
-                Ok(_) => {
-                    self.stats.replays.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(_) => self.replay.push_front(id),
+            if !self.room_for(piece.len()) {
+                return;
+            }
+            let len = piece.len();
+            if c.emit(values![line_no as i64, piece, 1i64], Some(id))
+                .is_ok()
+            {
+                self.replay.pop_front();
+                self.sent(len);
+                self.stats.replays.fetch_add(1, Ordering::Relaxed);
             }
             return;
         }
-        if self.next >= self.lines.len() {
+        let Some((line_no, piece)) = self.lines.pieces.get(self.next).cloned() else {
+            return;
+        };
+        if !self.room_for(piece.len()) {
             return;
         }
-        let (id, line) = self.lines.lines[self.next].clone();
-        if c.emit(values![id as i64, line, 0i64], Some(id)).is_ok() {
+        let (id, len) = (self.next as MessageId + 1, piece.len());
+        if c.emit(values![line_no as i64, piece, 0i64], Some(id))
+            .is_ok()
+        {
             self.next += self.step;
+            self.sent(len);
             self.stats.lines_emitted.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     fn ack(&mut self, msg_id: MessageId) {
+        self.settled(msg_id);
         match self.acked.get_mut(msg_id as usize) {
             Some(seen) if !*seen => {
                 *seen = true;
@@ -210,6 +301,7 @@ impl Spout for LineSpout {
     }
 
     fn fail(&mut self, msg_id: MessageId) {
+        self.settled(msg_id);
         if !self.acked.get(msg_id as usize).copied().unwrap_or(true) {
             self.replay.push_back(msg_id);
         }
@@ -370,4 +462,38 @@ pub fn plain_count(text: &str) -> HashMap<&str, u64> {
         *m.entry(w).or_insert(0) += 1;
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whitespace_only_lines_hold_no_word_and_are_skipped() {
+        let l = Lines::from_text("a b\n\n  \t \nc\r\n \n");
+        assert_eq!((l.len(), l.pieces(), l.words()), (2, 2, 3));
+        let nums: Vec<u64> = l.iter().map(|p| p.0).collect();
+        assert_eq!(nums, vec![1, 4]);
+    }
+
+    #[test]
+    fn long_lines_are_cut_at_whitespace_into_bounded_pieces() {
+        let line = "ab cd  efg h ijklmnop q";
+        let pieces: Vec<&str> = cut(line, 6).collect();
+        assert_eq!(pieces, vec!["ab cd ", " efg ", "h ", "ijklmnop ", "q"]);
+        assert_eq!(pieces.concat(), line);
+        // Multi-byte characters are never split; words are those of the whole line.
+        let line = "é".repeat(5) + " " + &"ü ".repeat(40);
+        let pieces: Vec<&str> = cut(&line, 7).collect();
+        assert_eq!(pieces.concat(), line);
+        let words: usize = pieces.iter().map(|p| p.split_whitespace().count()).sum();
+        assert_eq!(words, line.split_whitespace().count());
+        assert!(pieces[1..].iter().all(|p| p.len() <= 7));
+        // A line of 3 * MAX_PIECE_BYTES becomes pieces of at most MAX_PIECE_BYTES.
+        let text = "word ".repeat(3 * MAX_PIECE_BYTES / 5);
+        let l = Lines::from_text(&text);
+        assert_eq!((l.len(), l.pieces()), (1, 3));
+        assert_eq!(l.words(), (3 * MAX_PIECE_BYTES / 5) as u64);
+        assert!(l.iter().all(|p| p.1.len() <= MAX_PIECE_BYTES));
+    }
 }

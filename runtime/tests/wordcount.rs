@@ -74,7 +74,10 @@ fn count(text: &str, cores: usize, fail_rate: f64, seed: u64) -> Outcome {
 #[test]
 fn shakespeare_counts_are_exact_and_identical_across_cores_and_failures() {
     let Some(text) = shakespeare() else { return };
-    let non_empty = text.lines().filter(|l| !l.is_empty()).count() as u64;
+    let non_empty = text
+        .lines()
+        .filter(|l| l.split_whitespace().next().is_some())
+        .count() as u64;
     let words = wc_w(&text);
     assert_eq!(words, 202_651, "wc -w of tinyshakespeare");
 
@@ -165,7 +168,10 @@ fn cli_json_on_shakespeare_matches_wc() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let non_empty = text.lines().filter(|l| !l.is_empty()).count() as u64;
+    let non_empty = text
+        .lines()
+        .filter(|l| l.split_whitespace().next().is_some())
+        .count() as u64;
     assert_eq!(v["words_total"], wc_w(&text));
     assert_eq!(v["acked"], non_empty);
     assert_eq!(v["lines_emitted"], non_empty);
@@ -275,4 +281,142 @@ fn cli_refuses_unusable_sizes() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// Runs `acker-run wordcount --json` with `args` (and `stdin`); returns the JSON summary.
+fn json_run(args: &[&str], stdin: Option<&[u8]>) -> serde_json::Value {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = bin()
+        .args(["wordcount", "--json", "--no-pin"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sin = child.stdin.take().unwrap();
+    if let Some(b) = stdin {
+        sin.write_all(b).unwrap();
+    }
+    drop(sin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The case, scaled down: one long line (here 16 MB, read from stdin) with
+/// a 1 s message timeout. Before the fix the line timed out and was replayed again and again, and
+/// `words_total` came out a multiple of `wc -w` (10x for a 20 MB line); its memory peaked at 58x
+/// the input. Now the line goes out as 64 KiB pieces, at most 1 MiB of them in flight.
+#[test]
+fn cli_one_long_line_with_a_short_timeout_counts_exactly_in_bounded_memory() {
+    let vocabulary = ["alpha", "be", "c", "delta", "echo", "fox"];
+    let mut text = String::new();
+    let mut i = 0usize;
+    while text.len() < 16_000_000 {
+        text.push_str(vocabulary[(i * 7 + i / 3) % vocabulary.len()]);
+        text.push(' ');
+        i += 1;
+    }
+    text.push('\n');
+    let v = json_run(
+        &["--cores", "2", "--timeout-secs", "1", "--input", "-"],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(wc_w(&text), 3_692_308);
+    assert_eq!(v["words_total"], 3_692_308);
+    assert_eq!(v["lines_total"], 1);
+    assert_eq!(v["pieces_total"], Lines::from_text(&text).pieces() as u64);
+    assert_eq!(v["pieces_total"], 245);
+    assert_eq!(
+        (v["timed_out"].as_u64(), v["replays"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(v["guarantee"], "exact");
+    assert_eq!(v["words_exact"], true);
+    // Peak memory at most 2 x the input + 200 MB (VmHWM, Linux).
+    if let Some(mb) = v["peak_rss_mb"].as_f64() {
+        assert!(mb <= 2.0 * 16.0 + 200.0, "peak {mb} MB");
+    }
+}
+
+/// The case: `--ackers 0 --fail-rate 0.1 --seed 3` on tinyshakespeare lost 20,991 words
+/// while the summary said "32777 acked, 0 failed" and "p50 0.0 us". Now it says what was lost.
+#[test]
+fn cli_at_most_once_reports_lines_lost_and_no_latency() {
+    let Some(text) = shakespeare() else { return };
+    let v = json_run(
+        &[
+            "--cores",
+            "2",
+            "--ackers",
+            "0",
+            "--fail-rate",
+            "0.1",
+            "--seed",
+            "3",
+            "--input",
+            "-",
+        ],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(v["words_total"], 181_660);
+    assert_eq!(wc_w(&text) - 181_660, 20_991);
+    assert_eq!(v["lines_lost"], 3_371);
+    assert_eq!(v["guarantee"], "at-most-once");
+    assert_eq!(v["words_exact"], false);
+    assert!(v["complete_latency_us"].is_null());
+    // With acking on, the same failures are replayed: exact, nothing lost.
+    let v = json_run(
+        &[
+            "--cores",
+            "2",
+            "--fail-rate",
+            "0.1",
+            "--seed",
+            "3",
+            "--input",
+            "-",
+        ],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(v["words_total"], wc_w(&text));
+    assert_eq!(
+        (v["lines_lost"].as_u64(), v["replays"].as_u64()),
+        (Some(0), Some(3_371))
+    );
+    assert_eq!(v["guarantee"], "exact");
+    assert!(v["complete_latency_us"]["p50"].as_f64().unwrap() > 0.0);
+}
+
+/// Input that is not UTF-8 is refused, naming the offset of the first bad byte.
+#[test]
+fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = bin()
+        .args(["wordcount", "--input", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"one two\nth\xffree\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("input standard input is not UTF-8: invalid byte at offset 10"),
+        "{err}"
+    );
 }
