@@ -10,13 +10,13 @@
 //! | --- | --- |
 //! | [`message`] | [`Value`] / [`Values`], data [`Tuple`]s, [`Message`]s between executors, the [`Outbox`] |
 //! | [`topology`] | [`TopologyBuilder`], [`Grouping`], [`Config`], [`Topology`], the task [`Plan`] and [`Placement`] |
-//! | [`executor`] | the [`Spout`], [`Bolt`], [`BasicBolt`] traits and collectors; the [`Executor`] state machines |
+//! | [`api`] | what a user implements and calls: the [`Spout`], [`Bolt`], [`BasicBolt`] traits, the output collectors, [`Input`], [`TopologyContext`], [`EmitError`], [`ExecutorCounters`] |
+//! | [`executor`] | the machinery: the [`Executor`] state machines (spout, bolt, acker) and the router; builds them from a [`Plan`] |
 //! | [`ring`] | the bounded lock-free SPSC [`ring`](ring::ring) joining two cores of the shell |
 //! | [`shell`] | the thread-per-core shell: [`run`](shell::run) a plan on pinned cores joined by SPSC rings, [`RunReport`](shell::RunReport) metrics |
 //! | [`bolts`] | stock bolts: [`IdentityBolt`](bolts::IdentityBolt), [`NullBolt`](bolts::NullBolt) |
 //! | [`wordcount`] | the word-count topology behind `acker-run wordcount` |
 //! | [`local`] | [`LocalShell`](local::LocalShell): a minimal single-threaded FIFO shell for tests |
-//! | [`cli`] | what the command-line programs share: exit statuses ([`CliError`](cli::CliError)) and whole-number option parsing |
 //!
 //! The same executors run in the seeded simulator (`acker-sim`): a shell only moves
 //! [`Envelope`]s from one executor's [`Outbox`] to the executor of their `dest` task, and feeds
@@ -37,7 +37,9 @@
 //! | bolt inputs | none: no table; each [`Input`] carries its own anchoring state | a bolt holds inputs for ever, drops them unacked, or acks them after their trees timed out | nothing to recover: a held input costs only its own memory and blocks nothing; a dropped one is counted (`inputs_dropped_unacked`) and its tree times out and is replayed; one held past twice the message timeout is refused when acked or failed late ([`EmitError::InputExpired`], nothing sent, `inputs_expired`) | `misbehaving::*` |
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod bolts;
+#[doc(hidden)]
 pub mod cli;
 pub mod executor;
 pub mod local;
@@ -51,10 +53,12 @@ pub mod wordcount;
 #[doc(hidden)]
 pub use smallvec;
 
+pub use api::{
+    BasicBolt, BasicBoltAdapter, BasicOutputCollector, Bolt, EmitError, ExecutorCounters,
+    FailedException, Input, OutputCollector, Spout, SpoutOutputCollector, TopologyContext,
+};
 pub use executor::{
-    latency_histogram, task_seed, AckerExecutor, BasicBolt, BasicBoltAdapter, BasicOutputCollector,
-    Bolt, BoltExecutor, BuildError, EmitError, Executor, ExecutorCounters, FailedException, Input,
-    OutputCollector, Spout, SpoutExecutor, SpoutOutputCollector, TopologyContext,
+    latency_histogram, task_seed, AckerExecutor, BoltExecutor, BuildError, Executor, SpoutExecutor,
 };
 pub use message::{
     Envelope, Message, MessageId, Notice, Outbox, StreamId, Tuple, TupleAnchors, Value, Values,

@@ -58,7 +58,8 @@ use acker_core::TaskId;
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 
-use crate::executor::{latency_histogram, BuildError, Executor, ExecutorCounters};
+use crate::api::ExecutorCounters;
+use crate::executor::{latency_histogram, BuildError, Executor};
 use acker_core::AckerMessage;
 
 use crate::message::{Message, Notice, Outbox, Tuple};

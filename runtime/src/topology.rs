@@ -38,7 +38,8 @@ use std::sync::Arc;
 
 use acker_core::TaskId;
 
-use crate::executor::{BasicBolt, BasicBoltAdapter, Bolt, Spout};
+use crate::api::{BasicBolt, BasicBoltAdapter, Bolt, Spout};
+use crate::executor::router::RouteKind;
 use crate::message::{StreamId, DEFAULT_STREAM};
 
 /// The component id of the acker tasks, reserved (as in Storm).
@@ -582,17 +583,6 @@ impl TopologyBuilder {
             }),
         })
     }
-}
-
-/// How one subscription picks destination tasks, with field names resolved to indices.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum RouteKind {
-    Shuffle,
-    Fields(Vec<usize>),
-    All,
-    Global,
-    LocalOrShuffle,
-    Direct,
 }
 
 /// One subscription to a stream, resolved.

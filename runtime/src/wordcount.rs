@@ -27,10 +27,11 @@ use compact_str::CompactString;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::executor::{
-    task_seed, BasicBolt, BasicOutputCollector, FailedException, Input, Spout,
-    SpoutOutputCollector, TopologyContext,
+use crate::api::{
+    BasicBolt, BasicOutputCollector, FailedException, Input, Spout, SpoutOutputCollector,
+    TopologyContext,
 };
+use crate::executor::task_seed;
 use crate::message::{MessageId, Value};
 use crate::topology::{Topology, TopologyBuilder, TopologyError};
 use crate::values;
