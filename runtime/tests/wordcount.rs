@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 
-use acker_runtime::shell::{run, ShellOptions};
+mod common;
+
+use std::time::Duration;
+
+use acker_runtime::shell::ShellOptions;
 use acker_runtime::wordcount::{self, generate_sentences, top_words, Lines};
 use acker_runtime::Config;
 
@@ -49,14 +53,15 @@ fn count(text: &str, cores: usize, fail_rate: f64, seed: u64) -> Outcome {
             ..Config::default()
         })
         .unwrap();
-    let report = run(
+    let report = common::run_bounded(
         &plan,
         &ShellOptions {
             cores: Some(cores),
             ..ShellOptions::default()
         },
-    )
-    .unwrap();
+        Duration::from_secs(120),
+        &format!("word count on {cores} cores, fail rate {fail_rate}"),
+    );
     let s = report.spout_totals();
     let counts = std::mem::take(&mut *out.counts.lock().unwrap());
     Outcome {
@@ -142,6 +147,20 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_acker-run"))
 }
 
+/// How long one `acker-run` may take in these tests.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// `Command::output` with a bounded wait (see `common::wait_bounded`).
+trait OutputWithin {
+    fn output_within(&mut self, limit: Duration) -> std::process::Output;
+}
+impl OutputWithin for Command {
+    fn output_within(&mut self, limit: Duration) -> std::process::Output {
+        let what = format!("{self:?}");
+        common::output_bounded(self, limit, &what)
+    }
+}
+
 #[test]
 fn cli_json_on_shakespeare_matches_wc() {
     let Some(text) = shakespeare() else { return };
@@ -160,8 +179,7 @@ fn cli_json_on_shakespeare_matches_wc() {
             "--input",
         ])
         .arg(&path)
-        .output()
-        .unwrap();
+        .output_within(LIMIT);
     assert!(
         out.status.success(),
         "{}",
@@ -195,7 +213,9 @@ fn cli_json_on_shakespeare_matches_wc() {
 
 #[test]
 fn cli_default_run_and_human_output() {
-    let out = bin().args(["wordcount", "--cores", "1"]).output().unwrap();
+    let out = bin()
+        .args(["wordcount", "--cores", "1"])
+        .output_within(LIMIT);
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("top 10:"), "{s}");
@@ -207,8 +227,7 @@ fn cli_default_run_and_human_output() {
 fn cli_missing_file_and_bad_arguments_fail_clearly() {
     let out = bin()
         .args(["wordcount", "--input", "/definitely/not/here.txt"])
-        .output()
-        .unwrap();
+        .output_within(LIMIT);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -218,15 +237,16 @@ fn cli_missing_file_and_bad_arguments_fail_clearly() {
 
     let out = bin()
         .args(["wordcount", "--fail-rate", "1.5"])
-        .output()
-        .unwrap();
+        .output_within(LIMIT);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-rate"));
 
-    let out = bin().args(["wordcount", "--cores", "0"]).output().unwrap();
+    let out = bin()
+        .args(["wordcount", "--cores", "0"])
+        .output_within(LIMIT);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--cores must be at least 1"));
-    let out = bin().args(["wordcount", "--bogus"]).output().unwrap();
+    let out = bin().args(["wordcount", "--bogus"]).output_within(LIMIT);
     assert!(!out.status.success());
 }
 
@@ -244,8 +264,7 @@ fn cli_warns_when_timeouts_off_with_acking_on() {
                 "--colocate-ackers",
             ])
             .args(pending)
-            .output()
-            .unwrap();
+            .output_within(LIMIT);
         assert!(out.status.success());
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"),
@@ -276,7 +295,7 @@ fn cli_refuses_unusable_sizes() {
         ),
         (&["--cores", "100000"][..], "core(s) of this machine"),
     ] {
-        let out = bin().arg("wordcount").args(args).output().unwrap();
+        let out = bin().arg("wordcount").args(args).output_within(LIMIT);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");
@@ -295,12 +314,14 @@ fn json_run(args: &[&str], stdin: Option<&[u8]>) -> serde_json::Value {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut sin = child.stdin.take().unwrap();
-    if let Some(b) = stdin {
-        sin.write_all(b).unwrap();
+    if let (Some(mut sin), Some(b)) = (child.stdin.take(), stdin) {
+        // Written on a helper thread: a child that blocks on a full stdout must not hang us.
+        let b = b.to_vec();
+        std::thread::spawn(move || {
+            let _ = sin.write_all(&b);
+        });
     }
-    drop(sin);
-    let out = child.wait_with_output().unwrap();
+    let out = common::wait_bounded(child, None, LIMIT, &format!("acker-run {args:?}"));
     assert!(
         out.status.success(),
         "{}",
@@ -412,7 +433,7 @@ fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {
         .unwrap()
         .write_all(b"one two\nth\xffree\n")
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::wait_bounded(child, None, LIMIT, "acker-run on non-UTF-8 input");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
