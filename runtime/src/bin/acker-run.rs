@@ -68,6 +68,8 @@ The summary (and the same figures in --json):
      to the bolt (__acker: acker messages applied: inits, acks, fails); acked / failed = inputs
      acked or failed by the bolt (lines: trees completed / failed; __acker: trees decided);
      timed out = the spout's timeouts. __acker is the acker tasks.
+Progress: when stderr is a terminal, a progress line (lines acked of the total) appears on it
+once a run has lasted a second, and is cleared at the end.
 Memory: the input is held once as its pieces, and a spout keeps at most 1 MiB of text in
 flight, so the peak stays under 2 x the input size + 200 MB whatever the lines look like
 (reading a file briefly holds it twice); peak_rss_mb reports it (Linux).";
@@ -340,6 +342,57 @@ fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1000.0)
 }
 
+/// A progress line on stderr (lines acked of the total) while a run goes on, shown only when
+/// stderr is a terminal and the run has lasted a second; it disappears when dropped.
+struct Progress {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(stats: std::sync::Arc<wordcount::SpoutStats>, total: u64) -> Self {
+        use std::io::IsTerminal;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = io::stderr().is_terminal().then(|| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_secs(1) {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let bar = indicatif::ProgressBar::with_draw_target(
+                    Some(total),
+                    indicatif::ProgressDrawTarget::stderr(),
+                )
+                .with_elapsed(t0.elapsed());
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{elapsed_precise} {wide_bar} {pos}/{len} lines acked",
+                ) {
+                    bar.set_style(style);
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    bar.set_position(stats.acked.load(Ordering::Relaxed));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                bar.finish_and_clear();
+            })
+        });
+        Self { stop, thread }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     check_run(&args.run)?;
     if !(0.0..1.0).contains(&args.fail_rate) {
@@ -355,7 +408,10 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     let (topology, outputs) =
         wordcount::topology(lines.clone(), n, args.fail_rate).map_err(|e| e.to_string())?;
     let plan = plan(&topology, &args.run)?;
-    let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string())?;
+    let progress = Progress::start(outputs.stats.clone(), lines.pieces() as u64);
+    let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string());
+    drop(progress);
+    let report = report?;
     let counts: BTreeMap<String, u64> =
         std::mem::take(&mut *outputs.counts.lock().unwrap_or_else(|p| p.into_inner()));
     let words_total: u64 = counts.values().sum();
