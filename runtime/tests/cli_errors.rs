@@ -196,4 +196,20 @@ fn acker_park_capacity_has_a_documented_limit() {
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("0 to 16777216"), "{help}");
     assert!(help.contains("72 to 104 bytes a message"), "{help}");
+    // Every figure of the summary is explained, and the memory bound stated.
+    for figure in [
+        "exact ",
+        "at-least-once",
+        "at-most-once",
+        "lines: E emitted, R replayed",
+        "trees: A acked",
+        "complete latency",
+        "component table",
+        "__acker",
+        "elapsed",
+        "peak memory",
+        "2 x the input size + 200 MB",
+    ] {
+        assert!(help.contains(figure), "{figure:?} missing from {help}");
+    }
 }

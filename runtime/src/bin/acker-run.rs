@@ -61,6 +61,9 @@ The summary (and the same figures in --json):
      own (its own tuple tree), so `pieces_total` may exceed `lines_total`.
   trees: A acked, F failed, T timed out   spout-side decisions: completed trees, trees failed
      by a bolt (--fail-rate), trees failed by the message timeout.
+  elapsed            wall time from start to the end of the drain; lines/s = trees acked per
+     second, words/s = words_total per second.
+  peak memory        the process's peak resident memory (VmHWM, Linux; peak_rss_mb).
   complete latency   from the spout's emit of a line to the moment the acker's completion notice
      left for the spout (p50, p99, max over acked trees); 'not measured' with --ackers 0.
   component table    per component, summed over its tasks: emitted = emit calls by user code
