@@ -49,34 +49,36 @@ pub const MAX_PIECE_BYTES: usize = 64 * 1024;
 /// constant.
 pub const MAX_BYTES_IN_FLIGHT: usize = 1 << 20;
 
-/// The input: the pieces of every line that holds a word (see [`MAX_PIECE_BYTES`]), each with its
-/// 1-based line number, shared by every spout task.
+/// The input text, held once, and where its pieces are: every line holding a word (a line of
+/// only whitespace holds none), cut into pieces of at most [`MAX_PIECE_BYTES`] when longer.
+/// Pieces are found by scanning the text as the spouts go (no per-line index), so the memory
+/// is the text's size whatever the lines look like. Shared by every spout task; cheap to clone.
 #[derive(Clone, Debug, Default)]
 pub struct Lines {
-    pieces: Arc<Vec<(u64, Arc<str>)>>,
+    text: Arc<str>,
     lines: usize,
+    pieces: usize,
 }
 
 impl Lines {
-    /// Splits `text` into lines (`\n`, with a trailing `\r` removed), keeps those holding at
-    /// least one word (a line of only whitespace holds none), and cuts each longer than
-    /// [`MAX_PIECE_BYTES`] into pieces at whitespace.
+    /// Keeps `text` (lines end at `\n`, a trailing `\r` removed) and counts its lines holding a
+    /// word and their pieces.
     pub fn from_text(text: &str) -> Self {
-        let mut pieces = Vec::new();
-        let mut lines = 0;
-        for (i, l) in text.lines().enumerate() {
-            if l.split_whitespace().next().is_none() {
-                continue;
-            }
-            lines += 1;
-            for p in cut(l, MAX_PIECE_BYTES) {
-                pieces.push((i as u64 + 1, Arc::<str>::from(p)));
+        let mut l = Self {
+            text: Arc::from(text),
+            lines: 0,
+            pieces: 0,
+        };
+        let (mut lines, mut pieces, mut last_line) = (0, 0, 0);
+        for (line_no, _) in l.iter() {
+            pieces += 1;
+            if line_no != last_line {
+                lines += 1;
+                last_line = line_no;
             }
         }
-        Self {
-            pieces: Arc::new(pieces),
-            lines,
-        }
+        (l.lines, l.pieces) = (lines, pieces);
+        l
     }
 
     /// Number of lines holding at least one word.
@@ -92,47 +94,96 @@ impl Lines {
     /// Number of pieces (tuples the spouts emit once each): [`len`](Self::len) plus one for
     /// every cut of a long line.
     pub fn pieces(&self) -> usize {
-        self.pieces.len()
+        self.pieces
     }
 
     /// Whitespace-separated words over every line (what `wc -w` counts for ASCII text).
     pub fn words(&self) -> u64 {
-        self.pieces
-            .iter()
-            .map(|(_, l)| l.split_whitespace().count() as u64)
+        self.iter()
+            .map(|(_, p)| p.split_whitespace().count() as u64)
             .sum()
     }
 
-    /// The pieces with their line numbers, in input order.
-    pub fn iter(&self) -> impl Iterator<Item = &(u64, Arc<str>)> {
-        self.pieces.iter()
+    /// The pieces with their 1-based line numbers, in input order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &str)> {
+        let mut cursor = Cursor::default();
+        std::iter::from_fn(move || {
+            let (line_no, range) = cursor.next_piece(&self.text)?;
+            Some((line_no, &self.text[range]))
+        })
     }
 }
 
-/// Cuts `line` at ASCII whitespace into pieces of at most `max` bytes (a run without whitespace
-/// longer than `max` stays whole). ASCII bytes never occur inside a multi-byte UTF-8 character,
-/// so every cut is at a character boundary; the whitespace at a cut stays with the left piece.
-fn cut(line: &str, max: usize) -> impl Iterator<Item = &str> {
-    let mut rest = line;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
+/// Where the scan for the next piece resumes: a byte offset and the line number there.
+#[derive(Clone, Copy, Debug)]
+struct Cursor {
+    offset: usize,
+    line_no: u64,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Self {
+            offset: 0,
+            line_no: 1,
         }
-        if rest.len() <= max {
-            return Some(std::mem::take(&mut rest));
+    }
+}
+
+impl Cursor {
+    /// The next piece holding a word (its line number and byte range), moving past it; `None` at
+    /// the end. Looks at most [`MAX_PIECE_BYTES`] + 1 bytes ahead, unless a word is longer.
+    fn next_piece(&mut self, text: &str) -> Option<(u64, std::ops::Range<usize>)> {
+        let b = text.as_bytes();
+        loop {
+            let start = self.offset;
+            if start >= b.len() {
+                return None;
+            }
+            let window = &b[start..b.len().min(start + MAX_PIECE_BYTES + 1)];
+            let line_no = self.line_no;
+            let end = match window.iter().position(|&c| c == b'\n') {
+                Some(nl) => {
+                    // The rest of the line fits: one piece, without the newline (nor a `\r`).
+                    self.offset = start + nl + 1;
+                    self.line_no += 1;
+                    let mut end = start + nl;
+                    if end > start && b[end - 1] == b'\r' {
+                        end -= 1;
+                    }
+                    end
+                }
+                None if window.len() <= MAX_PIECE_BYTES => {
+                    self.offset = b.len();
+                    b.len()
+                }
+                None => {
+                    // A long line: cut after the last ASCII whitespace of the first
+                    // MAX_PIECE_BYTES (ASCII never occurs inside a multi-byte character), or
+                    // after the first one past a longer word.
+                    let cut = match window[..MAX_PIECE_BYTES]
+                        .iter()
+                        .rposition(u8::is_ascii_whitespace)
+                    {
+                        Some(i) => start + i + 1,
+                        None => b[start..]
+                            .iter()
+                            .position(u8::is_ascii_whitespace)
+                            .map_or(b.len(), |i| start + i + 1),
+                    };
+                    self.offset = cut;
+                    // A newline right at the cut ends the line there.
+                    if b[cut - 1] == b'\n' {
+                        self.line_no += 1;
+                    }
+                    cut
+                }
+            };
+            if text[start..end].split_whitespace().next().is_some() {
+                return Some((line_no, start..end));
+            }
         }
-        let b = rest.as_bytes();
-        let at = match b[..max].iter().rposition(u8::is_ascii_whitespace) {
-            Some(i) if i > 0 => i + 1,
-            _ => b
-                .iter()
-                .position(u8::is_ascii_whitespace)
-                .map_or(b.len(), |i| i + 1),
-        };
-        let (piece, tail) = rest.split_at(at);
-        rest = tail;
-        Some(piece)
-    })
+    }
 }
 
 /// A deterministic text of `num_lines` lines of 4 to 12 words drawn from a fixed vocabulary by a
@@ -185,13 +236,18 @@ pub struct SpoutStats {
 pub struct LineSpout {
     lines: Lines,
     stats: Arc<SpoutStats>,
-    /// Positions (in `lines`) this task owns: `first, first + step, ...`.
+    /// Pieces (by index) this task owns: `first, first + step, ...`.
     first: usize,
     step: usize,
-    next: usize,
+    /// Where the scan for this task's next new piece resumes, and that piece's index.
+    cursor: Cursor,
+    next_index: usize,
+    /// Emitted pieces neither acked nor failed, and failed pieces waiting for their replay: by
+    /// message id, (line number, byte range). At most max spout pending of them.
+    open: HashMap<MessageId, (u64, std::ops::Range<usize>)>,
     replay: VecDeque<MessageId>,
-    /// Indexed by message id (piece index + 1): whether that piece's tree completed.
-    acked: Vec<bool>,
+    /// One bit per piece (by message id): whether its tree completed.
+    acked: Vec<u64>,
     acked_count: usize,
     owned: usize,
     /// Bytes of text emitted and not yet acked or failed.
@@ -206,7 +262,9 @@ impl LineSpout {
             stats,
             first: 0,
             step: 1,
-            next: 0,
+            cursor: Cursor::default(),
+            next_index: 0,
+            open: HashMap::new(),
             replay: VecDeque::new(),
             acked: Vec::new(),
             acked_count: 0,
@@ -215,26 +273,41 @@ impl LineSpout {
         }
     }
 
-    /// The piece with message id `msg_id` and its line number.
-    fn piece(&self, msg_id: MessageId) -> Option<&(u64, Arc<str>)> {
-        self.lines.pieces.get((msg_id as usize).checked_sub(1)?)
-    }
-
     /// Whether a piece of `len` bytes may go out now (see [`MAX_BYTES_IN_FLIGHT`]).
     fn room_for(&self, len: usize) -> bool {
         self.bytes_in_flight == 0 || self.bytes_in_flight + len <= MAX_BYTES_IN_FLIGHT
     }
 
-    fn sent(&mut self, len: usize) {
+    /// Emits piece `id`; whether it went out.
+    fn emit(&mut self, c: &mut SpoutOutputCollector<'_>, id: MessageId, replay: bool) -> bool {
+        let Some((line_no, range)) = self.open.get(&id).cloned() else {
+            return true;
+        };
+        let len = range.len();
+        if !self.room_for(len) {
+            return false;
+        }
+        let piece = Value::Str(CompactString::new(&self.lines.text[range]));
+        let values = values![line_no as i64, piece, replay as i64];
+        if c.emit(values, Some(id)).is_err() {
+            return false;
+        }
         self.bytes_in_flight += len;
         self.stats
             .max_bytes_in_flight
             .fetch_max(self.bytes_in_flight as u64, Ordering::Relaxed);
+        true
     }
 
+    /// Piece `msg_id` left the flight (acked or failed).
     fn settled(&mut self, msg_id: MessageId) {
-        let len = self.piece(msg_id).map_or(0, |p| p.1.len());
+        let len = self.open.get(&msg_id).map_or(0, |p| p.1.len());
         self.bytes_in_flight = self.bytes_in_flight.saturating_sub(len);
+    }
+
+    fn is_acked(&self, msg_id: MessageId) -> bool {
+        let i = msg_id as usize;
+        !matches!(self.acked.get(i / 64), Some(w) if w & (1 << (i % 64)) == 0)
     }
 }
 
@@ -242,56 +315,58 @@ impl Spout for LineSpout {
     fn open(&mut self, context: &TopologyContext) {
         self.first = context.task_index;
         self.step = context.component_tasks.len().max(1);
-        self.next = self.first;
         let n = self.lines.pieces();
         self.owned = if n > self.first {
             (n - self.first).div_ceil(self.step)
         } else {
             0
         };
-        self.acked = vec![false; n + 1];
+        self.acked = vec![0; (n + 1).div_ceil(64)];
     }
 
     fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
         if let Some(&id) = self.replay.front() {
-            let Some((line_no, piece)) = self.piece(id).cloned() else {
+            if self.emit(c, id, true) {
                 self.replay.pop_front();
-                return;
-            };
-            if !self.room_for(piece.len()) {
-                return;
-            }
-            let len = piece.len();
-            if c.emit(values![line_no as i64, piece, 1i64], Some(id))
-                .is_ok()
-            {
-                self.replay.pop_front();
-                self.sent(len);
                 self.stats.replays.fetch_add(1, Ordering::Relaxed);
             }
             return;
         }
-        let Some((line_no, piece)) = self.lines.pieces.get(self.next).cloned() else {
+        // This task's next new piece: skip the other tasks' pieces.
+        let mut peek = self.cursor;
+        let mut index = self.next_index;
+        let found = loop {
+            let Some(p) = peek.next_piece(&self.lines.text) else {
+                break None;
+            };
+            index += 1;
+            if (index - 1) % self.step == self.first {
+                break Some(p);
+            }
+        };
+        let Some((line_no, range)) = found else {
+            self.cursor = peek;
+            self.next_index = index;
             return;
         };
-        if !self.room_for(piece.len()) {
-            return;
-        }
-        let (id, len) = (self.next as MessageId + 1, piece.len());
-        if c.emit(values![line_no as i64, piece, 0i64], Some(id))
-            .is_ok()
-        {
-            self.next += self.step;
-            self.sent(len);
+        let id = index as MessageId; // 1-based piece index
+        self.open.insert(id, (line_no, range));
+        if self.emit(c, id, false) {
+            self.cursor = peek;
+            self.next_index = index;
             self.stats.lines_emitted.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.open.remove(&id);
         }
     }
 
     fn ack(&mut self, msg_id: MessageId) {
         self.settled(msg_id);
-        match self.acked.get_mut(msg_id as usize) {
-            Some(seen) if !*seen => {
-                *seen = true;
+        self.open.remove(&msg_id);
+        let i = msg_id as usize;
+        match self.acked.get_mut(i / 64) {
+            Some(w) if *w & (1 << (i % 64)) == 0 => {
+                *w |= 1 << (i % 64);
                 self.acked_count += 1;
                 self.stats.acked.fetch_add(1, Ordering::Relaxed);
             }
@@ -303,7 +378,7 @@ impl Spout for LineSpout {
 
     fn fail(&mut self, msg_id: MessageId) {
         self.settled(msg_id);
-        if !self.acked.get(msg_id as usize).copied().unwrap_or(true) {
+        if !self.is_acked(msg_id) && self.open.contains_key(&msg_id) {
             self.replay.push_back(msg_id);
         }
     }
@@ -479,22 +554,42 @@ mod tests {
 
     #[test]
     fn long_lines_are_cut_at_whitespace_into_bounded_pieces() {
-        let line = "ab cd  efg h ijklmnop q";
-        let pieces: Vec<&str> = cut(line, 6).collect();
-        assert_eq!(pieces, vec!["ab cd ", " efg ", "h ", "ijklmnop ", "q"]);
-        assert_eq!(pieces.concat(), line);
-        // Multi-byte characters are never split; words are those of the whole line.
-        let line = "é".repeat(5) + " " + &"ü ".repeat(40);
-        let pieces: Vec<&str> = cut(&line, 7).collect();
-        assert_eq!(pieces.concat(), line);
-        let words: usize = pieces.iter().map(|p| p.split_whitespace().count()).sum();
-        assert_eq!(words, line.split_whitespace().count());
-        assert!(pieces[1..].iter().all(|p| p.len() <= 7));
-        // A line of 3 * MAX_PIECE_BYTES becomes pieces of at most MAX_PIECE_BYTES.
-        let text = "word ".repeat(3 * MAX_PIECE_BYTES / 5);
+        let m = MAX_PIECE_BYTES;
+        // Line 1: 3 m bytes of 5-byte words; line 2: a word longer than m between two short
+        // ones; line 3 (CRLF): multi-byte characters around a cut.
+        let mut text = "word ".repeat(3 * m / 5);
+        text.push('\n');
+        text.push_str(&format!("a {} b\n", "x".repeat(m + 10)));
+        let line3 = "é".repeat(m / 2 - 1) + " " + &"ü ".repeat(m / 4);
+        text.push_str(&line3);
+        text.push_str("\r\n");
         let l = Lines::from_text(&text);
-        assert_eq!((l.len(), l.pieces()), (1, 3));
-        assert_eq!(l.words(), (3 * MAX_PIECE_BYTES / 5) as u64);
-        assert!(l.iter().all(|p| p.1.len() <= MAX_PIECE_BYTES));
+        let pieces: Vec<(u64, &str)> = l.iter().collect();
+        assert_eq!(l.len(), 3);
+        assert_eq!(l.pieces(), pieces.len());
+        assert_eq!(l.words(), wc(&text));
+        // Every piece is at most m bytes, except the one holding the long word.
+        for (n, p) in &pieces {
+            assert!(
+                p.len() <= m || p.contains(&"x".repeat(m)),
+                "line {n}: {}",
+                p.len()
+            );
+        }
+        // Pieces rejoin to their lines (cuts keep the whitespace on the left).
+        for (n, line) in text.lines().enumerate() {
+            let joined: String = pieces
+                .iter()
+                .filter(|p| p.0 == n as u64 + 1)
+                .map(|p| p.1)
+                .collect();
+            assert_eq!(joined.trim_end(), line.trim_end(), "line {}", n + 1);
+        }
+        let per_line: Vec<u64> = pieces.iter().map(|p| p.0).collect();
+        assert_eq!(per_line.iter().filter(|&&n| n == 1).count(), 3);
+    }
+
+    fn wc(text: &str) -> u64 {
+        text.split_whitespace().count() as u64
     }
 }

@@ -73,7 +73,7 @@ The summary (and the same figures in --json):
      timed out = the spout's timeouts. __acker is the acker tasks.
 Progress: when stderr is a terminal, a progress line (lines acked of the total) appears on it
 once a run has lasted a second, and is cleared at the end.
-Memory: the input is held once as its pieces, and a spout keeps at most 1 MiB of text in
+Memory: the input is held once (no per-line index), and a spout keeps at most 1 MiB of text in
 flight, so the peak stays under 2 x the input size + 200 MB whatever the lines look like
 (reading a file briefly holds it twice); peak_rss_mb reports it (Linux).";
 
@@ -324,7 +324,11 @@ fn read_text(path: &std::path::Path) -> Result<String, String> {
     };
     let bytes = if path == std::path::Path::new("-") {
         let mut b = Vec::new();
-        io::Read::read_to_end(&mut io::stdin().lock(), &mut b).map(|_| b)
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut b).map(|_| {
+            // The buffer grew by doubling: give the slack back before the text is copied.
+            b.shrink_to_fit();
+            b
+        })
     } else {
         std::fs::read(path)
     }
