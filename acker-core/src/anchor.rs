@@ -13,6 +13,18 @@
 //! The bounded parts are explicit: a tuple belongs to at most `R` trees (a const generic; more is
 //! [`AnchorError::TooManyRoots`], never a silent drop), and a tracker holds at most as many open
 //! inputs as it has slots ([`AnchorError::TrackerFull`]).
+//!
+//! Two ways to keep an open input's state:
+//!
+//! - [`InputAnchors`]: in the input itself, as Storm keeps a tuple's ack value in the tuple. No
+//!   per-bolt table, so an input the bolt holds for ever or drops unacked blocks nothing else
+//!   (its trees time out at the spout). For an engine whose inputs are values the bolt owns and
+//!   gives back to ack them (the runtime's `Input`).
+//! - [`InputTracker`]: in a bounded table of slots named by copyable [`InputHandle`]s, which
+//!   report misuse (acking twice, anchoring to a closed input). A slot is only freed by an ack or
+//!   a fail: an engine built on it must itself reclaim the slots of inputs its bolts lose.
+
+use core::cell::Cell;
 
 use crate::ids::{EdgeId, IdGenerator, RootId};
 use crate::message::AckerMessage;
@@ -72,6 +84,111 @@ impl<const R: usize> Anchors<R> {
                 .push((root, edge))
                 .map_err(|_| AnchorError::TooManyRoots)
         }
+    }
+}
+
+/// One received input's anchoring state, kept in the input itself (Storm's approach: a tuple
+/// carries its anchors and the XOR of the edge ids emitted anchored to it).
+///
+/// There is no table: whoever owns the input owns this state, so holding an input or dropping it
+/// unacked costs nothing but the input's own memory, and blocks no other input. The accumulated
+/// XOR sits in a [`Cell`], so an emit anchors through shared references (`&InputAnchors`), as the
+/// runtime's `OutputCollector::emit(&[&input], ..)` does.
+///
+/// ```
+/// use acker_core::{AckerMessage, Anchors, IdGenerator, InputAnchors};
+/// let mut ids = IdGenerator::from_seed(7);
+/// let input: InputAnchors<4> = InputAnchors::new(Anchors::spout(11, 0xE0));
+/// let child = InputAnchors::emit([&input], &mut ids).unwrap(); // one anchored copy
+/// let (root, e) = child.pairs()[0];
+/// assert_eq!(root, 11);
+/// assert_eq!(input.ack()[0], AckerMessage::Ack { root: 11, xor: 0xE0 ^ e });
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InputAnchors<const R: usize> {
+    anchors: Anchors<R>,
+    ack_val: Cell<u64>,
+}
+
+impl<const R: usize> InputAnchors<R> {
+    /// The state of an input that arrived carrying `anchors` (nothing emitted anchored to it yet).
+    pub const fn new(anchors: Anchors<R>) -> Self {
+        Self {
+            anchors,
+            ack_val: Cell::new(0),
+        }
+    }
+
+    /// The anchors the input arrived with.
+    pub fn anchors(&self) -> &Anchors<R> {
+        &self.anchors
+    }
+
+    /// The anchors for one copy of a tuple emitted anchored to `inputs` (one input, several for
+    /// multi-anchoring, the same one more than once, or none for an unanchored emit); each input
+    /// that belongs to a tree draws one edge id from `ids` and accumulates it. Call it once per
+    /// destination task: every copy gets its own edge ids.
+    ///
+    /// # Errors
+    /// [`AnchorError::TooManyRoots`] if the copy would belong to more than `R` trees. Nothing
+    /// changes on error (no edge id is drawn or accumulated).
+    pub fn emit<'a, I>(inputs: I, ids: &mut IdGenerator) -> Result<Anchors<R>, AnchorError>
+    where
+        I: IntoIterator<Item = &'a InputAnchors<R>>,
+        I::IntoIter: Clone,
+    {
+        let inputs = inputs.into_iter();
+        // Validate everything before touching any state.
+        let mut roots: Anchors<R> = Anchors::new();
+        for i in inputs.clone() {
+            for r in i.anchors.roots() {
+                roots.put_xor(r, 0)?;
+            }
+        }
+        let mut out: Anchors<R> = Anchors::new();
+        for i in inputs {
+            if i.anchors.is_empty() {
+                continue;
+            }
+            let e = ids.next_id();
+            i.ack_val.set(i.ack_val.get() ^ e);
+            for r in i.anchors.roots() {
+                // Cannot fail: the root set was checked above.
+                let _ = out.put_xor(r, e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The messages that ack the input: one `Ack { root, xor }` per root it belongs to, the xor
+    /// being the input's edge XOR for that root XOR every edge id emitted anchored to it.
+    pub fn ack(&self) -> InputMessages<R> {
+        let mut out = InputMessages::new();
+        let ack_val = self.ack_val.get();
+        for &(root, edge) in self.anchors.pairs() {
+            let _ = out.push(AckerMessage::Ack {
+                root,
+                xor: edge ^ ack_val,
+            });
+        }
+        out
+    }
+
+    /// The messages that fail the input: one `Fail { root }` per root it belongs to.
+    pub fn fail(&self) -> InputMessages<R> {
+        self.anchors
+            .roots()
+            .map(|root| AckerMessage::Fail { root })
+            .collect()
+    }
+
+    /// The messages that ask for more time for every tree of the input: one `ResetTimeout` per
+    /// root (Storm's `collector.resetTimeout(tuple)`).
+    pub fn reset_timeout(&self) -> InputMessages<R> {
+        self.anchors
+            .roots()
+            .map(|root| AckerMessage::ResetTimeout { root })
+            .collect()
     }
 }
 
@@ -403,6 +520,41 @@ mod tests {
             generation: 0,
         };
         assert_eq!(t.ack(bogus), Err(AnchorError::UnknownInput));
+    }
+
+    #[test]
+    fn input_anchors_match_the_tracker() {
+        // The same receives, emits and acks through both ways give the same messages.
+        let mut t = tracker();
+        let mut ids = IdGenerator::from_seed(1);
+        let a = t.receive(&Anchors::spout(1, 10)).unwrap();
+        let b = t.receive(&Anchors::spout(2, 20)).unwrap();
+        let ia: InputAnchors<4> = InputAnchors::new(Anchors::spout(1, 10));
+        let ib: InputAnchors<4> = InputAnchors::new(Anchors::spout(2, 20));
+        for _ in 0..3 {
+            assert_eq!(
+                t.emit(&[a, b, a]).unwrap(),
+                InputAnchors::emit([&ia, &ib, &ia], &mut ids).unwrap()
+            );
+        }
+        assert_eq!(t.ack(a).unwrap(), ia.ack());
+        assert_eq!(t.reset_timeout(b).unwrap(), ib.reset_timeout());
+        assert_eq!(t.fail(b).unwrap(), ib.fail());
+        let none: InputAnchors<4> = InputAnchors::default();
+        assert!(InputAnchors::emit([&none], &mut ids).unwrap().is_empty());
+        assert!(none.ack().is_empty());
+    }
+
+    #[test]
+    fn input_anchors_refuse_too_many_roots_and_change_nothing() {
+        let mut ids = IdGenerator::from_seed(1);
+        let i: [InputAnchors<2>; 3] =
+            core::array::from_fn(|k| InputAnchors::new(Anchors::spout(k as u64 + 1, 5)));
+        assert_eq!(
+            InputAnchors::emit([&i[0], &i[1], &i[2]], &mut ids),
+            Err(AnchorError::TooManyRoots)
+        );
+        assert_eq!(i[0].ack()[0], AckerMessage::Ack { root: 1, xor: 5 });
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! | [`table`] | [`AckerTable`]: the single-owner acker table, 20 bytes a root, fixed capacity |
 //! | [`shared`] | [`SharedAckerTable`]: the same table, lock-free, callable from many threads through `&self` |
 //! | [`routing`] | [`acker_index`]: which acker task owns a root |
-//! | [`anchor`] | bolt side: [`Anchors`] carried by a tuple and the [`InputTracker`] that anchors emits and acks inputs |
+//! | [`anchor`] | bolt side: [`Anchors`] carried by a tuple; [`InputAnchors`] (state kept in the input) or the [`InputTracker`] (a bounded table) anchor emits and ack inputs |
 //! | [`pending`] | spout side: [`SpoutPending`], max spout pending, timeouts and complete latency |
 //!
 //! ## Embedding
@@ -39,7 +39,9 @@ pub mod shared;
 mod sync;
 pub mod table;
 
-pub use anchor::{AnchorError, Anchors, InputHandle, InputMessages, InputSlot, InputTracker};
+pub use anchor::{
+    AnchorError, Anchors, InputAnchors, InputHandle, InputMessages, InputSlot, InputTracker,
+};
 pub use ids::{EdgeId, IdGenerator, RootId, TaskId};
 pub use message::{AckerMessage, Decision};
 pub use pending::{

@@ -716,7 +716,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// interleave with it message by message, as with `apply`). Meant for tables larger than the
     /// CPU caches, as [`AckerTable::apply_batch`](crate::AckerTable::apply_batch): while it applies
     /// message `i` it already asks for the first bucket (root ids, meta words, ack vals) of
-    /// message `i + `[`BATCH_LOOKAHEAD`], and the second bucket's
+    /// message `i + `[`BATCH_LOOKAHEAD`](crate::table::BATCH_LOOKAHEAD), and the second bucket's
     /// root ids for an init (which usually creates its entry and reads both), so several cache
     /// misses are in flight at once. Tables under
     /// [`BATCH_READ_AHEAD_MIN_SLOTS`] slots are applied

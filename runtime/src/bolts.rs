@@ -1,7 +1,7 @@
 //! Small stock bolts: the identity and null bolts of the benchmark pipeline
 //! (spout → identity bolt → null bolt), shared by `acker-run bench pipeline` and the tests.
 
-use crate::executor::{BasicBolt, BasicOutputCollector, FailedException, Input};
+use crate::api::{BasicBolt, BasicOutputCollector, FailedException, Input};
 use crate::values;
 
 /// Re-emits the first value of its input on the default stream, anchored to the input (a

@@ -1,3 +1,5 @@
+//! Internal (`#[doc(hidden)]`): not part of the library API, and may change with the binaries.
+//!
 //! What the workspace's command-line programs (`acker-run`, `acker-sim`, `acker-bench`) share:
 //! how they end on an error, and the clap value parser for whole-number options.
 //!

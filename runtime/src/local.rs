@@ -8,7 +8,8 @@ use std::collections::VecDeque;
 
 use acker_core::TaskId;
 
-use crate::executor::{BuildError, Executor, ExecutorCounters};
+use crate::api::ExecutorCounters;
+use crate::executor::{BuildError, Executor};
 use crate::message::{Envelope, Message, Outbox};
 use crate::topology::{Placement, Plan, TaskKind};
 

@@ -32,6 +32,14 @@
 //! - **Clock.** Only this shell reads a clock: `now_ns` is the `Instant` elapsed since the run
 //!   started, read once per loop turn. Every executor gets a [`Message::Tick`] every
 //!   [`Config::tick_interval_ns`](crate::Config::tick_interval_ns) (spout timeouts, acker expiry).
+//! - **Complete latency.** Every control envelope carries the sending thread's clock of the loop
+//!   turn that sent it (µs, in the padding the envelope had anyway). A spout is handed a
+//!   `Completed` notice with that send time, not the time its own thread got round to it, so the
+//!   complete latency runs from the emit to the moment the acker's completion notice left for
+//!   the spout's executor: time the notice then waits in a ring, while the spout's thread is busy
+//!   in user code (a `next_tuple` that sleeps) or behind the per-turn batch limit, is not
+//!   counted. (Storm measures it at the acker for the same reason.) The send time is exact to
+//!   the microsecond for notices that wait less than 35 minutes.
 //! - **Shutdown.** When every spout [`is_done`](crate::Spout::is_done) or
 //!   [`ShellOptions::max_duration`] has passed, spouts stop; the threads keep draining until no
 //!   spout has a pending tree (each was completed, failed or timed out) and no envelope is in
@@ -50,7 +58,8 @@ use acker_core::TaskId;
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 
-use crate::executor::{latency_histogram, BuildError, Executor, ExecutorCounters};
+use crate::api::ExecutorCounters;
+use crate::executor::{latency_histogram, BuildError, Executor};
 use acker_core::AckerMessage;
 
 use crate::message::{Message, Notice, Outbox, Tuple};
@@ -206,7 +215,29 @@ struct DataEnv {
 #[derive(Clone, Copy)]
 struct CtrlEnv {
     dest: TaskId,
+    /// The sender's clock when it was sent, µs, modulo 2^32 (fits beside `dest` in what was
+    /// padding: the envelope stays 32 bytes).
+    sent_us: u32,
     msg: CtrlMsg,
+}
+
+/// The µs stamp of `now_ns` that a control envelope carries.
+#[inline]
+fn stamp_us(now_ns: u64) -> u32 {
+    (now_ns / 1000) as u32
+}
+
+/// When an envelope stamped `sent_us` was sent, given the receiver's clock `now_ns`. The stamp
+/// holds the low 32 bits of the send time in µs, so a wait under 2^31 µs (35 minutes) is exact.
+/// A stamp later than `now_ns` (the receiver's clock was read at the start of its loop turn,
+/// before the sender's) gives `now_ns`.
+#[inline]
+fn sent_ns(sent_us: u32, now_ns: u64) -> u64 {
+    let waited_us = stamp_us(now_ns).wrapping_sub(sent_us);
+    if waited_us > u32::MAX / 2 {
+        return now_ns;
+    }
+    now_ns.saturating_sub(waited_us as u64 * 1000)
 }
 
 #[derive(Clone, Copy)]
@@ -318,6 +349,8 @@ struct Core<'a> {
     under_backpressure: bool,
     sent: u64,
     received: u64,
+    /// This loop turn's clock, ns: stamped on every control envelope sent.
+    now_ns: u64,
     tick_interval_ns: u64,
     /// (spin turns, yield turns) of the idle policy.
     idle: (u32, u32),
@@ -347,15 +380,16 @@ impl Core<'_> {
                 Message::Notice(n) => CtrlMsg::Notice(*n),
                 Message::Tick => CtrlMsg::Tick,
             };
-            self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
+            let sent_us = stamp_us(self.now_ns);
+            self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, sent_us, msg });
         }
         self.outbox.clear();
     }
 
     #[inline]
-    fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple) {
+    fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
-        self.executors[idx].handle_tuple(tuple, &mut self.outbox);
+        self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
         if !self.outbox.is_empty() {
             self.route_outbox();
         }
@@ -367,7 +401,8 @@ impl Core<'_> {
         let e = &mut self.executors[idx];
         match env.msg {
             CtrlMsg::Acker(m) => e.handle_acker(m, &mut self.outbox),
-            CtrlMsg::Notice(n) => e.handle_notice(n, now_ns),
+            // Complete latency up to when the notice left the acker (see the module docs).
+            CtrlMsg::Notice(n) => e.handle_notice(n, sent_ns(env.sent_us, now_ns)),
             CtrlMsg::Tick => e.handle_tick(now_ns, &mut self.outbox),
         }
         if !self.outbox.is_empty() {
@@ -405,11 +440,13 @@ impl Core<'_> {
     }
 
     /// Handles up to `batch` envelopes from every inbound ring of the data lane.
-    fn drain_data(&mut self) -> usize {
+    fn drain_data(&mut self, now_ns: u64) -> usize {
         let mut inbound = std::mem::take(&mut self.data.inbound);
         let mut work = 0;
         for c in inbound.iter_mut() {
-            let n = c.pop_batch(self.batch, |env| self.deliver_tuple(env.dest, env.tuple));
+            let n = c.pop_batch(self.batch, |env| {
+                self.deliver_tuple(env.dest, env.tuple, now_ns)
+            });
             if n > 0 {
                 work += n;
                 self.flush();
@@ -432,7 +469,7 @@ impl Core<'_> {
         let m = self.data.local.len().min(limit);
         for _ in 0..m {
             if let Some(env) = self.data.local.pop_front() {
-                self.deliver_tuple(env.dest, env.tuple);
+                self.deliver_tuple(env.dest, env.tuple, now_ns);
             }
         }
         n + m
@@ -476,10 +513,11 @@ impl Core<'_> {
                 break;
             }
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
+            self.now_ns = now_ns;
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
             work += self.drain_ctrl(now_ns);
-            work += self.drain_data();
+            work += self.drain_data(now_ns);
             work += self.drain_local(now_ns);
 
             // Ticks from the real clock.
@@ -656,6 +694,7 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
                         under_backpressure: false,
                         sent: 0,
                         received: 0,
+                        now_ns: 0,
                         tick_interval_ns,
                         idle,
                     };
@@ -800,8 +839,26 @@ fn coordinate(shared: &Shared, options: &ShellOptions) -> (Duration, u64) {
 }
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn data_env_is_two_cache_lines() {
-        assert_eq!(std::mem::size_of::<super::DataEnv>(), 128);
+        assert_eq!(std::mem::size_of::<DataEnv>(), 128);
+    }
+
+    #[test]
+    fn control_envelopes_stay_32_bytes() {
+        assert_eq!(std::mem::size_of::<CtrlEnv>(), 32);
+    }
+
+    #[test]
+    fn send_time_survives_the_stamp() {
+        // Exact to the µs; a wait across the 2^32 µs wrap still comes out right.
+        assert_eq!(sent_ns(stamp_us(5_000_123), 9_000_000), 5_001_000 - 1_000);
+        let wrap = (1u64 << 32) * 1000;
+        assert_eq!(sent_ns(stamp_us(wrap - 3_000), wrap + 2_000), wrap - 3_000);
+        // A stamp later than the receiver's turn clock: no wait.
+        assert_eq!(sent_ns(stamp_us(10_000), 5_000), 5_000);
+        assert_eq!(sent_ns(stamp_us(wrap + 10_000), wrap - 5_000), wrap - 5_000);
     }
 }

@@ -38,7 +38,8 @@ use std::sync::Arc;
 
 use acker_core::TaskId;
 
-use crate::executor::{BasicBolt, BasicBoltAdapter, Bolt, Spout};
+use crate::api::{BasicBolt, BasicBoltAdapter, Bolt, Spout};
+use crate::executor::router::RouteKind;
 use crate::message::{StreamId, DEFAULT_STREAM};
 
 /// The component id of the acker tasks, reserved (as in Storm).
@@ -175,8 +176,10 @@ pub struct Config {
     /// [`Plan::acker_park_capacity`]); only when the park queue is full too is it dropped and
     /// counted (the tree then times out and is replayed, as a lost message would).
     pub acker_capacity_roots: Option<usize>,
-    /// Most inputs a bolt task may hold unacked at once (default 1024). A tuple arriving when all
-    /// are open is failed at once and counted.
+    /// Ignored; kept so that existing configs compile. A bolt no longer has a bounded table of
+    /// open inputs: each [`Input`](crate::Input) carries its own anchoring state (as Storm's
+    /// tuples do), so a bolt that holds or drops inputs blocks no other input (see
+    /// [`Input`](crate::Input) for what happens to them).
     pub max_open_inputs: usize,
     /// The seed every executor's xoshiro stream is derived from (with its task id).
     pub seed: u64,
@@ -206,7 +209,7 @@ pub enum ConfigError {
     ZeroTimeout,
     /// `tick_interval_ns` is 0.
     ZeroTickInterval,
-    /// `max_open_inputs` or `acker_capacity_roots` is 0.
+    /// `acker_capacity_roots` is `Some(0)`.
     ZeroCapacity,
     /// The tasks plus the ackers exceed 65,536 task ids.
     TooManyTasks,
@@ -218,7 +221,7 @@ impl fmt::Display for ConfigError {
             ConfigError::ZeroMaxSpoutPending => "max spout pending must be at least 1",
             ConfigError::ZeroTimeout => "message timeout must be positive",
             ConfigError::ZeroTickInterval => "tick interval must be positive",
-            ConfigError::ZeroCapacity => "max open inputs and acker capacity must be positive",
+            ConfigError::ZeroCapacity => "acker capacity must be positive",
             ConfigError::TooManyTasks => "tasks plus ackers exceed 65536 task ids",
         })
     }
@@ -227,18 +230,27 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
-    /// Warnings about a legal but risky configuration (the shell prints them to stderr):
-    /// as Storm does, it warns when timeouts are off and max spout pending is set, since a lost
-    /// tuple then holds a pending slot forever and can stop the spout for good.
+    /// Warnings about a legal but risky configuration (the shell prints them to stderr).
+    ///
+    /// It warns whenever message timeouts are off while acking is on (ackers > 0), whether or
+    /// not max spout pending is set (Storm warns only when it is; here an unset max spout pending
+    /// still caps pending trees at [`DEFAULT_PENDING_CAPACITY`]): a tuple that is lost, or that a
+    /// bolt drops or holds, then keeps its pending slot for ever, and once every slot is taken
+    /// the spout stops for good.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
-        if !self.enable_message_timeouts && self.max_spout_pending.is_some() && self.num_ackers > 0
-        {
-            w.push(
-                "message timeouts are off and max spout pending is set: a lost tuple keeps its \
-                 pending slot forever and may stop the spout"
-                    .to_string(),
-            );
+        if !self.enable_message_timeouts && self.num_ackers > 0 {
+            w.push(format!(
+                "message timeouts are off with acking on: a tuple that is lost, or that a bolt \
+                 drops or holds, keeps its pending slot forever, and the spout stops for good \
+                 once all {} slots (max spout pending{}) are taken",
+                self.pending_capacity(),
+                if self.max_spout_pending.is_some() {
+                    ""
+                } else {
+                    ", unset: the default cap"
+                }
+            ));
         }
         w
     }
@@ -573,17 +585,6 @@ impl TopologyBuilder {
     }
 }
 
-/// How one subscription picks destination tasks, with field names resolved to indices.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum RouteKind {
-    Shuffle,
-    Fields(Vec<usize>),
-    All,
-    Global,
-    LocalOrShuffle,
-    Direct,
-}
-
 /// One subscription to a stream, resolved.
 #[derive(Clone, Debug)]
 pub(crate) struct RouteDecl {
@@ -686,7 +687,7 @@ impl Topology {
         if config.tick_interval_ns == 0 {
             return Err(ConfigError::ZeroTickInterval);
         }
-        if config.max_open_inputs == 0 || config.acker_capacity_roots == Some(0) {
+        if config.acker_capacity_roots == Some(0) {
             return Err(ConfigError::ZeroCapacity);
         }
         let total = self.inner.num_tasks.saturating_add(config.num_ackers);

@@ -4,12 +4,14 @@
 //! One test function runs both checks in sequence, so no other test in this binary allocates
 //! concurrently.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use acker_runtime::local::LocalShell;
-use acker_runtime::shell::{run, ShellOptions};
+use acker_runtime::shell::ShellOptions;
 use acker_runtime::{
     values, Config, MessageId, Plan, Spout, SpoutOutputCollector, TaskKind, TopologyBuilder,
 };
@@ -118,15 +120,16 @@ fn steady_state_allocates_nothing_per_tuple() {
     // 2. The thread-per-core shell (rings, staging, ticks, histogram): the count does not grow
     // with the number of tuples. Window A covers 100 000 trees, window B 400 000.
     let limit = 700_000;
-    let report = run(
+    let report = common::run_bounded(
         &plan(limit),
         &ShellOptions {
             cores: Some(2),
             drain_timeout: Some(Duration::from_secs(60)),
             ..ShellOptions::default()
         },
-    )
-    .unwrap();
+        Duration::from_secs(120),
+        "700,000 trees on the thread-per-core shell",
+    );
     assert_eq!(report.spout_totals().acked, limit);
     let m: Vec<u64> = MARKS.iter().map(|a| a.load(Ordering::SeqCst)).collect();
     let window_a = m[1] - m[0];

@@ -2,8 +2,14 @@
 //! and exit status 2 (never a panic, status 101), or a quiet exit 0 when the reader of a pipe
 //! closed it early.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// How long one `acker-run` may take in these tests.
+const LIMIT: Duration = Duration::from_secs(60);
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_acker-run"))
@@ -23,7 +29,7 @@ fn stderr(o: &Output) -> String {
 
 /// Runs `acker-run` with `args` and asserts exit status 2 and that stderr names `expected`.
 fn assert_usage_error(args: &[&str], expected: &str) {
-    let o = bin().args(args).output().expect("run acker-run");
+    let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(expected), "{args:?}: stderr was {err:?}");
@@ -43,7 +49,12 @@ fn full_stdout_is_an_error_not_a_panic() {
             cmd.arg("--json");
         }
         let full = std::fs::File::create("/dev/full").expect("open /dev/full");
-        let o = cmd.stdout(full).output().expect("run acker-run");
+        let child = cmd
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run acker-run");
+        let o = common::wait_bounded(child, None, LIMIT, "acker-run > /dev/full");
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "json {json}: {err}");
         assert_eq!(
@@ -67,7 +78,7 @@ fn closed_pipe_exits_quietly() {
         .expect("run acker-run");
     // Close the read end before the run prints anything: its first write gets EPIPE.
     drop(child.stdout.take());
-    let o = child.wait_with_output().expect("wait for acker-run");
+    let o = common::wait_bounded(child, None, LIMIT, "acker-run | (closed pipe)");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stderr(&o), "");
     let _ = std::fs::remove_file(input);
@@ -137,7 +148,7 @@ fn bench_wordcount_min_mb_must_be_at_least_one() {
 
 #[test]
 fn help_documents_the_exit_statuses() {
-    let o = bin().arg("--help").output().expect("run acker-run --help");
+    let o = common::output_bounded(bin().arg("--help"), LIMIT, "acker-run --help");
     assert!(o.status.success());
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("Exit status: 0 on success"), "{help}");
@@ -176,12 +187,29 @@ fn acker_park_capacity_has_a_documented_limit() {
         "invalid value '99999999999999999999999' for '--acker-park-capacity \
          <ACKER_PARK_CAPACITY>': is too large (more than 2^64 - 1)",
     );
-    let o = bin()
-        .args(["wordcount", "--help"])
-        .output()
-        .expect("run acker-run wordcount --help");
+    let o = common::output_bounded(
+        bin().args(["wordcount", "--help"]),
+        LIMIT,
+        "acker-run wordcount --help",
+    );
     assert!(o.status.success());
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("0 to 16777216"), "{help}");
     assert!(help.contains("72 to 104 bytes a message"), "{help}");
+    // Every figure of the summary is explained, and the memory bound stated.
+    for figure in [
+        "exact ",
+        "at-least-once",
+        "at-most-once",
+        "lines: E emitted, R replayed",
+        "trees: A acked",
+        "complete latency",
+        "component table",
+        "__acker",
+        "elapsed",
+        "peak memory",
+        "2 x the input size + 200 MB",
+    ] {
+        assert!(help.contains(figure), "{figure:?} missing from {help}");
+    }
 }

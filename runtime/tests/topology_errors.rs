@@ -201,11 +201,18 @@ fn config_errors_and_warning() {
     );
     assert_eq!(
         bad(Config {
-            max_open_inputs: 0,
+            acker_capacity_roots: Some(0),
             ..Config::default()
         }),
         ConfigError::ZeroCapacity
     );
+    // Ignored since inputs keep their own state (no per-bolt table to size).
+    assert!(t
+        .plan(&Config {
+            max_open_inputs: 0,
+            ..Config::default()
+        })
+        .is_ok());
     // Storm's defaults.
     let d = Config::default();
     assert_eq!(d.message_timeout_ns, 30_000_000_000);
@@ -219,4 +226,19 @@ fn config_errors_and_warning() {
     };
     assert_eq!(w.warnings().len(), 1);
     assert!(w.warnings()[0].contains("timeouts are off"));
+    assert!(w.warnings()[0].contains("all 10 slots (max spout pending)"));
+    // Also with max spout pending unset (the issue: no warning before).
+    let w = Config {
+        enable_message_timeouts: false,
+        ..Config::default()
+    };
+    assert_eq!(w.warnings().len(), 1);
+    assert!(w.warnings()[0].contains("all 16384 slots (max spout pending, unset: the default cap)"));
+    // No acking, nothing pending: no warning.
+    let w = Config {
+        enable_message_timeouts: false,
+        num_ackers: 0,
+        ..Config::default()
+    };
+    assert!(w.warnings().is_empty());
 }

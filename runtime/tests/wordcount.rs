@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::Ordering;
 
-use acker_runtime::shell::{run, ShellOptions};
+mod common;
+
+use std::time::Duration;
+
+use acker_runtime::shell::ShellOptions;
 use acker_runtime::wordcount::{self, generate_sentences, top_words, Lines};
 use acker_runtime::Config;
 
@@ -49,14 +53,15 @@ fn count(text: &str, cores: usize, fail_rate: f64, seed: u64) -> Outcome {
             ..Config::default()
         })
         .unwrap();
-    let report = run(
+    let report = common::run_bounded(
         &plan,
         &ShellOptions {
             cores: Some(cores),
             ..ShellOptions::default()
         },
-    )
-    .unwrap();
+        Duration::from_secs(120),
+        &format!("word count on {cores} cores, fail rate {fail_rate}"),
+    );
     let s = report.spout_totals();
     let counts = std::mem::take(&mut *out.counts.lock().unwrap());
     Outcome {
@@ -74,7 +79,10 @@ fn count(text: &str, cores: usize, fail_rate: f64, seed: u64) -> Outcome {
 #[test]
 fn shakespeare_counts_are_exact_and_identical_across_cores_and_failures() {
     let Some(text) = shakespeare() else { return };
-    let non_empty = text.lines().filter(|l| !l.is_empty()).count() as u64;
+    let non_empty = text
+        .lines()
+        .filter(|l| l.split_whitespace().next().is_some())
+        .count() as u64;
     let words = wc_w(&text);
     assert_eq!(words, 202_651, "wc -w of tinyshakespeare");
 
@@ -139,6 +147,20 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_acker-run"))
 }
 
+/// How long one `acker-run` may take in these tests.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// `Command::output` with a bounded wait (see `common::wait_bounded`).
+trait OutputWithin {
+    fn output_within(&mut self, limit: Duration) -> std::process::Output;
+}
+impl OutputWithin for Command {
+    fn output_within(&mut self, limit: Duration) -> std::process::Output {
+        let what = format!("{self:?}");
+        common::output_bounded(self, limit, &what)
+    }
+}
+
 #[test]
 fn cli_json_on_shakespeare_matches_wc() {
     let Some(text) = shakespeare() else { return };
@@ -157,15 +179,17 @@ fn cli_json_on_shakespeare_matches_wc() {
             "--input",
         ])
         .arg(&path)
-        .output()
-        .unwrap();
+        .output_within(LIMIT);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let non_empty = text.lines().filter(|l| !l.is_empty()).count() as u64;
+    let non_empty = text
+        .lines()
+        .filter(|l| l.split_whitespace().next().is_some())
+        .count() as u64;
     assert_eq!(v["words_total"], wc_w(&text));
     assert_eq!(v["acked"], non_empty);
     assert_eq!(v["lines_emitted"], non_empty);
@@ -189,7 +213,9 @@ fn cli_json_on_shakespeare_matches_wc() {
 
 #[test]
 fn cli_default_run_and_human_output() {
-    let out = bin().args(["wordcount", "--cores", "1"]).output().unwrap();
+    let out = bin()
+        .args(["wordcount", "--cores", "1"])
+        .output_within(LIMIT);
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("top 10:"), "{s}");
@@ -201,8 +227,7 @@ fn cli_default_run_and_human_output() {
 fn cli_missing_file_and_bad_arguments_fail_clearly() {
     let out = bin()
         .args(["wordcount", "--input", "/definitely/not/here.txt"])
-        .output()
-        .unwrap();
+        .output_within(LIMIT);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -212,36 +237,40 @@ fn cli_missing_file_and_bad_arguments_fail_clearly() {
 
     let out = bin()
         .args(["wordcount", "--fail-rate", "1.5"])
-        .output()
-        .unwrap();
+        .output_within(LIMIT);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-rate"));
 
-    let out = bin().args(["wordcount", "--cores", "0"]).output().unwrap();
+    let out = bin()
+        .args(["wordcount", "--cores", "0"])
+        .output_within(LIMIT);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--cores must be at least 1"));
-    let out = bin().args(["wordcount", "--bogus"]).output().unwrap();
+    let out = bin().args(["wordcount", "--bogus"]).output_within(LIMIT);
     assert!(!out.status.success());
 }
 
 #[test]
-fn cli_warns_when_timeouts_off_with_max_spout_pending() {
-    let out = bin()
-        .args([
-            "wordcount",
-            "--cores",
-            "1",
-            "--timeout-secs",
-            "0",
-            "--max-spout-pending",
-            "100",
-            "--no-pin",
-            "--colocate-ackers",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"));
+fn cli_warns_when_timeouts_off_with_acking_on() {
+    for pending in [&["--max-spout-pending", "100"][..], &[]] {
+        let out = bin()
+            .args([
+                "wordcount",
+                "--cores",
+                "1",
+                "--timeout-secs",
+                "0",
+                "--no-pin",
+                "--colocate-ackers",
+            ])
+            .args(pending)
+            .output_within(LIMIT);
+        assert!(out.status.success());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"),
+            "{pending:?}"
+        );
+    }
 }
 
 /// Settings that could only crawl, exhaust memory or overflow are refused up front (exit 2).
@@ -266,9 +295,149 @@ fn cli_refuses_unusable_sizes() {
         ),
         (&["--cores", "100000"][..], "core(s) of this machine"),
     ] {
-        let out = bin().arg("wordcount").args(args).output().unwrap();
+        let out = bin().arg("wordcount").args(args).output_within(LIMIT);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// Runs `acker-run wordcount --json` with `args` (and `stdin`); returns the JSON summary.
+fn json_run(args: &[&str], stdin: Option<&[u8]>) -> serde_json::Value {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = bin()
+        .args(["wordcount", "--json", "--no-pin"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let (Some(mut sin), Some(b)) = (child.stdin.take(), stdin) {
+        // Written on a helper thread: a child that blocks on a full stdout must not hang us.
+        let b = b.to_vec();
+        std::thread::spawn(move || {
+            let _ = sin.write_all(&b);
+        });
+    }
+    let out = common::wait_bounded(child, None, LIMIT, &format!("acker-run {args:?}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The case, scaled down: one long line (here 16 MB, read from stdin) with
+/// a 1 s message timeout. Before the fix the line timed out and was replayed again and again, and
+/// `words_total` came out a multiple of `wc -w` (10x for a 20 MB line); its memory peaked at 58x
+/// the input. Now the line goes out as 64 KiB pieces, at most 1 MiB of them in flight.
+#[test]
+fn cli_one_long_line_with_a_short_timeout_counts_exactly_in_bounded_memory() {
+    let vocabulary = ["alpha", "be", "c", "delta", "echo", "fox"];
+    let mut text = String::new();
+    let mut i = 0usize;
+    while text.len() < 16_000_000 {
+        text.push_str(vocabulary[(i * 7 + i / 3) % vocabulary.len()]);
+        text.push(' ');
+        i += 1;
+    }
+    text.push('\n');
+    let v = json_run(
+        &["--cores", "2", "--timeout-secs", "1", "--input", "-"],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(wc_w(&text), 3_692_308);
+    assert_eq!(v["words_total"], 3_692_308);
+    assert_eq!(v["lines_total"], 1);
+    assert_eq!(v["pieces_total"], Lines::from_text(&text).pieces() as u64);
+    assert_eq!(v["pieces_total"], 245);
+    assert_eq!(
+        (v["timed_out"].as_u64(), v["replays"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(v["guarantee"], "exact");
+    assert_eq!(v["words_exact"], true);
+    // Peak memory at most 2 x the input + 200 MB (VmHWM, Linux).
+    if let Some(mb) = v["peak_rss_mb"].as_f64() {
+        assert!(mb <= 2.0 * 16.0 + 200.0, "peak {mb} MB");
+    }
+}
+
+/// The case: `--ackers 0 --fail-rate 0.1 --seed 3` on tinyshakespeare lost 20,991 words
+/// while the summary said "32777 acked, 0 failed" and "p50 0.0 us". Now it says what was lost.
+#[test]
+fn cli_at_most_once_reports_lines_lost_and_no_latency() {
+    let Some(text) = shakespeare() else { return };
+    let v = json_run(
+        &[
+            "--cores",
+            "2",
+            "--ackers",
+            "0",
+            "--fail-rate",
+            "0.1",
+            "--seed",
+            "3",
+            "--input",
+            "-",
+        ],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(v["words_total"], 181_660);
+    assert_eq!(wc_w(&text) - 181_660, 20_991);
+    assert_eq!(v["lines_lost"], 3_371);
+    assert_eq!(v["guarantee"], "at-most-once");
+    assert_eq!(v["words_exact"], false);
+    assert!(v["complete_latency_us"].is_null());
+    // With acking on, the same failures are replayed: exact, nothing lost.
+    let v = json_run(
+        &[
+            "--cores",
+            "2",
+            "--fail-rate",
+            "0.1",
+            "--seed",
+            "3",
+            "--input",
+            "-",
+        ],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(v["words_total"], wc_w(&text));
+    assert_eq!(
+        (v["lines_lost"].as_u64(), v["replays"].as_u64()),
+        (Some(0), Some(3_371))
+    );
+    assert_eq!(v["guarantee"], "exact");
+    assert!(v["complete_latency_us"]["p50"].as_f64().unwrap() > 0.0);
+}
+
+/// Input that is not UTF-8 is refused, naming the offset of the first bad byte.
+#[test]
+fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = bin()
+        .args(["wordcount", "--input", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"one two\nth\xffree\n")
+        .unwrap();
+    let out = common::wait_bounded(child, None, LIMIT, "acker-run on non-UTF-8 input");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("input standard input is not UTF-8: invalid byte at offset 10"),
+        "{err}"
+    );
 }

@@ -49,9 +49,42 @@ struct Cli {
     command: Command,
 }
 
+/// What `acker-run wordcount --help` says about its summary and its memory.
+const WORDCOUNT_HELP: &str = "\
+The summary (and the same figures in --json):
+  words: N total, D distinct   the counts, labelled with what they guarantee:
+     exact            every line was counted once: words_total equals `wc -w` of the input;
+     at-least-once    some trees timed out and were replayed (timed_out > 0): words of an
+                      attempt that timed out may have been counted already, so the totals may
+                      exceed `wc -w`; the replays are printed beside them;
+     at-most-once     with --ackers 0 nothing is tracked or replayed: lines_lost lines whose
+                      tree failed were dropped, and their words are missing.
+  lines: E emitted, R replayed   pieces emitted once each, and re-emitted after a fail or a
+     timeout. A line that holds no word (empty or only whitespace) is not emitted; a line over
+     64 KiB is cut at whitespace into pieces of at most 64 KiB, each emitted as a line of its
+     own (its own tuple tree), so `pieces_total` may exceed `lines_total`.
+  trees: A acked, F failed, T timed out   spout-side decisions: completed trees, trees failed
+     by a bolt (--fail-rate), trees failed by the message timeout.
+  elapsed            wall time from start to the end of the drain; lines/s = trees acked per
+     second, words/s = words_total per second.
+  peak memory        the process's peak resident memory (VmHWM, Linux; peak_rss_mb).
+  complete latency   from the spout's emit of a line to the moment the acker's completion notice
+     left for the spout (p50, p99, max over acked trees); 'not measured' with --ackers 0.
+  component table    per component, summed over its tasks: emitted = emit calls by user code
+     (lines: one per line emitted or replayed; split: one per word); executed = inputs handed
+     to the bolt (__acker: acker messages applied: inits, acks, fails); acked / failed = inputs
+     acked or failed by the bolt (lines: trees completed / failed; __acker: trees decided);
+     timed out = the spout's timeouts. __acker is the acker tasks.
+Progress: when stderr is a terminal, a progress line (lines acked of the total) appears on it
+once a run has lasted a second, and is cleared at the end.
+Memory: the input is held once (no per-line index), and a spout keeps at most 1 MiB of text in
+flight, so the peak stays under 2 x the input size + 200 MB whatever the lines look like
+(reading a file briefly holds it twice); peak_rss_mb reports it (Linux).";
+
 #[derive(Subcommand)]
 enum Command {
     /// Word count with guaranteed processing.
+    #[command(after_help = WORDCOUNT_HELP)]
     Wordcount(WordcountArgs),
     /// Benchmarks (throughput figures for benches/RESULTS.md).
     #[command(subcommand)]
@@ -129,7 +162,8 @@ struct RunArgs {
 
 #[derive(Args)]
 struct WordcountArgs {
-    /// Text file to count (default: built-in deterministic sentences).
+    /// UTF-8 text file to count, `-` for standard input (default: built-in deterministic
+    /// sentences). Input that is not UTF-8 is refused, naming the offset of the first bad byte.
     #[arg(long)]
     input: Option<std::path::PathBuf>,
     /// Probability that the split bolt fails a line the first time it sees it.
@@ -321,6 +355,92 @@ fn check_run(run: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads `path` (`-`: standard input) as UTF-8 text; not UTF-8 is an error naming the offset
+/// of the first bad byte.
+fn read_text(path: &std::path::Path) -> Result<String, String> {
+    let name = if path == std::path::Path::new("-") {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let bytes = if path == std::path::Path::new("-") {
+        let mut b = Vec::new();
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut b).map(|_| {
+            // The buffer grew by doubling: give the slack back before the text is copied.
+            b.shrink_to_fit();
+            b
+        })
+    } else {
+        std::fs::read(path)
+    }
+    .map_err(|e| format!("cannot read input {name}: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "input {name} is not UTF-8: invalid byte at offset {} (0-based)",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// The peak resident memory of this process in MB (`VmHWM`, Linux; `None` elsewhere).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1000.0)
+}
+
+/// A progress line on stderr (lines acked of the total) while a run goes on, shown only when
+/// stderr is a terminal and the run has lasted a second; it disappears when dropped.
+struct Progress {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(stats: std::sync::Arc<wordcount::SpoutStats>, total: u64) -> Self {
+        use std::io::IsTerminal;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = io::stderr().is_terminal().then(|| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_secs(1) {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let bar = indicatif::ProgressBar::with_draw_target(
+                    Some(total),
+                    indicatif::ProgressDrawTarget::stderr(),
+                )
+                .with_elapsed(t0.elapsed());
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{elapsed_precise} {wide_bar} {pos}/{len} lines acked",
+                ) {
+                    bar.set_style(style);
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    bar.set_position(stats.acked.load(Ordering::Relaxed));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                bar.finish_and_clear();
+            })
+        });
+        Self { stop, thread }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     check_run(&args.run)?;
     if !(0.0..1.0).contains(&args.fail_rate) {
@@ -344,8 +464,7 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
         );
     }
     let text = match &args.input {
-        Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| format!("cannot read input {}: {e}", p.display()))?,
+        Some(p) => read_text(p)?,
         None => generate_sentences(BUILTIN_LINES, args.run.seed),
     };
     let lines = Lines::from_text(&text);
@@ -354,7 +473,10 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     let (topology, outputs) =
         wordcount::topology(lines.clone(), n, args.fail_rate).map_err(|e| e.to_string())?;
     let plan = plan(&topology, &args.run)?;
-    let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string())?;
+    let progress = Progress::start(outputs.stats.clone(), lines.pieces() as u64);
+    let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string());
+    drop(progress);
+    let report = report?;
     let counts: BTreeMap<String, u64> =
         std::mem::take(&mut *outputs.counts.lock().unwrap_or_else(|p| p.into_inner()));
     let words_total: u64 = counts.values().sum();
@@ -363,21 +485,42 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     let stats = &outputs.stats;
     let (p50, p99, max) = percentiles_us(&report);
     let elapsed_ms = report.elapsed.as_secs_f64() * 1e3;
+    let replays = stats.replays.load(Ordering::Relaxed);
+    // At-most-once: a line whose tree failed (at the split bolt) is not replayed.
+    let lines_lost = match args.run.ackers {
+        0 => report.components.get("split").map_or(0, |c| c.failed),
+        _ => 0,
+    };
+    let guarantee = if args.run.ackers == 0 {
+        "at-most-once"
+    } else if spout.timed_out > 0 {
+        "at-least-once"
+    } else {
+        "exact"
+    };
+    let words_exact = lines_lost == 0 && spout.timed_out == 0;
+    let latency_measured = args.run.ackers > 0;
+    let peak_mb = peak_rss_mb();
     let mut out = io::stdout().lock();
     if args.json {
         let v = serde_json::json!({
             "lines_total": lines.len(),
+            "pieces_total": lines.pieces(),
             "lines_emitted": stats.lines_emitted.load(Ordering::Relaxed),
             "acked": spout.acked,
             "failed": spout.failed,
             "timed_out": spout.timed_out,
-            "replays": stats.replays.load(Ordering::Relaxed),
+            "replays": replays,
+            "lines_lost": lines_lost,
+            "guarantee": guarantee,
+            "words_exact": words_exact,
             "words_total": words_total,
             "distinct_words": counts.len(),
             "top": top.iter().map(|(w, c)| serde_json::json!({"word": w, "count": c})).collect::<Vec<_>>(),
             "elapsed_ms": elapsed_ms,
             "words_per_sec": words_total as f64 / report.elapsed.as_secs_f64().max(1e-9),
-            "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
+            "complete_latency_us": latency_measured.then(|| serde_json::json!({"p50": p50, "p99": p99, "max": max})),
+            "peak_rss_mb": peak_mb,
             "cores": report.cores,
             "ackers": args.run.ackers,
             "undecided": report.undecided_roots,
@@ -396,7 +539,7 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
     } else {
         writeln!(
             out,
-            "word count on {} ({} non-empty lines), {} cores, {} acker(s)",
+            "word count on {} ({} lines holding words), {} cores, {} acker(s)",
             args.input
                 .as_ref()
                 .map(|p| p.display().to_string())
@@ -405,7 +548,22 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
             report.cores,
             args.run.ackers
         )?;
-        writeln!(out, "words: {words_total} total, {} distinct", counts.len())?;
+        let label = match guarantee {
+            "exact" => "exact: every line counted once".to_string(),
+            "at-least-once" => format!(
+                "at-least-once: {} trees timed out and {replays} replays followed; words of an \
+                 attempt that timed out may be counted twice",
+                spout.timed_out
+            ),
+            _ => format!(
+                "at-most-once: {lines_lost} lines lost (failed, not replayed), their words missing"
+            ),
+        };
+        writeln!(
+            out,
+            "words: {words_total} total, {} distinct ({label})",
+            counts.len()
+        )?;
         writeln!(out, "top 10:")?;
         for (w, c) in &top {
             writeln!(out, "  {c:>10}  {w}")?;
@@ -426,10 +584,20 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
             spout.acked as f64 / report.elapsed.as_secs_f64().max(1e-9),
             words_total as f64 / report.elapsed.as_secs_f64().max(1e-9)
         )?;
-        writeln!(
-            out,
-            "complete latency: p50 {p50:.1} us, p99 {p99:.1} us, max {max:.1} us"
-        )?;
+        if latency_measured {
+            writeln!(
+                out,
+                "complete latency: p50 {p50:.1} us, p99 {p99:.1} us, max {max:.1} us"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "complete latency: not measured (at-most-once: no acker tracks the trees)"
+            )?;
+        }
+        if let Some(mb) = peak_mb {
+            writeln!(out, "peak memory: {mb:.0} MB")?;
+        }
         writeln!(
             out,
             "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10}",

@@ -1,0 +1,474 @@
+//! The executors: spout, bolt and acker tasks as pure single-threaded state machines, one file
+//! each (`spout.rs`, `bolt.rs`, `acker.rs`), and the router that picks destination tasks
+//! (`router.rs`). The user's side (the [`Spout`], [`Bolt`] and [`BasicBolt`] traits, the output
+//! collectors, [`Input`]) is in [`crate::api`]; it is re-exported here, where it used to live.
+//!
+//! Dependencies run one way: `message` ← `executor::router` ← `api` ← `topology` ← `executor`
+//! (no module imports one that imports it back).
+//!
+//! # Contract (what a shell relies on)
+//!
+//! An [`Executor`] is built fresh for one task by [`Plan::build_executor`] (which calls the
+//! user's factory and then `open` / `prepare`). After that it is driven only through:
+//!
+//! - [`Executor::handle`]`(message, now_ns, outbox)`: one message in; whatever the executor wants
+//!   sent is appended to `outbox` as [`Envelope`](crate::Envelope)s addressed by task id;
+//! - [`Executor::next_tuple`]`(now_ns, outbox)`: for spouts, calls the user's `next_tuple` once if
+//!   [`Executor::can_emit`] (max spout pending not reached); a no-op for bolts and ackers;
+//! - [`Executor::shutdown`]: calls `close` / `cleanup`.
+//!
+//! `now_ns` is the shell's clock in ns since the run started (injected, never read here), and must
+//! not go backwards (except for a `Notice`, which a shell may hand over stamped with the time it
+//! was sent: see [complete latency](Executor::complete_latency_ns)). An executor reads no clock, spawns nothing, does no I/O, and draws randomness
+//! only from xoshiro streams seeded from (topology seed, task id), so the same messages at the same
+//! times give the same outbox contents, byte for byte. Dropping an executor and building it again
+//! models a crash and restart: every bit of its state is lost.
+//!
+//! What each executor does with each message (Storm 2.x semantics):
+//!
+//! | executor | `Tuple` | `Acker` | `Notice` | `Tick` |
+//! | --- | --- | --- | --- | --- |
+//! | spout | ignored (counted) | ignored (counted) | `Completed` → user `ack`, `Failed` → user `fail`, `Reset` → restart timeout | pending tuples older than the message timeout → user `fail` (counted as timed out) |
+//! | bolt | user `execute`; emits/acks/fails go out as tuples and acker messages | ignored | ignored | nothing |
+//! | acker | ignored | applied to the acker table; a decision → `Notice` to the spout task | ignored | expiry of old entries |
+//!
+//! Per-executor [`ExecutorCounters`] count what happened; spouts also keep a histogram of the
+//! complete latency of every acked tuple ([`Executor::complete_latency_ns`]).
+
+mod acker;
+mod bolt;
+pub(crate) mod router;
+mod spout;
+
+use std::fmt;
+use std::rc::Rc;
+
+use acker_core::{
+    AckerMessage, AckerTable, IdGenerator, PendingSlot, SpoutConfig, SpoutPending, TaskId,
+};
+use hdrhistogram::Histogram;
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+// The user API, re-exported where it used to live (`acker_runtime::executor::Spout`, ...).
+pub use crate::api::{
+    BasicBolt, BasicBoltAdapter, BasicOutputCollector, Bolt, EmitError, ExecutorCounters,
+    FailedException, Input, OutputCollector, Spout, SpoutOutputCollector, TopologyContext,
+};
+pub use acker::AckerExecutor;
+pub use bolt::BoltExecutor;
+pub use spout::SpoutExecutor;
+
+use crate::message::{Message, Notice, Outbox, StreamId, Tuple, DEFAULT_STREAM};
+use crate::park::ParkQueue;
+use crate::topology::{Placement, Plan, TaskKind};
+use router::{splitmix64, AckerRoute, RouteState, Router};
+
+/// A fresh histogram for complete latencies in ns (1 ns to 1 hour, 3 significant figures).
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// The seed of task `task`'s xoshiro stream in a topology seeded with `topology_seed`.
+pub fn task_seed(topology_seed: u64, task: TaskId) -> u64 {
+    splitmix64(topology_seed ^ splitmix64(task as u64 + 1))
+}
+
+/// One task's executor: a spout, a bolt or an acker (see the [module docs](self) for the contract).
+// Executors are few and long-lived: keeping them unboxed saves an indirection per message.
+#[allow(clippy::large_enum_variant)]
+pub enum Executor {
+    /// A spout task.
+    Spout(SpoutExecutor),
+    /// A bolt task.
+    Bolt(BoltExecutor),
+    /// An acker task.
+    Acker(AckerExecutor),
+}
+
+impl fmt::Debug for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor")
+            .field("task", &self.task())
+            .field("kind", &self.kind())
+            .field("counters", &self.counters())
+            .finish()
+    }
+}
+
+impl Executor {
+    /// The task id.
+    pub fn task(&self) -> TaskId {
+        match self {
+            Executor::Spout(e) => e.task,
+            Executor::Bolt(e) => e.task,
+            Executor::Acker(e) => e.task,
+        }
+    }
+
+    /// Spout, bolt or acker.
+    pub fn kind(&self) -> TaskKind {
+        match self {
+            Executor::Spout(_) => TaskKind::Spout,
+            Executor::Bolt(_) => TaskKind::Bolt,
+            Executor::Acker(_) => TaskKind::Acker,
+        }
+    }
+
+    /// Handles one message at `now_ns`, appending what it sends to `out`.
+    pub fn handle(&mut self, message: Message, now_ns: u64, out: &mut Outbox) {
+        match message {
+            Message::Tuple(t) => self.handle_tuple(t, now_ns, out),
+            Message::Acker(m) => self.handle_acker(m, out),
+            Message::Notice(n) => self.handle_notice(n, now_ns),
+            Message::Tick => self.handle_tick(now_ns, out),
+        }
+    }
+
+    /// [`handle`](Self::handle) for a data tuple.
+    #[inline]
+    pub(crate) fn handle_tuple(&mut self, tuple: Tuple, now_ns: u64, out: &mut Outbox) {
+        match self {
+            Executor::Bolt(e) => e.handle(tuple, now_ns, out),
+            Executor::Spout(e) => e.counters.ignored += 1,
+            Executor::Acker(e) => e.counters.ignored += 1,
+        }
+    }
+
+    /// [`handle`](Self::handle) for an acker message (a shell's control lane calls it without
+    /// building a whole [`Message`]).
+    #[inline]
+    pub(crate) fn handle_acker(&mut self, m: AckerMessage, out: &mut Outbox) {
+        match self {
+            Executor::Acker(e) => e.acker_message(m, out),
+            Executor::Spout(e) => e.counters.ignored += 1,
+            Executor::Bolt(e) => e.counters.ignored += 1,
+        }
+    }
+
+    /// [`handle`](Self::handle) for an acker's notice. A user `ack` / `fail` may not emit, so
+    /// nothing is sent. The thread-per-core shell passes the time the notice was *sent* as
+    /// `now_ns`, so that complete latency ends when the acker's notice left for the spout.
+    #[inline]
+    pub(crate) fn handle_notice(&mut self, n: Notice, now_ns: u64) {
+        match self {
+            Executor::Spout(e) => e.notice(n, now_ns),
+            Executor::Bolt(e) => e.counters.ignored += 1,
+            Executor::Acker(e) => e.counters.ignored += 1,
+        }
+    }
+
+    /// [`handle`](Self::handle) for a tick. An acker may apply parked messages (expiry freed
+    /// slots), so decisions can go out.
+    #[inline]
+    pub(crate) fn handle_tick(&mut self, now_ns: u64, out: &mut Outbox) {
+        match self {
+            Executor::Spout(e) => e.tick(now_ns),
+            Executor::Bolt(_) => {}
+            Executor::Acker(e) => e.tick(now_ns, out),
+        }
+    }
+
+    /// For a spout that [`can_emit`](Self::can_emit): calls the user's `next_tuple` once at
+    /// `now_ns` and returns `true`. Otherwise (throttled, or not a spout) does nothing and returns
+    /// `false`.
+    pub fn next_tuple(&mut self, now_ns: u64, out: &mut Outbox) -> bool {
+        match self {
+            Executor::Spout(e) => e.next_tuple(now_ns, out),
+            _ => false,
+        }
+    }
+
+    /// Whether this is a spout below max spout pending (so `next_tuple` would be called).
+    pub fn can_emit(&self) -> bool {
+        match self {
+            Executor::Spout(e) => !e.pending.is_full(),
+            _ => false,
+        }
+    }
+
+    /// For a spout: whether the user's spout reports it is done ([`Spout::is_done`]).
+    /// Bolts and ackers are always done.
+    pub fn is_done(&self) -> bool {
+        match self {
+            Executor::Spout(e) => e.user.is_done(),
+            _ => true,
+        }
+    }
+
+    /// Roots pending at a spout (0 for bolts), or live in an acker's table.
+    pub fn pending_roots(&self) -> usize {
+        match self {
+            Executor::Spout(e) => e.pending.len(),
+            Executor::Bolt(_) => 0,
+            Executor::Acker(e) => e.table.len(),
+        }
+    }
+
+    /// Messages an acker holds in its park queue, waiting for a free table slot (see
+    /// [`AckerExecutor`]); 0 for spouts and bolts.
+    pub fn parked_messages(&self) -> usize {
+        match self {
+            Executor::Acker(e) => e.parked.len(),
+            _ => 0,
+        }
+    }
+
+    /// Inputs a bolt's user code holds (handed to `execute`, neither acked, failed nor
+    /// dropped yet; expired ones included); 0 for spouts and ackers.
+    pub fn open_inputs(&self) -> usize {
+        match self {
+            Executor::Bolt(e) => e.ledger.live.get() as usize,
+            _ => 0,
+        }
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> ExecutorCounters {
+        match self {
+            Executor::Spout(e) => e.counters,
+            Executor::Bolt(e) => ExecutorCounters {
+                inputs_dropped_unacked: e.ledger.dropped.get(),
+                ..e.counters
+            },
+            Executor::Acker(e) => e.counters,
+        }
+    }
+
+    /// For a spout: the complete latency of every tree acked by an acker, in ns: from the
+    /// spout's `now_ns` at the emit to the `now_ns` its `Completed` notice was handed over with.
+    /// The thread-per-core shell hands a notice over with the time the acker's thread sent it,
+    /// so time the notice waits for the spout's thread (busy in user code, or behind the per-turn
+    /// batch limit) is not counted; the local shell and the simulator deliver it at once (the
+    /// simulator after its simulated link delay). `None` for bolts and ackers.
+    pub fn complete_latency_ns(&self) -> Option<&Histogram<u64>> {
+        match self {
+            Executor::Spout(e) => Some(&e.latency_ns),
+            _ => None,
+        }
+    }
+
+    /// Calls the user's `close` / `cleanup` (nothing for ackers).
+    pub fn shutdown(&mut self) {
+        match self {
+            Executor::Spout(e) => e.user.close(),
+            Executor::Bolt(e) => e.user.cleanup(),
+            Executor::Acker(_) => {}
+        }
+    }
+}
+
+impl Router {
+    /// The router of task `task` of component `component`.
+    fn new(
+        plan: &Plan,
+        component: usize,
+        task: TaskId,
+        placement: &Placement,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> Self {
+        let comp = &plan.topology.inner.components[component];
+        let me = placement.worker(task);
+        let streams = comp
+            .routes
+            .iter()
+            .map(|routes| {
+                routes
+                    .iter()
+                    .map(|r| {
+                        let tasks: Vec<TaskId> = r.dest_tasks.clone().collect();
+                        let local: Vec<TaskId> = tasks
+                            .iter()
+                            .copied()
+                            .filter(|&t| placement.worker(t) == me)
+                            .collect();
+                        let _ = r.dest_component;
+                        RouteState {
+                            kind: r.kind.clone(),
+                            next: (rng.next_u64() % tasks.len().max(1) as u64) as usize,
+                            tasks,
+                            local,
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let names = plan.stream_names(component);
+        let default_stream = names
+            .iter()
+            .position(|s| s == DEFAULT_STREAM)
+            .map(|i| i as StreamId);
+        Self {
+            streams,
+            names,
+            field_counts: plan.stream_field_counts(component),
+            default_stream,
+        }
+    }
+}
+
+/// Why [`Plan::build_executor`] could not build a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// The plan has no such task.
+    UnknownTask(TaskId),
+    /// acker-core refused a capacity or timeout derived from the config (not expected after
+    /// [`Topology::plan`](crate::Topology::plan) checked it).
+    Config(TaskId),
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::UnknownTask(t) => write!(f, "no task {t} in the plan"),
+            BuildError::Config(t) => write!(f, "task {t}: capacity or timeout refused"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+impl Plan {
+    /// Builds task `task`'s executor fresh: a new user instance from the component's factory
+    /// (then `open` / `prepare`), or a new acker with an empty table. Its randomness is seeded from
+    /// ([`Config::seed`](crate::Config::seed), `task`) only. `placement` says which worker every
+    /// task is in (used by local-or-shuffle grouping).
+    ///
+    /// To restart a task after a crash use [`restart_executor`](Self::restart_executor): a
+    /// second executor built here for the same task would draw the same root ids as the first
+    /// and take the acker's notices for its predecessor's trees as its own.
+    ///
+    /// # Errors
+    /// [`BuildError::UnknownTask`] for a task id beyond the plan.
+    pub fn build_executor(
+        &self,
+        task: TaskId,
+        placement: &Placement,
+    ) -> Result<Executor, BuildError> {
+        self.restart_executor(task, placement, 0)
+    }
+
+    /// Builds incarnation `incarnation` of task `task`'s executor, for a restart after a crash
+    /// (state lost, as in a real crash). Incarnation 0 is [`build_executor`](Self::build_executor);
+    /// every other incarnation draws its root and edge ids from its own stream, seeded from
+    /// ([`Config::seed`](crate::Config::seed), `task`, `incarnation`), so a restarted spout never
+    /// hands out its predecessor's root ids (a Storm spout restarted in a new worker likewise draws
+    /// fresh random ids) and late notices for the old roots are ignored and counted.
+    ///
+    /// # Errors
+    /// [`BuildError::UnknownTask`] for a task id beyond the plan.
+    pub fn restart_executor(
+        &self,
+        task: TaskId,
+        placement: &Placement,
+        incarnation: u64,
+    ) -> Result<Executor, BuildError> {
+        let info = self
+            .tasks()
+            .get(task as usize)
+            .ok_or(BuildError::UnknownTask(task))?;
+        let seed = match incarnation {
+            0 => task_seed(self.config.seed, task),
+            n => splitmix64(task_seed(self.config.seed, task) ^ splitmix64(n)),
+        };
+        let ackers = AckerRoute {
+            base: self.acker_tasks().start,
+            count: self.config.num_ackers,
+        };
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        match info.kind {
+            TaskKind::Acker => {
+                let timeout = self.config.timeout_ns().unwrap_or(u64::MAX);
+                let table =
+                    AckerTable::new(vec![acker_core::Slot::EMPTY; self.acker_capacity], timeout)
+                        .map_err(|_| BuildError::Config(task))?;
+                Ok(Executor::Acker(AckerExecutor {
+                    task,
+                    table,
+                    counters: ExecutorCounters::default(),
+                    parked: ParkQueue::with_capacity(self.acker_park_capacity),
+                }))
+            }
+            TaskKind::Spout | TaskKind::Bolt => {
+                let comp = self
+                    .component_of(task)
+                    .ok_or(BuildError::UnknownTask(task))?;
+                let c = &self.topology.inner.components[comp];
+                let context = TopologyContext {
+                    task,
+                    component: c.id.clone(),
+                    component_tasks: c.tasks.clone(),
+                    task_index: info.index,
+                    num_ackers: self.config.num_ackers,
+                    topology_seed: self.config.seed,
+                    output_streams: self.stream_names(comp),
+                };
+                let router = Router::new(self, comp, task, placement, &mut rng);
+                let max_fanout: usize = c
+                    .routes
+                    .iter()
+                    .map(|r| r.iter().map(|d| d.dest_tasks.len()).sum::<usize>())
+                    .max()
+                    .unwrap_or(0);
+                let sub_seed = rng.next_u64();
+                if let Some(f) = self.spout_factory(comp) {
+                    let mut user = f();
+                    user.open(&context);
+                    let cap = self.config.pending_capacity();
+                    let pending = SpoutPending::new(
+                        (0..cap.saturating_mul(2))
+                            .map(|_| PendingSlot::default())
+                            .collect::<Vec<_>>(),
+                        SpoutConfig {
+                            spout_task: task,
+                            num_ackers: self.config.num_ackers,
+                            max_spout_pending: cap,
+                            message_timeout_ns: self.config.timeout_ns(),
+                            seed: sub_seed,
+                        },
+                    )
+                    .map_err(|_| BuildError::Config(task))?;
+                    Ok(Executor::Spout(SpoutExecutor {
+                        task,
+                        user,
+                        pending,
+                        router,
+                        counters: ExecutorCounters::default(),
+                        latency_ns: latency_histogram(),
+                        dests: Vec::with_capacity(max_fanout),
+                        edges: Vec::with_capacity(max_fanout),
+                        acked_at_once: Vec::with_capacity(16),
+                        ackers,
+                    }))
+                } else {
+                    let f = self
+                        .bolt_factory(comp)
+                        .ok_or(BuildError::UnknownTask(task))?;
+                    let mut user = f();
+                    user.prepare(&context);
+                    Ok(Executor::Bolt(BoltExecutor {
+                        task,
+                        user,
+                        ids: IdGenerator::from_seed(sub_seed),
+                        ledger: Rc::default(),
+                        input_ttl_ns: self.config.timeout_ns().map(|t| t.saturating_mul(2)),
+                        router,
+                        counters: ExecutorCounters::default(),
+                        dests: Vec::with_capacity(max_fanout),
+                        ackers,
+                    }))
+                }
+            }
+        }
+    }
+
+    /// Builds every task's executor, in task-id order.
+    ///
+    /// # Errors
+    /// As [`build_executor`](Self::build_executor) (not expected for a plan's own tasks).
+    pub fn build_all(&self, placement: &Placement) -> Result<Vec<Executor>, BuildError> {
+        (0..self.tasks().len())
+            .map(|t| self.build_executor(t as TaskId, placement))
+            .collect()
+    }
+}

@@ -1,0 +1,59 @@
+//! Bounded waits for the tests: a run of a topology, or of the `acker-run` binary, that does not
+//! finish in time fails the test, saying what it waited for, instead of hanging it.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use acker_runtime::shell::{run, RunReport, ShellOptions};
+use acker_runtime::Plan;
+
+/// Runs `plan` on a helper thread; panics naming `what` if it does not finish within `limit`
+/// (a deadlock, or a drain that never ends) or fails.
+pub fn run_bounded(plan: &Plan, options: &ShellOptions, limit: Duration, what: &str) -> RunReport {
+    let (tx, rx) = mpsc::channel();
+    let (plan, options) = (plan.clone(), options.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&plan, &options));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(r) => r.unwrap_or_else(|e| panic!("{what}: the run failed: {e}")),
+        Err(_) => panic!("{what}: the run did not finish within {limit:?}"),
+    }
+}
+
+/// Waits for `child` (after writing `stdin` to it, if piped); kills it and panics naming `what`
+/// if it has not exited within `limit`.
+pub fn wait_bounded(mut child: Child, stdin: Option<&[u8]>, limit: Duration, what: &str) -> Output {
+    if let Some(mut sin) = child.stdin.take() {
+        if let Some(b) = stdin {
+            // A child that exits early closes the pipe: that is its answer, not ours to judge.
+            let _ = sin.write_all(b);
+        }
+    }
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(o) => o.unwrap_or_else(|e| panic!("{what}: cannot wait for it: {e}")),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("{what}: did not exit within {limit:?} (killed)")
+        }
+    }
+}
+
+/// Runs `cmd` to completion with stdout and stderr captured, within `limit` (see
+/// [`wait_bounded`]).
+pub fn output_bounded(cmd: &mut Command, limit: Duration, what: &str) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start it: {e}"));
+    wait_bounded(child, None, limit, what)
+}
