@@ -6,7 +6,8 @@
 //! the spout first reads offset `i · tuples / (k + 1)`), so each fault strikes a running,
 //! saturated topology and the recoveries do not overlap.
 
-use crate::engine::{Outcome, RunError, Sim};
+use crate::components::Sim;
+use crate::engine::{Outcome, RunError};
 use crate::fault::{FaultKind, FaultSpec};
 use crate::scenario::{Guarantee, Scenario};
 use serde::Serialize;

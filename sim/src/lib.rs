@@ -40,8 +40,10 @@ pub mod source;
 pub mod trace;
 pub mod units;
 
-pub use engine::{Outcome, RunError, Sim};
+pub use components::Sim;
+pub use engine::{ComponentCounters, Outcome, RunError, SimOptions, Simulation};
 pub use fault::{Fault, FaultKind, FaultSpec, Trigger};
+pub use oracle::{Callbacks, Violation};
 pub use queue::EventQueue;
 pub use scenario::{Guarantee, PlantedBug, Scenario, ScenarioError};
 pub use trace::Trace;

@@ -8,10 +8,10 @@
 //! [`EXIT_STATUS_HELP`] for the exit statuses, also shown under `--help`).
 
 use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
-use acker_sim::engine::Sim;
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::units::parse_duration_ns;
+use acker_sim::Sim;
 use acker_sim::{experiment, search};
 use clap::{Args, Parser, Subcommand};
 use std::io::{self, Write};
@@ -154,7 +154,7 @@ struct SimArgs {
     /// the schedule.
     #[arg(long, allow_hyphen_values = true, value_parser = positive_duration)]
     time_limit: Option<u64>,
-    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed).
+    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed, sink-without-dedup).
     #[arg(long)]
     planted_bug: Option<String>,
 }

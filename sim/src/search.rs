@@ -6,7 +6,8 @@
 //! The result has the fewest faults this greedy search finds, each at its earliest violating
 //! trigger, and is replayed by [`replay_command`].
 
-use crate::engine::{Outcome, Sim};
+use crate::components::Sim;
+use crate::engine::Outcome;
 use crate::fault::{self, Fault, FaultSpec, Trigger};
 use crate::rng;
 use crate::scenario::{rng_streams, Guarantee, Scenario, ScenarioError};
