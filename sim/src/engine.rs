@@ -4,7 +4,7 @@
 //! [`SimOptions`] (seed, placement of tasks on workers, link latency, service times, restart and
 //! partition durations, time limit, fault schedule). Each task is an [`Executor`] built by the
 //! runtime itself from the component's own factory; the engine only carries
-//! [`Envelope`](acker_runtime::Envelope)s between them over simulated links, gives each task a
+//! [`Envelope`]s between them over simulated links, gives each task a
 //! service time per message, feeds ticks, and injects faults:
 //!
 //! - **Links.** Each ordered pair of workers is one link: a message's latency is drawn uniformly
@@ -34,7 +34,7 @@
 use crate::fault::{
     self, ExpandContext, Fault, FaultError, FaultKind, FaultSpec, TargetCounts, Trigger,
 };
-use crate::oracle::{Callbacks, Violation, Watch};
+use crate::oracle::{SpoutCallbacks, Violation, Watch};
 use crate::queue::EventQueue;
 use crate::rng::{self, SimRng};
 use crate::scenario::{rng_streams, PlantedBug, ScenarioError};
@@ -221,7 +221,7 @@ pub struct Outcome {
     pub components: Vec<ComponentCounters>,
     /// Every spout component's callbacks, by message id: emits, acks and fails seen from outside
     /// the spout.
-    pub callbacks: BTreeMap<String, BTreeMap<MessageId, Callbacks>>,
+    pub callbacks: BTreeMap<String, SpoutCallbacks>,
     /// Exceptions injected around bolts' `execute`.
     pub exceptions: u64,
     /// Most roots any acker table held.

@@ -25,8 +25,30 @@ use crate::scenario::Guarantee;
 use crate::source::{CallbackError, SinkStore};
 use acker_core::TaskId;
 use acker_runtime::{MessageId, Plan, TaskKind};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A fixed (unseeded) hasher for message ids: the maps it serves are only looked up, never
+/// iterated into an output in hash order, so runs stay deterministic.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        crate::rng::mix64(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+type IdMap<V> = HashMap<MessageId, V, BuildHasherDefault<IdHasher>>;
 
 /// One oracle violation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,11 +225,63 @@ pub struct Callbacks {
     pub fails: u32,
 }
 
+/// One message id of one spout task: its callbacks so far, and its undecided emits of the
+/// current incarnation (the oldest emit time, then the later ones in order: usually none, so no
+/// allocation). One hash lookup per emit and per callback.
+struct IdState {
+    cb: Callbacks,
+    /// Emit time of the oldest undecided emit; `u64::MAX`: none.
+    open_first_ns: u64,
+    open_more: std::collections::VecDeque<u64>,
+}
+
+/// A spout component's callbacks by message id, sorted by message id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpoutCallbacks(Vec<(MessageId, Callbacks)>);
+
+impl SpoutCallbacks {
+    /// The callbacks of `msg_id`, if it was ever emitted or called back.
+    pub fn get(&self, msg_id: MessageId) -> Option<&Callbacks> {
+        self.0
+            .binary_search_by_key(&msg_id, |&(k, _)| k)
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// Every message id with its callbacks, by message id.
+    pub fn iter(&self) -> impl Iterator<Item = (MessageId, &Callbacks)> {
+        self.0.iter().map(|(k, c)| (*k, c))
+    }
+
+    /// Message ids seen.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no message id was seen.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::ops::Index<MessageId> for SpoutCallbacks {
+    type Output = Callbacks;
+
+    /// # Panics
+    /// If `msg_id` was never emitted nor called back (use [`SpoutCallbacks::get`] otherwise).
+    fn index(&self, msg_id: MessageId) -> &Callbacks {
+        match self.get(msg_id) {
+            Some(c) => c,
+            None => panic!("message id {msg_id} was never emitted nor called back"),
+        }
+    }
+}
+
 struct SpoutWatch {
     component: usize,
-    /// Undecided emits of the current incarnation: (message id, sequence) -> emit time.
-    open: BTreeMap<(MessageId, u64), u64>,
-    seq: u64,
+    ids: IdMap<IdState>,
+    /// Undecided emits of the current incarnation.
+    open_len: u64,
 }
 
 /// The generic spout oracles' state: every tracked emit and callback of every spout task (see
@@ -216,7 +290,6 @@ pub struct Watch {
     spouts: BTreeMap<TaskId, SpoutWatch>,
     names: Vec<String>,
     reliable: Vec<bool>,
-    by_id: Vec<BTreeMap<MessageId, Callbacks>>,
     bound_ns: Option<u64>,
     violations: Vec<Violation>,
     undecided_reported: bool,
@@ -240,14 +313,13 @@ impl Watch {
                 i.task,
                 SpoutWatch {
                     component: c,
-                    open: BTreeMap::new(),
-                    seq: 0,
+                    ids: IdMap::default(),
+                    open_len: 0,
                 },
             );
         }
         Self {
             reliable: names.iter().map(|n| reliable.contains(n)).collect(),
-            by_id: names.iter().map(|_| BTreeMap::new()).collect(),
             names,
             spouts,
             bound_ns,
@@ -261,9 +333,18 @@ impl Watch {
         let Some(s) = self.spouts.get_mut(&task) else {
             return;
         };
-        s.seq += 1;
-        s.open.insert((msg_id, s.seq), now_ns);
-        self.by_id[s.component].entry(msg_id).or_default().emits += 1;
+        s.open_len += 1;
+        let e = s.ids.entry(msg_id).or_insert_with(|| IdState {
+            cb: Callbacks::default(),
+            open_first_ns: u64::MAX,
+            open_more: Default::default(),
+        });
+        e.cb.emits += 1;
+        if e.open_first_ns == u64::MAX {
+            e.open_first_ns = now_ns;
+        } else {
+            e.open_more.push_back(now_ns);
+        }
     }
 
     /// Spout `task` got `ack(msg_id)` (`acked`) or `fail(msg_id)` at `now_ns`.
@@ -271,40 +352,37 @@ impl Watch {
         let Some(s) = self.spouts.get_mut(&task) else {
             return;
         };
-        let entry = self.by_id[s.component].entry(msg_id).or_default();
+        let e = s.ids.entry(msg_id).or_insert_with(|| IdState {
+            cb: Callbacks::default(),
+            open_first_ns: u64::MAX,
+            open_more: Default::default(),
+        });
         if acked {
-            entry.acks += 1;
+            e.cb.acks += 1;
         } else {
-            entry.fails += 1;
+            e.cb.fails += 1;
         }
-        let ever = entry.emits > 0;
-        let oldest = s
-            .open
-            .range((msg_id, 0)..=(msg_id, u64::MAX))
-            .next()
-            .map(|(&k, &t)| (k, t));
-        match oldest {
-            Some((key, emit_ns)) => {
-                s.open.remove(&key);
-                if let Some(b) = self.bound_ns {
-                    if now_ns.saturating_sub(emit_ns) > b && !self.undecided_reported {
-                        self.undecided_reported = true;
-                        self.violations.push(Violation::Undecided {
-                            msg_id,
-                            emit_ns,
-                            at_ns: now_ns,
-                        });
-                    }
+        let ever = e.cb.emits > 0;
+        if e.open_first_ns != u64::MAX {
+            let emit_ns = e.open_first_ns;
+            e.open_first_ns = e.open_more.pop_front().unwrap_or(u64::MAX);
+            s.open_len -= 1;
+            if let Some(b) = self.bound_ns {
+                if now_ns.saturating_sub(emit_ns) > b && !self.undecided_reported {
+                    self.undecided_reported = true;
+                    self.violations.push(Violation::Undecided {
+                        msg_id,
+                        emit_ns,
+                        at_ns: now_ns,
+                    });
                 }
             }
-            None if self.violations.len() < 100 => {
-                self.violations.push(Violation::Callback(if ever {
-                    CallbackError::Twice { msg_id }
-                } else {
-                    CallbackError::Unknown { msg_id }
-                }));
-            }
-            None => {}
+        } else if self.violations.len() < 100 {
+            self.violations.push(Violation::Callback(if ever {
+                CallbackError::Twice { msg_id }
+            } else {
+                CallbackError::Unknown { msg_id }
+            }));
         }
     }
 
@@ -312,13 +390,19 @@ impl Watch {
     /// does; the new incarnation never calls back for them).
     pub fn crash(&mut self, task: TaskId) {
         if let Some(s) = self.spouts.get_mut(&task) {
-            s.open.clear();
+            if s.open_len > 0 {
+                for e in s.ids.values_mut() {
+                    e.open_first_ns = u64::MAX;
+                    e.open_more.clear();
+                }
+            }
+            s.open_len = 0;
         }
     }
 
     /// Tracked emits still undecided.
     pub fn outstanding(&self) -> u64 {
-        self.spouts.values().map(|s| s.open.len() as u64).sum()
+        self.spouts.values().map(|s| s.open_len).sum()
     }
 
     /// The violations found during the run, then the end-of-run checks at `end_ns`: undecided
@@ -326,13 +410,16 @@ impl Watch {
     pub fn check_end(&mut self, end_ns: u64) -> Vec<Violation> {
         let mut v = std::mem::take(&mut self.violations);
         if let (Some(b), false) = (self.bound_ns, self.undecided_reported) {
+            // The oldest undecided emit (ties: the smallest id), whatever the maps' order.
             let late = self
                 .spouts
                 .values()
-                .flat_map(|s| s.open.iter())
-                .filter(|(_, &t)| end_ns.saturating_sub(t) > b)
-                .min_by_key(|(_, &t)| t);
-            if let Some((&(msg_id, _), &emit_ns)) = late {
+                .filter(|s| s.open_len > 0)
+                .flat_map(|s| s.ids.iter())
+                .map(|(&id, e)| (e.open_first_ns, id))
+                .filter(|&(t, _)| t != u64::MAX && end_ns.saturating_sub(t) > b)
+                .min();
+            if let Some((emit_ns, msg_id)) = late {
                 v.push(Violation::Undecided {
                     msg_id,
                     emit_ns,
@@ -340,15 +427,24 @@ impl Watch {
                 });
             }
         }
-        for (c, ids) in self.by_id.iter().enumerate() {
+        for (c, name) in self.names.iter().enumerate() {
             if !self.reliable[c] {
                 continue;
             }
-            let mut missing = ids.iter().filter(|(_, cb)| cb.acks == 0).map(|(&id, _)| id);
-            if let Some(first) = missing.next() {
+            // Acks of a message id summed over the component's tasks.
+            let mut acks: BTreeMap<MessageId, u32> = BTreeMap::new();
+            for s in self.spouts.values().filter(|s| s.component == c) {
+                for (&id, e) in &s.ids {
+                    *acks.entry(id).or_insert(0) += e.cb.acks;
+                }
+            }
+            let missing = acks.iter().filter(|(_, &n)| n == 0).map(|(&id, _)| id);
+            let (count, first) =
+                missing.fold((0u64, MessageId::MAX), |(n, f), id| (n + 1, f.min(id)));
+            if count > 0 {
                 v.push(Violation::NotAcked {
-                    component: self.names[c].clone(),
-                    count: 1 + missing.count() as u64,
+                    component: name.clone(),
+                    count,
                     first,
                 });
             }
@@ -356,12 +452,38 @@ impl Watch {
         v
     }
 
+    fn callbacks_by_component(&self) -> Vec<SpoutCallbacks> {
+        let mut per: Vec<Vec<(MessageId, Callbacks)>> =
+            self.names.iter().map(|_| Vec::new()).collect();
+        for s in self.spouts.values() {
+            per[s.component].extend(s.ids.iter().map(|(&k, e)| (k, e.cb)));
+        }
+        per.into_iter()
+            .map(|mut v| {
+                // Unstable sort, then merge the tasks of one component (same id, several tasks).
+                v.sort_unstable_by_key(|&(k, _)| k);
+                let mut merged: Vec<(MessageId, Callbacks)> = Vec::with_capacity(v.len());
+                for (k, c) in v {
+                    match merged.last_mut() {
+                        Some((lk, lc)) if *lk == k => {
+                            lc.emits += c.emits;
+                            lc.acks += c.acks;
+                            lc.fails += c.fails;
+                        }
+                        _ => merged.push((k, c)),
+                    }
+                }
+                SpoutCallbacks(merged)
+            })
+            .collect()
+    }
+
     /// Every spout component's callbacks by message id.
-    pub fn callbacks(&self) -> BTreeMap<String, BTreeMap<MessageId, Callbacks>> {
+    pub fn callbacks(&self) -> BTreeMap<String, SpoutCallbacks> {
         self.names
             .iter()
             .cloned()
-            .zip(self.by_id.iter().cloned())
+            .zip(self.callbacks_by_component())
             .collect()
     }
 }

@@ -27,7 +27,7 @@ fn word_count_keeps_exact_counts_under_200_swarm_seeds() {
         // Every line acked at least once, seen from outside the spout.
         let lines = &o.callbacks["lines"];
         assert_eq!(lines.len(), wordcount::LINES.len(), "seed {seed}");
-        assert!(lines.values().all(|c| c.acks >= 1), "seed {seed}");
+        assert!(lines.iter().all(|(_, c)| c.acks >= 1), "seed {seed}");
         fired += o.fired.len();
     }
     // The swarm really injected faults (about four per seed).
@@ -196,8 +196,8 @@ fn an_exception_before_execute_fails_the_input_without_calling_the_bolt() {
     assert_eq!(seen.sink, vec![0, 1, 2]);
     let cb = &o.callbacks["ids"];
     let one = |emits, acks, fails| Callbacks { emits, acks, fails };
-    assert_eq!(cb[&0], one(2, 1, 1));
-    assert_eq!(cb[&1], one(1, 1, 0));
+    assert_eq!(cb[0], one(2, 1, 1));
+    assert_eq!(cb[1], one(1, 1, 0));
     assert_eq!(o.component("relay").unwrap().executed, 3);
 }
 
@@ -210,7 +210,7 @@ fn an_exception_after_execute_fails_the_input_after_its_emits_left() {
     assert_eq!(seen.relay, vec![0, 0, 1, 2]);
     assert_eq!(seen.sink, vec![0, 0, 1, 2]);
     assert_eq!(
-        o.callbacks["ids"][&0],
+        o.callbacks["ids"][0],
         Callbacks {
             emits: 2,
             acks: 1,
@@ -241,7 +241,7 @@ fn a_bolt_crash_is_rebuilt_from_its_factory_and_the_tree_replayed() {
     // Every id reached the sink at least once, and every id was acked once in the end.
     for id in 0..3 {
         assert!(seen.sink.contains(&id), "{:?}", seen.sink);
-        assert_eq!(o.callbacks["ids"][&(id as u64)].acks, 1);
+        assert_eq!(o.callbacks["ids"][id as u64].acks, 1);
     }
 }
 
