@@ -243,15 +243,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(200);
-    let mut faults = 0;
+    let (mut faults, mut delivered) = (0, 0);
     for seed in 0..seeds {
         let o = wordcount::simulation(seed, false, 200.0)?.run()?;
         if !o.ok() {
             return Err(format!("seed {seed}: {:?}", o.violations).into());
         }
         faults += o.fired.len();
+        delivered += o.delivered;
     }
-    println!("{seeds} seeds, {faults} faults fired: every count exact");
+    println!(
+        "{seeds} seeds, {faults} faults fired, {delivered} messages delivered: every count exact"
+    );
     let found =
         acker_sim::search::search(0..seeds, |seed| wordcount::simulation(seed, true, 200.0))?;
     match found {

@@ -36,7 +36,13 @@ struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
-        crate::rng::mix64(self.0)
+        // Low bits: the id folded with its own higher bits (a shift-xor, no multiply), so that
+        // ids handed out in sequence (the common case) sit in neighbouring buckets
+        // (cache-friendly) while ids that are multiples of a power of two still spread; top 7
+        // bits (hashbrown's tag): the id's low 7 bits, so neighbours have distinct tags.
+        let x = self.0;
+        let low = x ^ (x >> 7) ^ (x >> 17) ^ (x >> 31) ^ (x >> 47);
+        low ^ (x << 57)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
@@ -225,14 +231,13 @@ pub struct Callbacks {
     pub fails: u32,
 }
 
-/// One message id of one spout task: its callbacks so far, and its undecided emits of the
-/// current incarnation (the oldest emit time, then the later ones in order: usually none, so no
-/// allocation). One hash lookup per emit and per callback.
+/// One message id of one spout task: its callbacks so far, and the emit time of its oldest
+/// undecided emit of the current incarnation (the later ones, rare, wait in
+/// `SpoutWatch::more`). One hash lookup per emit and per callback.
 struct IdState {
     cb: Callbacks,
     /// Emit time of the oldest undecided emit; `u64::MAX`: none.
     open_first_ns: u64,
-    open_more: std::collections::VecDeque<u64>,
 }
 
 /// A spout component's callbacks by message id, sorted by message id.
@@ -280,6 +285,9 @@ impl std::ops::Index<MessageId> for SpoutCallbacks {
 struct SpoutWatch {
     component: usize,
     ids: IdMap<IdState>,
+    /// The later undecided emits of ids with more than one, in order (rare: kept apart so that
+    /// the common entry stays 32 bytes).
+    more: IdMap<std::collections::VecDeque<u64>>,
     /// Undecided emits of the current incarnation.
     open_len: u64,
 }
@@ -314,6 +322,7 @@ impl Watch {
                 SpoutWatch {
                     component: c,
                     ids: IdMap::default(),
+                    more: IdMap::default(),
                     open_len: 0,
                 },
             );
@@ -334,16 +343,15 @@ impl Watch {
             return;
         };
         s.open_len += 1;
-        let e = s.ids.entry(msg_id).or_insert_with(|| IdState {
+        let e = s.ids.entry(msg_id).or_insert(IdState {
             cb: Callbacks::default(),
             open_first_ns: u64::MAX,
-            open_more: Default::default(),
         });
         e.cb.emits += 1;
         if e.open_first_ns == u64::MAX {
             e.open_first_ns = now_ns;
         } else {
-            e.open_more.push_back(now_ns);
+            s.more.entry(msg_id).or_default().push_back(now_ns);
         }
     }
 
@@ -352,10 +360,9 @@ impl Watch {
         let Some(s) = self.spouts.get_mut(&task) else {
             return;
         };
-        let e = s.ids.entry(msg_id).or_insert_with(|| IdState {
+        let e = s.ids.entry(msg_id).or_insert(IdState {
             cb: Callbacks::default(),
             open_first_ns: u64::MAX,
-            open_more: Default::default(),
         });
         if acked {
             e.cb.acks += 1;
@@ -365,7 +372,15 @@ impl Watch {
         let ever = e.cb.emits > 0;
         if e.open_first_ns != u64::MAX {
             let emit_ns = e.open_first_ns;
-            e.open_first_ns = e.open_more.pop_front().unwrap_or(u64::MAX);
+            e.open_first_ns = u64::MAX;
+            if !s.more.is_empty() {
+                if let Some(q) = s.more.get_mut(&msg_id) {
+                    e.open_first_ns = q.pop_front().unwrap_or(u64::MAX);
+                    if q.is_empty() {
+                        s.more.remove(&msg_id);
+                    }
+                }
+            }
             s.open_len -= 1;
             if let Some(b) = self.bound_ns {
                 if now_ns.saturating_sub(emit_ns) > b && !self.undecided_reported {
@@ -393,8 +408,8 @@ impl Watch {
             if s.open_len > 0 {
                 for e in s.ids.values_mut() {
                     e.open_first_ns = u64::MAX;
-                    e.open_more.clear();
                 }
+                s.more.clear();
             }
             s.open_len = 0;
         }
