@@ -1,6 +1,7 @@
 //! Issue 16's topology shapes through the generic simulation, under swarm faults: two reliable
 //! spouts joined by a bolt that anchors each output to both inputs (two roots per tuple), the
-//! all grouping to a sink of two tasks (two copies per emit), a fields-grouped chain of two
+//! all grouping to a sink of two tasks (two copies per emit; every spout emit also goes to both
+//! tasks of an audit bolt: three copies per spout emit), a fields-grouped chain of two
 //! bolts, and three ackers. The generic oracles watch both spouts (every root of every spout
 //! decided, each acked in the end); the invariant: every key reaches every all-grouping sink task
 //! and the end of the chain.
@@ -166,6 +167,19 @@ fn topology() -> (Topology, Store) {
         2,
     )
     .all_grouping("join");
+    // Every spout emit is also copied to both tasks of `audit` (three copies per emit).
+    let s = store.clone();
+    b.set_basic_bolt(
+        "audit",
+        move || Record {
+            store: s.clone(),
+            name: "audit".into(),
+            index: 0,
+        },
+        2,
+    )
+    .all_grouping("left")
+    .all_grouping("right");
     b.set_basic_bolt("relay", || Relay, 2)
         .shuffle_grouping("join")
         .output_fields(&["k"]);
@@ -207,7 +221,13 @@ fn simulation(seed: u64) -> Simulation {
         move || {
             let s = lock(&store);
             for k in 0..KEYS as i64 {
-                for (name, index) in [("copies", 0), ("copies", 1), ("end", 0)] {
+                for (name, index) in [
+                    ("copies", 0),
+                    ("copies", 1),
+                    ("audit", 0),
+                    ("audit", 1),
+                    ("end", 0),
+                ] {
                     if !s.contains(&(name.to_string(), index, k)) {
                         return Err(format!("key {k} missing at {name}.{index}"));
                     }
