@@ -260,3 +260,27 @@ fn join_all_grouping_fields_chain_and_three_ackers_hold_under_swarm_faults() {
     }
     assert!(fired > 60, "{fired}");
 }
+
+#[test]
+fn without_faults_every_tree_of_every_root_completes_once() {
+    let o = simulation(1).with_schedule(Vec::new()).run().unwrap();
+    assert!(o.ok(), "{:?}", o.violations);
+    for spout in ["left", "right"] {
+        let cb = &o.callbacks[spout];
+        assert_eq!(cb.len() as u64, KEYS, "{spout}");
+        for (id, c) in cb.iter() {
+            assert_eq!(
+                *c,
+                acker_sim::Callbacks {
+                    emits: 1,
+                    acks: 1,
+                    fails: 0
+                },
+                "{spout} {id}"
+            );
+        }
+    }
+    // Two copies of each join output (all grouping), three of each spout emit (join + audit).
+    assert_eq!(o.component("copies").unwrap().executed, 2 * KEYS);
+    assert_eq!(o.component("audit").unwrap().executed, 4 * KEYS);
+}
