@@ -295,7 +295,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         )?;
     } else {
         writeln!(out,
-            "Reliability experiment: {} unique sequential numbers, seed {}, max spout pending {}, message timeout {} s, faults spread over the input",
+            "Reliability experiment: {} unique sequential numbers (the input of every row), seed {},\nmax spout pending {}, message timeout {} s, faults spread over the input",
             base.tuples,
             base.seed,
             base.max_spout_pending,
