@@ -1381,10 +1381,11 @@ impl Engine {
             return;
         }
         self.tasks[t].busy_until = now + self.tasks[t].service_ns;
+        self.after_step(task);
         if kind == TaskKind::Spout {
+            // After the step's messages left: offset-triggered faults strike after the emit.
             self.observe_spout(task);
         }
-        self.after_step(task);
         self.maybe_schedule(task);
     }
 
@@ -1480,11 +1481,11 @@ impl Engine {
         if let Some(exec) = self.tasks[t].exec.as_mut() {
             exec.handle(Message::Tick, self.now, &mut self.out);
         }
+        self.after_step(task);
         if self.tasks[t].kind == TaskKind::Spout {
             self.tasks[t].idle = false;
             self.observe_spout(task);
         }
-        self.after_step(task);
         self.queue
             .push(self.now + self.tick_ns, Ev::Tick { task, inc });
         self.maybe_schedule(task);
