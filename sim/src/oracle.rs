@@ -502,3 +502,83 @@ impl Watch {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use acker_runtime::{values, Config, Spout, SpoutOutputCollector, TopologyBuilder};
+
+    struct Idle;
+    impl Spout for Idle {
+        fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+            let _ = c.emit(values![1], Some(1));
+        }
+    }
+
+    fn watch(reliable: bool) -> Watch {
+        let mut b = TopologyBuilder::new();
+        b.set_spout("s", || Idle, 2).output_fields(&["n"]);
+        let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+        let r = if reliable {
+            vec!["s".to_string()]
+        } else {
+            vec![]
+        };
+        Watch::new(&plan, &r, Some(100))
+    }
+
+    #[test]
+    fn a_second_callback_an_unknown_id_and_a_late_decision_are_reported() {
+        let mut w = watch(false);
+        w.emit(0, 7, 10);
+        w.emit(0, 7, 20); // the same id again (a replay) before the first is decided
+        w.callback(0, 7, false, 30);
+        w.callback(0, 7, true, 200); // the second emit, decided 180 ns after: past the bound 100
+        w.callback(0, 7, true, 210); // a third callback for two emits
+        w.callback(1, 9, true, 220); // never emitted by task 1
+        assert_eq!(w.outstanding(), 0);
+        let v = w.check_end(300);
+        assert_eq!(
+            v,
+            vec![
+                Violation::Undecided {
+                    msg_id: 7,
+                    emit_ns: 20,
+                    at_ns: 200
+                },
+                Violation::Callback(CallbackError::Twice { msg_id: 7 }),
+                Violation::Callback(CallbackError::Unknown { msg_id: 9 }),
+            ]
+        );
+        let cb = &w.callbacks()["s"];
+        assert_eq!(
+            cb[7],
+            Callbacks {
+                emits: 2,
+                acks: 2,
+                fails: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_crash_forgets_open_emits_and_reliable_spouts_must_ack_every_id() {
+        let mut w = watch(true);
+        w.emit(0, 1, 0);
+        w.emit(0, 2, 0);
+        w.emit(1, 3, 0);
+        w.crash(0);
+        assert_eq!(w.outstanding(), 1);
+        // Task 1 (not crashed) decides its emit; ids 1 and 2 of task 0 are never acked.
+        w.callback(1, 3, true, 50);
+        let v = w.check_end(1_000);
+        assert_eq!(
+            v,
+            vec![Violation::NotAcked {
+                component: "s".into(),
+                count: 2,
+                first: 1
+            }]
+        );
+    }
+}
