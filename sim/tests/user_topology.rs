@@ -328,3 +328,35 @@ fn an_invariant_checked_after_every_event_reports_the_first_violation_once() {
     assert_eq!(counters["relay"], 3);
     assert_eq!(counters["sink"], 3);
 }
+
+#[test]
+fn placement_sets_the_workers_faults_can_target() {
+    let (t, _) = probe(3, false);
+    // Default: one worker per component (ids, relay, sink), then one for the ackers.
+    let sim = Simulation::new(&t, &probe_config(), SimOptions::new(1));
+    let counts = sim.targets().unwrap();
+    assert_eq!(
+        (counts.spouts, counts.bolts, counts.ackers, counts.workers),
+        (1, 2, 1, 4)
+    );
+    // Everything on one worker: no link crosses workers, so a partition has no pair to cut and
+    // a message loss never strikes (it drops only messages between workers).
+    let mut opts = SimOptions::new(1);
+    opts.placement = Some(vec![0, 0, 0, 0]);
+    opts.input_len = 3;
+    let mut sim = Simulation::new(&t, &probe_config(), opts.clone());
+    assert_eq!(sim.targets().unwrap().workers, 1);
+    let err = sim.set_fault_specs("partition@1ms:0-1", 0).unwrap_err();
+    assert!(matches!(err, RunError::Fault(_)), "{err}");
+    sim.set_fault_specs("message-loss@#0", 0).unwrap();
+    let o = sim.run().unwrap();
+    assert!(o.ok(), "{:?}", o.violations);
+    assert_eq!((o.fired.len(), o.dropped), (1, 0));
+    // The same loss with the default placement drops one message.
+    let mut sim = Simulation::new(&t, &probe_config(), SimOptions::new(1));
+    sim.options_mut().input_len = 3;
+    sim.set_fault_specs("message-loss@#0", 0).unwrap();
+    let o = sim.run().unwrap();
+    assert!(o.ok(), "{:?}", o.violations);
+    assert_eq!(o.dropped, 1);
+}
