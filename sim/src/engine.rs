@@ -413,7 +413,9 @@ impl Simulation {
         }
     }
 
-    /// A simulation of `plan`'s topology and config (see [`new`](Self::new)).
+    /// A simulation of `plan`'s topology and config (see [`new`](Self::new)). The plan is
+    /// re-made from them with the simulation's executor seed, so a park capacity set with
+    /// [`Plan::with_acker_park_capacity`] is not kept (the default is used).
     pub fn from_plan(plan: &Plan, opts: SimOptions) -> Self {
         Self::new(plan.topology(), plan.config(), opts)
     }
