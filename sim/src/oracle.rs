@@ -234,6 +234,7 @@ pub struct Callbacks {
 /// One message id of one spout task: its callbacks so far, and the emit time of its oldest
 /// undecided emit of the current incarnation (the later ones, rare, wait in
 /// `SpoutWatch::more`). One hash lookup per emit and per callback.
+#[derive(Clone, Copy)]
 struct IdState {
     cb: Callbacks,
     /// Emit time of the oldest undecided emit; `u64::MAX`: none.
@@ -282,9 +283,58 @@ impl std::ops::Index<MessageId> for SpoutCallbacks {
     }
 }
 
+const NO_EMIT: IdState = IdState {
+    cb: Callbacks {
+        emits: 0,
+        acks: 0,
+        fails: 0,
+    },
+    open_first_ns: u64::MAX,
+};
+
+/// Per message id state: a dense vector while the ids come in sequence from 0 (the common case:
+/// no hashing, 24 bytes an id), a hash map for the others (an id far past the dense part, and
+/// every id after the first such one, so no id lives in both).
+#[derive(Default)]
+struct IdTable {
+    dense: Vec<IdState>,
+    sparse: IdMap<IdState>,
+}
+
+impl IdTable {
+    /// Most slots the dense part grows by at once (an id further out goes to the map).
+    const DENSE_STEP: usize = 4096;
+
+    fn entry(&mut self, id: MessageId) -> &mut IdState {
+        let i = usize::try_from(id).unwrap_or(usize::MAX);
+        if i < self.dense.len() {
+            return &mut self.dense[i];
+        }
+        if self.sparse.is_empty() && i - self.dense.len() < Self::DENSE_STEP {
+            self.dense.resize(i + 1, NO_EMIT);
+            return &mut self.dense[i];
+        }
+        self.sparse.entry(id).or_insert(NO_EMIT)
+    }
+
+    /// Every id seen (emitted or called back), dense part first.
+    fn iter(&self) -> impl Iterator<Item = (MessageId, &IdState)> + '_ {
+        self.dense
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.cb != NO_EMIT.cb)
+            .map(|(i, e)| (i as MessageId, e))
+            .chain(self.sparse.iter().map(|(&k, e)| (k, e)))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut IdState> + '_ {
+        self.dense.iter_mut().chain(self.sparse.values_mut())
+    }
+}
+
 struct SpoutWatch {
     component: usize,
-    ids: IdMap<IdState>,
+    ids: IdTable,
     /// The later undecided emits of ids with more than one, in order (rare: kept apart so that
     /// the common entry stays 32 bytes).
     more: IdMap<std::collections::VecDeque<u64>>,
@@ -321,7 +371,7 @@ impl Watch {
                 i.task,
                 SpoutWatch {
                     component: c,
-                    ids: IdMap::default(),
+                    ids: IdTable::default(),
                     more: IdMap::default(),
                     open_len: 0,
                 },
@@ -343,10 +393,7 @@ impl Watch {
             return;
         };
         s.open_len += 1;
-        let e = s.ids.entry(msg_id).or_insert(IdState {
-            cb: Callbacks::default(),
-            open_first_ns: u64::MAX,
-        });
+        let e = s.ids.entry(msg_id);
         e.cb.emits += 1;
         if e.open_first_ns == u64::MAX {
             e.open_first_ns = now_ns;
@@ -360,10 +407,7 @@ impl Watch {
         let Some(s) = self.spouts.get_mut(&task) else {
             return;
         };
-        let e = s.ids.entry(msg_id).or_insert(IdState {
-            cb: Callbacks::default(),
-            open_first_ns: u64::MAX,
-        });
+        let e = s.ids.entry(msg_id);
         if acked {
             e.cb.acks += 1;
         } else {
@@ -431,7 +475,7 @@ impl Watch {
                 .values()
                 .filter(|s| s.open_len > 0)
                 .flat_map(|s| s.ids.iter())
-                .map(|(&id, e)| (e.open_first_ns, id))
+                .map(|(id, e)| (e.open_first_ns, id))
                 .filter(|&(t, _)| t != u64::MAX && end_ns.saturating_sub(t) > b)
                 .min();
             if let Some((emit_ns, msg_id)) = late {
@@ -449,7 +493,7 @@ impl Watch {
             // Acks of a message id summed over the component's tasks.
             let mut acks: BTreeMap<MessageId, u32> = BTreeMap::new();
             for s in self.spouts.values().filter(|s| s.component == c) {
-                for (&id, e) in &s.ids {
+                for (id, e) in s.ids.iter() {
                     *acks.entry(id).or_insert(0) += e.cb.acks;
                 }
             }
@@ -471,7 +515,7 @@ impl Watch {
         let mut per: Vec<Vec<(MessageId, Callbacks)>> =
             self.names.iter().map(|_| Vec::new()).collect();
         for s in self.spouts.values() {
-            per[s.component].extend(s.ids.iter().map(|(&k, e)| (k, e.cb)));
+            per[s.component].extend(s.ids.iter().map(|(k, e)| (k, e.cb)));
         }
         per.into_iter()
             .map(|mut v| {
