@@ -154,7 +154,8 @@ struct SimArgs {
     /// the schedule.
     #[arg(long, allow_hyphen_values = true, value_parser = positive_duration)]
     time_limit: Option<u64>,
-    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed, sink-without-dedup).
+    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed, sink-without-dedup;
+    /// `search --planted-bug list` prints them one a line).
     #[arg(long)]
     planted_bug: Option<String>,
 }
@@ -228,8 +229,9 @@ struct RunArgs {
 
 #[derive(Args)]
 struct SearchArgs {
-    /// How many seeds to run.
-    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
+    /// How many seeds to run (required, except with `--planted-bug list`).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>,
+          required_unless_present = "planted_bug", default_value_t = 1)]
     seeds: u64,
     /// The first seed.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
@@ -420,6 +422,12 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
 }
 
 fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
+    if a.sim.planted_bug.as_deref() == Some("list") {
+        for b in PlantedBug::ALL {
+            println!("{}", b.name());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if !a.rate.is_finite() || a.rate < 0.0 {
         return Err(format!("--rate {} must be a finite number >= 0", a.rate).into());
     }

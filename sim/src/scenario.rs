@@ -68,6 +68,13 @@ pub enum PlantedBug {
 }
 
 impl PlantedBug {
+    /// Every planted bug, in a fixed order.
+    pub const ALL: [PlantedBug; 3] = [
+        PlantedBug::AckerAcksFirstFailure,
+        PlantedBug::RestartReusesSeed,
+        PlantedBug::SinkWithoutDedup,
+    ];
+
     /// The kebab-case name.
     pub fn name(self) -> &'static str {
         match self {
@@ -81,14 +88,10 @@ impl PlantedBug {
 impl FromStr for PlantedBug {
     type Err = ScenarioError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [
-            PlantedBug::AckerAcksFirstFailure,
-            PlantedBug::RestartReusesSeed,
-            PlantedBug::SinkWithoutDedup,
-        ]
-        .into_iter()
-        .find(|b| b.name() == s.trim())
-        .ok_or_else(|| ScenarioError::UnknownBug(s.to_string()))
+        PlantedBug::ALL
+            .into_iter()
+            .find(|b| b.name() == s.trim())
+            .ok_or_else(|| ScenarioError::UnknownBug(s.to_string()))
     }
 }
 
