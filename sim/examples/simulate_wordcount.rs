@@ -260,11 +260,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     match found {
         Some(f) => {
             let s = f.shrunk.ok_or("the violation did not replay")?;
+            let sim = wordcount::simulation(f.seed, true, 200.0)?;
             println!(
                 "broken split bolt: seed {} violates `{}`; shrunk to {}",
                 f.seed,
                 f.outcome.violations[0],
-                acker_sim::fault::format_schedule(&s.faults)
+                sim.format_schedule(&s.faults)?
             );
         }
         None => println!("broken split bolt: not caught in {seeds} seeds"),

@@ -503,6 +503,42 @@ impl Simulation {
         Ok(t.counts())
     }
 
+    /// `faults` in the `--faults` syntax with crash and exception targets named
+    /// `component.index` (e.g. `bolt-crash@#0:count.1`), which
+    /// [`set_fault_specs`](Self::set_fault_specs) reads back to the same schedule.
+    ///
+    /// # Errors
+    /// As [`targets`](Self::targets).
+    pub fn format_schedule(&self, faults: &[Fault]) -> Result<String, RunError> {
+        let plan = self.plan()?;
+        let targets = Targets::new(&plan, &self.opts)?;
+        let name = |task: TaskId| {
+            plan.tasks()
+                .get(task as usize)
+                .map(|i| format!("{}.{}", i.component, i.index))
+        };
+        Ok(faults
+            .iter()
+            .map(|f| {
+                let pool = match f.kind {
+                    FaultKind::SpoutCrash => Some(&targets.spouts),
+                    FaultKind::BoltCrash
+                    | FaultKind::BoltExceptionBeforeEmit
+                    | FaultKind::BoltExceptionAfterEmit => Some(&targets.bolts),
+                    _ => None,
+                };
+                match pool
+                    .and_then(|p| p.get(f.target as usize))
+                    .and_then(|&t| name(t))
+                {
+                    Some(n) => format!("{}@{}:{n}", f.kind, f.trigger),
+                    None => f.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","))
+    }
+
     /// Expands `--faults` text into the concrete schedule (replacing it), drawing rate times and
     /// targets from the seed. A target may name a component (`bolt-crash@1s:count` is its task
     /// 0, `:count.2` its task 2) as well as give an index among the tasks of the kind.

@@ -49,6 +49,15 @@ fn a_bolt_that_acks_before_emitting_is_found_shrunk_and_replayed() {
     )
     .unwrap();
     assert_eq!(again.trace_hash, shrunk.outcome.trace_hash);
+    // The schedule in the `--faults` syntax, targets named, reads back to the same schedule.
+    let mut sim = wordcount::simulation(found.seed, true, 200.0).unwrap();
+    let text = sim.format_schedule(&shrunk.faults).unwrap();
+    assert!(
+        text.contains(":split.") || text.contains(":count.") || !text.contains("bolt"),
+        "{text}"
+    );
+    sim.set_fault_specs(&text, 0).unwrap();
+    assert_eq!(sim.options().faults, shrunk.faults, "{text}");
     assert_eq!(again.violations, shrunk.outcome.violations);
     // The same seed and schedule with the correct bolt hold.
     let fine = replay(
