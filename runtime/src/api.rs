@@ -504,6 +504,9 @@ impl SpoutOutputCollector<'_> {
         let (task, edges) = (self.task, &*self.edges);
         match emitted {
             SpoutEmit::Tracked { root, init } => {
+                if let Some(id) = msg_id {
+                    self.out.note_tracked_emit(id, root);
+                }
                 push_copies(self.out, self.dests, stream, task, values, |i| {
                     Anchors::spout(root, edges[i])
                 });
@@ -512,6 +515,7 @@ impl SpoutOutputCollector<'_> {
                 }
             }
             SpoutEmit::AckedAtOnce { msg_id } => {
+                self.out.note_tracked_emit(msg_id, 0);
                 push_copies(self.out, self.dests, stream, task, values, |_| {
                     Anchors::new()
                 });

@@ -68,8 +68,8 @@ pub use message::{
 };
 pub use topology::{
     default_acker_park_capacity, BoltDeclarer, BoltFactory, Config, ConfigError, Grouping,
-    Placement, Plan, SpoutDeclarer, SpoutFactory, TaskInfo, TaskKind, Topology, TopologyBuilder,
-    TopologyError, ACKER_COMPONENT, DEFAULT_PENDING_CAPACITY,
+    Placement, Plan, SpoutDeclarer, SpoutFactory, SpoutWrapper, TaskInfo, TaskKind, Topology,
+    TopologyBuilder, TopologyError, ACKER_COMPONENT, DEFAULT_PENDING_CAPACITY,
 };
 
 #[cfg(test)]

@@ -240,6 +240,11 @@ pub struct Envelope {
 #[derive(Debug, Default)]
 pub struct Outbox {
     envelopes: Vec<Envelope>,
+    /// `(message id, root)` of every tracked spout emit since the last
+    /// [`take_tracked_emits`](Self::take_tracked_emits), when recording (see
+    /// [`record_tracked_emits`](Self::record_tracked_emits)); empty when not recording.
+    tracked_emits: Vec<(MessageId, u64)>,
+    recording: bool,
 }
 
 impl Outbox {
@@ -252,7 +257,30 @@ impl Outbox {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             envelopes: Vec::with_capacity(capacity),
+            tracked_emits: Vec::new(),
+            recording: false,
         }
+    }
+
+    /// Starts recording the `(message id, root)` of every tracked emit a spout makes through this
+    /// outbox (root 0 for an emit acked at once, with no acker), so that a shell can observe the
+    /// emits from outside the spout (the simulator's oracles do). Off by default: recording
+    /// costs one push per tracked emit.
+    pub fn record_tracked_emits(&mut self) {
+        self.recording = true;
+    }
+
+    /// Records one tracked emit, if recording (called by the spout's collector).
+    #[inline]
+    pub fn note_tracked_emit(&mut self, msg_id: MessageId, root: u64) {
+        if self.recording {
+            self.tracked_emits.push((msg_id, root));
+        }
+    }
+
+    /// Removes and yields the recorded tracked emits, oldest first (none when not recording).
+    pub fn take_tracked_emits(&mut self) -> std::vec::Drain<'_, (MessageId, u64)> {
+        self.tracked_emits.drain(..)
     }
 
     /// Appends a message for task `dest`.

@@ -653,6 +653,43 @@ pub struct TaskInfo {
     pub index: usize,
 }
 
+/// Wraps every spout instance a topology builds (see [`Topology::with_spout_wrapper`]).
+pub type SpoutWrapper = Arc<dyn Fn(Box<dyn Spout>) -> Box<dyn Spout> + Send + Sync>;
+
+impl Topology {
+    /// A copy of this topology whose spout factories hand every instance they build (at start and
+    /// at every restart) to `wrap` and return what it returns; bolts, streams and groupings are
+    /// unchanged. A shell uses it to observe a spout's callbacks from outside the spout (the
+    /// simulator's oracles record every `ack` / `fail` this way); the wrapper should forward
+    /// every call to the instance it wraps.
+    pub fn with_spout_wrapper(&self, wrap: SpoutWrapper) -> Topology {
+        let components = self
+            .inner
+            .components
+            .iter()
+            .map(|c| Component {
+                id: c.id.clone(),
+                logic: match &c.logic {
+                    Logic::Spout(f) => {
+                        let (f, w) = (f.clone(), wrap.clone());
+                        Logic::Spout(Arc::new(move || w(f())))
+                    }
+                    Logic::Bolt(f) => Logic::Bolt(f.clone()),
+                },
+                tasks: c.tasks.clone(),
+                streams: c.streams.clone(),
+                routes: c.routes.clone(),
+            })
+            .collect();
+        Topology {
+            inner: Arc::new(TopologyInner {
+                components,
+                num_tasks: self.inner.num_tasks,
+            }),
+        }
+    }
+}
+
 impl Topology {
     /// Number of user tasks (spouts and bolts; ackers come from the [`Config`]).
     pub fn num_tasks(&self) -> usize {

@@ -2,7 +2,7 @@
 //! the [`SourceLog`], a processing bolt that can be told to throw, and a sink bolt writing into the
 //! [`SinkStore`].
 //!
-//! The log, the sink and the armed exceptions live outside the executors (behind `Arc<Mutex<_>>`,
+//! The log and the sink live outside the executors (behind `Arc<Mutex<_>>`,
 //! as the runtime's factories must be `Send + Sync`): they are the outside world, which survives
 //! a crash. Everything inside an executor is rebuilt fresh on restart.
 //!
@@ -10,69 +10,15 @@
 //!  source (spout, 1 task) --shuffle--> process (bolt, `bolts` tasks) --global--> sink (bolt, 1 task)
 //! ```
 
-use crate::scenario::Scenario;
+use crate::engine::{lock, Outcome, RunError, SimOptions, Simulation};
+use crate::oracle::{self, Violation};
+use crate::scenario::{Guarantee, PlantedBug, Scenario};
 use crate::source::{SinkStore, SourceLog};
 use acker_runtime::{
     values, BasicBolt, BasicOutputCollector, Config, EmitError, FailedException, Input, MessageId,
-    Plan, Spout, SpoutOutputCollector, TopologyBuilder, TopologyContext,
+    Spout, SpoutOutputCollector, Topology, TopologyBuilder, TopologyContext,
 };
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Locks a mutex, taking the data even if a panic poisoned it (the simulator is single-threaded;
-/// a poisoned lock only means an earlier panic, which already failed the run).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Where an injected bolt exception strikes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExceptionPoint {
-    /// Before the bolt emits: nothing reaches the sink.
-    BeforeEmit,
-    /// After the bolt emits: the output already left.
-    AfterEmit,
-}
-
-/// Exceptions armed per processing bolt task index; each is consumed by that task's next input.
-///
-/// A counter of armed exceptions lets a bolt skip the lock when none is armed (the common case).
-#[derive(Debug, Default)]
-pub struct BoltFaults {
-    armed_total: AtomicU64,
-    armed: Mutex<Vec<VecDeque<ExceptionPoint>>>,
-    thrown: AtomicU64,
-}
-
-impl BoltFaults {
-    /// Arms one exception for processing bolt `index`.
-    pub fn arm(&self, index: usize, point: ExceptionPoint) {
-        let mut armed = lock(&self.armed);
-        if armed.len() <= index {
-            armed.resize_with(index + 1, VecDeque::new);
-        }
-        armed[index].push_back(point);
-        self.armed_total.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn take(&self, index: usize) -> Option<ExceptionPoint> {
-        if self.armed_total.load(Ordering::Relaxed) == 0 {
-            return None;
-        }
-        let p = lock(&self.armed).get_mut(index)?.pop_front();
-        if p.is_some() {
-            self.armed_total.fetch_sub(1, Ordering::Relaxed);
-            self.thrown.fetch_add(1, Ordering::Relaxed);
-        }
-        p
-    }
-
-    /// Exceptions thrown so far.
-    pub fn thrown(&self) -> u64 {
-        self.thrown.load(Ordering::Relaxed)
-    }
-}
+use std::sync::{Arc, Mutex};
 
 /// The outside world of one run, shared with the executors' user code.
 #[derive(Clone, Debug)]
@@ -81,8 +27,6 @@ pub struct World {
     pub log: Arc<Mutex<SourceLog>>,
     /// The sink.
     pub sink: Arc<Mutex<SinkStore>>,
-    /// Armed bolt exceptions.
-    pub bolt_faults: Arc<BoltFaults>,
 }
 
 /// A reliable spout over the source log (a Kafka spout managing its own offsets): emits each
@@ -127,18 +71,11 @@ impl Spout for ReliableSpout {
     }
 }
 
-/// The processing bolt (a `BaseBasicBolt`): passes the number on to the sink, unless an armed
-/// exception makes it throw before or after its emit (the input then fails).
-pub struct ProcessBolt {
-    faults: Arc<BoltFaults>,
-    index: usize,
-}
+/// The processing bolt (a `BaseBasicBolt`): passes the number on to the sink. Injected
+/// exceptions strike around its `execute`, from the engine (see [`crate::engine`]).
+pub struct ProcessBolt;
 
 impl BasicBolt for ProcessBolt {
-    fn prepare(&mut self, context: &TopologyContext) {
-        self.index = context.task_index;
-    }
-
     fn execute(
         &mut self,
         input: &Input,
@@ -149,15 +86,8 @@ impl BasicBolt for ProcessBolt {
             .first()
             .and_then(|v| v.as_int())
             .unwrap_or(-1);
-        let point = self.faults.take(self.index);
-        if point == Some(ExceptionPoint::BeforeEmit) {
-            return Err(FailedException::new("injected exception before emit"));
-        }
         c.emit(values![n])
             .map_err(|e| FailedException::new(e.to_string()))?;
-        if point == Some(ExceptionPoint::AfterEmit) {
-            return Err(FailedException::new("injected exception after emit"));
-        }
         Ok(())
     }
 }
@@ -193,46 +123,27 @@ pub mod ids {
     pub const SINK: &str = "sink";
 }
 
-/// Builds the world and the runtime [`Plan`] for a scenario; the plan's config seed is
-/// `executor_seed`.
+/// The world, topology and run config of a scenario (the executors' seed is set by the
+/// simulation from the scenario's seed).
 ///
 /// # Errors
-/// A message if the runtime refuses the topology or config (not expected for a validated
-/// scenario).
-pub fn build(sc: &Scenario, executor_seed: u64) -> Result<(World, Plan), String> {
+/// A message if the runtime refuses the topology (not expected for a validated scenario).
+pub fn build(sc: &Scenario) -> Result<(World, Topology, Config), String> {
+    let mut sink = SinkStore::new(sc.tuples, sc.guarantee == Guarantee::ExactlyOnce);
+    if sc.planted_bug == Some(PlantedBug::SinkWithoutDedup) {
+        sink = sink.without_dedup();
+    }
     let world = World {
         log: Arc::new(Mutex::new(SourceLog::new(sc.tuples))),
-        sink: Arc::new(Mutex::new(SinkStore::new(
-            sc.tuples,
-            sc.guarantee == crate::scenario::Guarantee::ExactlyOnce,
-        ))),
-        bolt_faults: Arc::new(BoltFaults::default()),
+        sink: Arc::new(Mutex::new(sink)),
     };
-    let plan = plan(sc, &world, executor_seed)?;
-    Ok((world, plan))
-}
-
-/// The runtime plan of `sc` over `world`, with executor seed `executor_seed` (a restarted task is
-/// built from a plan with its own seed, as a restarted JVM draws new random root ids).
-///
-/// # Errors
-/// As [`build`].
-pub fn plan(sc: &Scenario, world: &World, executor_seed: u64) -> Result<Plan, String> {
     let mut b = TopologyBuilder::new();
     let log = world.log.clone();
     b.set_spout(ids::SOURCE, move || ReliableSpout { log: log.clone() }, 1)
         .output_fields(&["n"]);
-    let faults = world.bolt_faults.clone();
-    b.set_basic_bolt(
-        ids::PROCESS,
-        move || ProcessBolt {
-            faults: faults.clone(),
-            index: 0,
-        },
-        sc.bolts,
-    )
-    .shuffle_grouping(ids::SOURCE)
-    .output_fields(&["n"]);
+    b.set_basic_bolt(ids::PROCESS, || ProcessBolt, sc.bolts)
+        .shuffle_grouping(ids::SOURCE)
+        .output_fields(&["n"]);
     let sink = world.sink.clone();
     b.set_basic_bolt(ids::SINK, move || SinkBolt { sink: sink.clone() }, 1)
         .global_grouping(ids::PROCESS)
@@ -246,7 +157,107 @@ pub fn plan(sc: &Scenario, world: &World, executor_seed: u64) -> Result<Plan, St
         tick_interval_ns: sc.tick_interval_ns,
         acker_capacity_roots: None,
         max_open_inputs: 1024,
-        seed: executor_seed,
+        seed: 0,
     };
-    topology.plan(&config).map_err(|e| e.to_string())
+    Ok((world, topology, config))
+}
+
+/// The seed experiment's simulation of a [`Scenario`]: its topology (source → process → sink)
+/// run through the generic [`Simulation`], plus the delivery-guarantee oracles over the sink.
+pub struct Sim;
+
+impl Sim {
+    /// Runs `sc` to the end and checks the oracles, writing a text trace to `trace_out` when
+    /// given.
+    ///
+    /// # Errors
+    /// [`RunError::Scenario`] for an invalid scenario, [`RunError::Runtime`] if the runtime
+    /// refuses the topology, [`RunError::Io`] if the trace could not be written.
+    pub fn run(
+        sc: Scenario,
+        trace_out: Option<Box<dyn std::io::Write>>,
+    ) -> Result<Outcome, RunError> {
+        sc.validate().map_err(RunError::Scenario)?;
+        let (world, topology, config) = build(&sc).map_err(RunError::Runtime)?;
+        let mut sim = Simulation::new(&topology, &config, sc.sim_options());
+        // The trace starts with the scenario, so runs that differ only in a setting the messages
+        // do not show (the guarantee's sink state, say) still hash differently.
+        sim.trace_header(vec![
+            sc.seed,
+            sc.guarantee as u64,
+            sc.tuples,
+            sc.max_spout_pending as u64,
+            sc.message_timeout_ns,
+            sc.tick_interval_ns,
+            sc.ackers as u64,
+            sc.bolts as u64,
+            sc.latency_min_ns,
+            sc.latency_max_ns,
+            sc.local_latency_ns,
+            sc.spout_ns,
+            sc.bolt_ns,
+            sc.acker_ns,
+            sc.restart_delay_ns,
+            sc.partition_ns,
+            sc.planted_bug.map_or(0, |b| b as u64 + 1),
+            sc.faults.len() as u64,
+        ]);
+        let log = world.log.clone();
+        sim.progress_probe(Box::new(move || lock(&log).take_newly_read()));
+        if let Some(out) = trace_out {
+            sim.trace_to(out);
+        }
+        let mut o = sim.run()?;
+        let log = lock(&world.log);
+        let sink = lock(&world.sink);
+        let mut violations: Vec<Violation> = Vec::new();
+        for v in o.violations.drain(..) {
+            match v {
+                Violation::NotFinished { limit_ns, .. } => {
+                    violations.push(Violation::NotFinished {
+                        limit_ns,
+                        uncommitted: log.tuples() - log.committed(),
+                    })
+                }
+                v => violations.push(v),
+            }
+        }
+        let at = violations
+            .iter()
+            .position(|v| !matches!(v, Violation::NotFinished { .. }))
+            .unwrap_or(violations.len());
+        let guarantee = oracle::check_end(sc.guarantee, sc.tuples, &sink);
+        violations.splice(at..at, guarantee);
+        let (distinct, duplicates) = sink.tally();
+        o.violations = violations;
+        o.input = sc.tuples;
+        o.distinct = distinct;
+        o.lost = sc.tuples - distinct;
+        o.duplicates = duplicates;
+        o.absorbed = sink.absorbed();
+        Ok(o)
+    }
+}
+
+/// The [`SimOptions`] of `sc`: its seed, timing, network and faults, the processing bolt as the
+/// only bolt faults target, an input of `tuples` emits.
+pub fn sim_options(sc: &Scenario) -> SimOptions {
+    SimOptions {
+        seed: sc.seed,
+        placement: None,
+        latency_min_ns: sc.latency_min_ns,
+        latency_max_ns: sc.latency_max_ns,
+        local_latency_ns: sc.local_latency_ns,
+        spout_ns: sc.spout_ns,
+        bolt_ns: sc.bolt_ns,
+        acker_ns: sc.acker_ns,
+        restart_delay_ns: sc.restart_delay_ns,
+        partition_ns: sc.partition_ns,
+        time_limit_ns: sc.time_limit_ns,
+        faults: sc.faults.clone(),
+        fault_bolts: Some(vec![ids::PROCESS.to_string()]),
+        input_len: sc.tuples,
+        reliable_spouts: Vec::new(),
+        planted_bug: sc.planted_bug,
+    }
 }

@@ -1,50 +1,203 @@
-//! The simulator proper: one thread, one event queue, the runtime's executors.
+//! The simulator proper: one thread, one event queue, the runtime's executors, for any topology.
 //!
-//! Each task of the runtime [`Plan`] is an [`Executor`] built by the runtime itself; the engine
-//! only carries [`Envelope`](acker_runtime::Envelope)s between them over simulated links, gives
-//! each task a service time per message, feeds ticks, and injects faults:
+//! A [`Simulation`] is built from a user's [`Topology`] (or [`Plan`]) and run [`Config`], plus
+//! [`SimOptions`] (seed, placement of tasks on workers, link latency, service times, restart and
+//! partition durations, time limit, fault schedule). Each task is an [`Executor`] built by the
+//! runtime itself from the component's own factory; the engine only carries
+//! [`Envelope`]s between them over simulated links, gives each task a
+//! service time per message, feeds ticks, and injects faults:
 //!
 //! - **Links.** Each ordered pair of workers is one link: a message's latency is drawn uniformly
-//!   from the scenario's range (a fixed small latency inside one worker), and a link is FIFO (a
+//!   from the options' range (a fixed small latency inside one worker), and a link is FIFO (a
 //!   message never arrives before one sent earlier on the same link), while messages on different
 //!   links reorder freely. Message loss drops the next message sent between two workers; a
 //!   partition drops everything sent between two workers until it heals.
 //! - **Tasks.** A task handles one message at a time from its inbox, spending its service time;
-//!   a spout with an empty inbox, below max spout pending and with input to read calls
-//!   `next_tuple`. Ticks go to spouts and ackers every tick interval.
+//!   a spout with an empty inbox, below max spout pending, calls `next_tuple`; a call that emits
+//!   nothing makes it idle until its next message or tick (Storm's empty-emit wait). Ticks go to
+//!   spouts and ackers every tick interval of the [`Config`].
 //! - **Crashes.** A crashed task's executor is dropped with its inbox; messages that arrive while
-//!   it is down are lost; after the restart delay it is rebuilt fresh from the plan, from a plan
-//!   whose seed is derived from the incarnation (a restarted process draws new random ids).
+//!   it is down are lost; after the restart delay it is rebuilt from its component's factory
+//!   with [`Plan::restart_executor`] (a restarted process draws new random ids).
+//! - **Exceptions** are injected around a bolt's `execute`, from outside the bolt: *before* it
+//!   runs, the input is failed (a `Fail` for each of its roots goes to the roots' ackers) and
+//!   `execute` is not called; *after* it runs, every ack the bolt sent for the input's roots in
+//!   that call becomes a fail (and a root it neither acked nor failed is failed), its emits
+//!   having left — Storm's `FailedException` thrown before or after the emits.
 //!
-//! Every executed event is folded into the [`Trace`] hash.
+//! The generic oracles of [`crate::oracle`] watch every spout from outside: the engine records
+//! each tracked emit through the runtime's outbox and each `ack` / `fail` callback through a
+//! wrapper around the spout instance. User invariants (closures over the user's own state) are
+//! checked at the end and, if asked, after every event. Every executed event is folded into the
+//! [`Trace`] hash.
 
-use crate::components::{self, lock, ExceptionPoint, World};
-use crate::fault::{Fault, FaultKind, Trigger};
-use crate::oracle::{self, Violation};
+use crate::fault::{
+    self, ExpandContext, Fault, FaultError, FaultKind, FaultSpec, TargetCounts, Trigger,
+};
+use crate::oracle::{SpoutCallbacks, Violation, Watch};
 use crate::queue::EventQueue;
 use crate::rng::{self, SimRng};
-use crate::scenario::{rng_streams, workers, PlantedBug, Scenario, ScenarioError};
+use crate::scenario::{rng_streams, PlantedBug, ScenarioError};
 use crate::trace::Trace;
 use acker_core::{AckerMessage, TaskId};
 use acker_runtime::{
-    Executor, ExecutorCounters, Message, Notice, Outbox, Placement, Plan, TaskKind,
+    Config, Envelope, Executor, ExecutorCounters, Message, MessageId, Notice, Outbox, Placement,
+    Plan, Spout, SpoutOutputCollector, TaskKind, Topology, TopologyContext,
 };
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Locks a mutex, taking the data even if a panic poisoned it (the simulator is single-threaded;
+/// a poisoned lock only means an earlier panic, which already failed the run).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Most workers a simulation may place tasks on (links are a workers × workers matrix).
+pub const MAX_WORKERS: u16 = 256;
+
+/// How a simulation runs a topology, besides the topology's own [`Config`] (which gives the
+/// message timeout T, the tick interval, max spout pending and the number of ackers).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimOptions {
+    /// The run's seed: every random choice comes from it (link latencies, fault draws, and the
+    /// executors' seed, which replaces [`Config::seed`]).
+    pub seed: u64,
+    /// The worker of every task of the plan, in task-id order, ackers included; `None`: one
+    /// worker per component in declaration order, then one worker for the ackers (present, and
+    /// empty, with zero ackers), as the seed experiment placed them.
+    pub placement: Option<Vec<u16>>,
+    /// Latency between workers in ns: uniform in `latency_min_ns..=latency_max_ns`, drawn per
+    /// message; FIFO on each link.
+    pub latency_min_ns: u64,
+    /// See `latency_min_ns`.
+    pub latency_max_ns: u64,
+    /// Latency between two tasks of the same worker, in ns.
+    pub local_latency_ns: u64,
+    /// Time a spout spends per `next_tuple` and per notice, in ns.
+    pub spout_ns: u64,
+    /// Time a bolt spends per input, in ns.
+    pub bolt_ns: u64,
+    /// Time an acker spends per message, in ns.
+    pub acker_ns: u64,
+    /// How long a crashed task or worker stays down before it is rebuilt, in ns.
+    pub restart_delay_ns: u64,
+    /// How long a partition lasts before it heals, in ns.
+    pub partition_ns: u64,
+    /// Stop the run here even if the spouts are not done (a liveness violation); `None`:
+    /// derived from the schedule and `input_len` (see [`time_limit_ns`]). `Some(0)` is refused.
+    pub time_limit_ns: Option<u64>,
+    /// The concrete fault schedule (see [`crate::fault`]). Targets index the tasks of their
+    /// kind: spout crashes the spout tasks in task-id order, bolt crashes and exceptions the
+    /// bolt tasks of `fault_bolts` in task-id order, acker crashes the ackers, worker crashes and
+    /// partitions the workers.
+    pub faults: Vec<Fault>,
+    /// The bolt components faults may target; `None`: every bolt.
+    pub fault_bolts: Option<Vec<String>>,
+    /// The input's size in tracked emits: offset triggers (`@#n`: right after the `n+1`-th
+    /// tracked emit of the run, all spouts together), rates per thousand tuples and the derived
+    /// time limit are measured against it.
+    pub input_len: u64,
+    /// Spout components that declare themselves reliable (they re-emit a message id on fail):
+    /// the at-least-once oracle checks every message id they emitted is acked in the end.
+    pub reliable_spouts: Vec<String>,
+    /// A test-only planted bug of the simulated system.
+    pub planted_bug: Option<PlantedBug>,
+}
+
+impl SimOptions {
+    /// The seed experiment's defaults: default placement, 50–150 µs between workers, 1 µs inside
+    /// one, spout 500 ns per call, bolts 2 µs per input, acker 200 ns per message, restarts after
+    /// 1 s, partitions of 2 s, derived time limit, no fault, every bolt a fault target, an input
+    /// of 1000 emits, no spout declared reliable.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            placement: None,
+            latency_min_ns: 50_000,
+            latency_max_ns: 150_000,
+            local_latency_ns: 1_000,
+            spout_ns: 500,
+            bolt_ns: 2_000,
+            acker_ns: 200,
+            restart_delay_ns: 1_000_000_000,
+            partition_ns: 2_000_000_000,
+            time_limit_ns: None,
+            faults: Vec::new(),
+            fault_bolts: None,
+            input_len: 1000,
+            reliable_spouts: Vec::new(),
+            planted_bug: None,
+        }
+    }
+}
+
+/// The simulated time by which a run must have finished, when no limit is given: after the last
+/// time-triggered fault (or 0), a restart delay, a partition, four message timeouts (a lost tuple
+/// is failed T to 2T after emit; its replay then needs at most as long again), plus a time per
+/// input tuple and three timeouts and a restart delay per fault. The time per tuple is the larger
+/// of the processing bound (100 µs, or four bolt service times) and the throttling bound: with at
+/// most max spout pending trees in flight, each tree's critical path (spout → bolt → sink, acks to
+/// the acker, the decision back: six worker hops at the maximum link latency, plus every service
+/// time on the way) is shared by at most max spout pending tuples.
+pub fn time_limit_ns(opts: &SimOptions, message_timeout_ns: u64, max_spout_pending: usize) -> u64 {
+    if let Some(t) = opts.time_limit_ns {
+        return t;
+    }
+    let last_time = opts
+        .faults
+        .iter()
+        .filter_map(|f| match f.trigger {
+            Trigger::AtNs(t) => Some(t),
+            Trigger::AtOffset(_) => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let critical_path_ns = opts
+        .latency_max_ns
+        .saturating_mul(6)
+        .saturating_add(opts.spout_ns)
+        .saturating_add(opts.bolt_ns.saturating_mul(2))
+        .saturating_add(opts.acker_ns.saturating_mul(2));
+    let throttled = critical_path_ns.div_ceil(max_spout_pending.max(1) as u64);
+    let per_tuple = 100_000u64
+        .max(opts.bolt_ns.saturating_mul(4))
+        .max(throttled);
+    last_time
+        .saturating_add(opts.restart_delay_ns)
+        .saturating_add(opts.partition_ns)
+        .saturating_add(message_timeout_ns.saturating_mul(4))
+        .saturating_add(opts.input_len.saturating_mul(per_tuple))
+        .saturating_add(
+            (opts.faults.len() as u64)
+                .saturating_mul(message_timeout_ns.saturating_mul(3))
+                .saturating_add(opts.restart_delay_ns),
+        )
+}
+
+/// Counters of one component, summed over its tasks and their incarnations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentCounters {
+    /// The component id (`__acker` for the ackers).
+    pub component: String,
+    /// The counters.
+    pub counters: ExecutorCounters,
+}
 
 /// What one run produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
     /// The run's seed.
     pub seed: u64,
-    /// Input tuples.
+    /// Input tuples (the built-in experiment; `input_len` for a user topology).
     pub input: u64,
-    /// Distinct positions in the sink's result.
+    /// Distinct positions in the sink's result (the built-in experiment only; 0 otherwise).
     pub distinct: u64,
-    /// Positions missing from the sink's result.
+    /// Positions missing from the sink's result (the built-in experiment only).
     pub lost: u64,
-    /// Extra records in the sink's result.
+    /// Extra records in the sink's result (the built-in experiment only).
     pub duplicates: u64,
-    /// Writes the exactly-once state absorbed.
+    /// Writes the exactly-once state absorbed (the built-in experiment only).
     pub absorbed: u64,
     /// The trace hash.
     pub trace_hash: u64,
@@ -56,14 +209,21 @@ pub struct Outcome {
     pub dropped: u64,
     /// The faults that fired, in order.
     pub fired: Vec<Fault>,
-    /// Oracle violations.
+    /// Oracle and invariant violations.
     pub violations: Vec<Violation>,
-    /// Simulated time at the end.
+    /// Simulated time at the end, in ns.
     pub end_ns: u64,
-    /// Spout counters summed over every incarnation.
+    /// Spout counters summed over every spout task and incarnation.
     pub spout: ExecutorCounters,
     /// Acker counters summed over every task and incarnation.
     pub acker: ExecutorCounters,
+    /// Counters per component, in declaration order, then `__acker`.
+    pub components: Vec<ComponentCounters>,
+    /// Every spout component's callbacks, by message id: emits, acks and fails seen from outside
+    /// the spout.
+    pub callbacks: BTreeMap<String, SpoutCallbacks>,
+    /// Exceptions injected around bolts' `execute`.
+    pub exceptions: u64,
     /// Most roots any acker table held.
     pub max_acker_roots: usize,
     /// Most events scheduled at once.
@@ -71,21 +231,64 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Whether no oracle was violated.
+    /// Whether no oracle or invariant was violated.
     pub fn ok(&self) -> bool {
         self.violations.is_empty()
     }
+
+    /// The counters of component `id`, if it exists.
+    pub fn component(&self, id: &str) -> Option<&ExecutorCounters> {
+        self.components
+            .iter()
+            .find(|c| c.component == id)
+            .map(|c| &c.counters)
+    }
 }
 
-/// Why a run could not start.
+/// Why a run could not start (nothing has run when one is returned).
 #[derive(Debug)]
 pub enum RunError {
-    /// The scenario is invalid.
+    /// The scenario of the built-in experiment is invalid.
     Scenario(ScenarioError),
-    /// The runtime refused the topology (not expected for a valid scenario).
+    /// The runtime refused the topology or config.
     Runtime(String),
     /// The trace file could not be written.
     Io(std::io::Error),
+    /// A fault spec or option names a component the topology does not have (or not of the kind
+    /// needed).
+    UnknownComponent {
+        /// What named it (the fault spec, or the option).
+        what: String,
+        /// The name given.
+        component: String,
+    },
+    /// A fault spec names a task index beyond its component's parallelism.
+    UnknownTask {
+        /// The fault spec.
+        fault: String,
+        /// The component.
+        component: String,
+        /// The index given.
+        index: usize,
+        /// The component's number of tasks.
+        tasks: usize,
+    },
+    /// The placement gives no worker to this task (it lists fewer workers than the plan has
+    /// tasks).
+    TaskWithoutWorker {
+        /// The first task without a worker.
+        task: TaskId,
+        /// Its component.
+        component: String,
+        /// How many tasks the placement covers.
+        placed: usize,
+    },
+    /// The time limit is 0.
+    ZeroTimeLimit,
+    /// An option is out of range; the text names it and the range.
+    BadOption(String),
+    /// A bad fault spec or schedule (a target beyond the topology, an offset past the input).
+    Fault(FaultError),
 }
 
 impl std::fmt::Display for RunError {
@@ -94,16 +297,489 @@ impl std::fmt::Display for RunError {
             RunError::Scenario(e) => e.fmt(f),
             RunError::Runtime(e) => write!(f, "runtime refused the topology: {e}"),
             RunError::Io(e) => write!(f, "trace file: {e}"),
+            RunError::UnknownComponent { what, component } => {
+                write!(
+                    f,
+                    "{what}: the topology has no component `{component}` of that kind"
+                )
+            }
+            RunError::UnknownTask {
+                fault,
+                component,
+                index,
+                tasks,
+            } => write!(
+                f,
+                "{fault}: component `{component}` has {tasks} task(s) (0..={}), not {index}",
+                tasks.saturating_sub(1)
+            ),
+            RunError::TaskWithoutWorker {
+                task,
+                component,
+                placed,
+            } => write!(
+                f,
+                "placement: task {task} of `{component}` has no worker (the placement covers \
+                 {placed} task(s))"
+            ),
+            RunError::ZeroTimeLimit => f.write_str("the time limit must be positive"),
+            RunError::BadOption(s) => f.write_str(s),
+            RunError::Fault(e) => e.fmt(f),
         }
     }
 }
 
 impl std::error::Error for RunError {}
 
+impl From<FaultError> for RunError {
+    fn from(e: FaultError) -> Self {
+        RunError::Fault(e)
+    }
+}
+
+/// A user invariant: a closure over the user's own state, `Err(why)` when violated.
+pub type InvariantFn = Box<dyn FnMut() -> Result<(), String>>;
+
+struct Invariant {
+    name: String,
+    every_event: bool,
+    check: InvariantFn,
+    failed: bool,
+}
+
+/// Called after every spout step: the highest input offset newly read, if any (the built-in
+/// experiment's source log reports it; the default counts tracked emits).
+pub type ProgressProbe = Box<dyn FnMut() -> Option<u64>>;
+
+/// The callbacks the spout wrappers saw since the engine last looked: (task, message id, acked).
+type CallbackLog = Arc<Mutex<Vec<(TaskId, MessageId, bool)>>>;
+
+/// Forwards every call to the user's spout, recording `ack` / `fail` for the oracles.
+struct WatchedSpout {
+    inner: Box<dyn Spout>,
+    task: TaskId,
+    log: CallbackLog,
+}
+
+impl Spout for WatchedSpout {
+    fn open(&mut self, context: &TopologyContext) {
+        self.task = context.task;
+        self.inner.open(context);
+    }
+    fn next_tuple(&mut self, collector: &mut SpoutOutputCollector<'_>) {
+        self.inner.next_tuple(collector);
+    }
+    fn ack(&mut self, msg_id: MessageId) {
+        lock(&self.log).push((self.task, msg_id, true));
+        self.inner.ack(msg_id);
+    }
+    fn fail(&mut self, msg_id: MessageId) {
+        lock(&self.log).push((self.task, msg_id, false));
+        self.inner.fail(msg_id);
+    }
+    fn close(&mut self) {
+        self.inner.close();
+    }
+    fn is_done(&self) -> bool {
+        self.inner.is_done()
+    }
+}
+
+/// One simulation of a user topology, ready to [`run`](Self::run) (see the
+/// [module docs](self)).
+pub struct Simulation {
+    topology: Topology,
+    config: Config,
+    opts: SimOptions,
+    invariants: Vec<Invariant>,
+    probe: Option<ProgressProbe>,
+    trace_out: Option<Box<dyn std::io::Write>>,
+    header: Option<Vec<u64>>,
+}
+
+impl Simulation {
+    /// A simulation of `topology` under `config` and `opts`. The executors' seed
+    /// ([`Config::seed`]) is derived from `opts.seed`; everything else of `config` is used as
+    /// given. Nothing is checked until [`run`](Self::run) (or [`targets`](Self::targets)).
+    pub fn new(topology: &Topology, config: &Config, opts: SimOptions) -> Self {
+        Self {
+            topology: topology.clone(),
+            config: config.clone(),
+            opts,
+            invariants: Vec::new(),
+            probe: None,
+            trace_out: None,
+            header: None,
+        }
+    }
+
+    /// A simulation of `plan`'s topology and config (see [`new`](Self::new)). The plan is
+    /// re-made from them with the simulation's executor seed, so a park capacity set with
+    /// [`Plan::with_acker_park_capacity`] is not kept (the default is used).
+    pub fn from_plan(plan: &Plan, opts: SimOptions) -> Self {
+        Self::new(plan.topology(), plan.config(), opts)
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SimOptions {
+        &self.opts
+    }
+
+    /// The options, to change before the run.
+    pub fn options_mut(&mut self) -> &mut SimOptions {
+        &mut self.opts
+    }
+
+    /// Replaces the fault schedule (a replay uses the seed and this schedule).
+    pub fn with_schedule(mut self, faults: Vec<Fault>) -> Self {
+        self.opts.faults = faults;
+        self
+    }
+
+    /// Adds an invariant checked once, at the end of the run: `check` returns `Err(why)` when the
+    /// user's state is wrong; it becomes [`Violation::Invariant`] named `name`.
+    pub fn invariant(
+        &mut self,
+        name: &str,
+        check: impl FnMut() -> Result<(), String> + 'static,
+    ) -> &mut Self {
+        self.invariants.push(Invariant {
+            name: name.to_string(),
+            every_event: false,
+            check: Box::new(check),
+            failed: false,
+        });
+        self
+    }
+
+    /// Adds an invariant checked after every event and at the end (reported once, at its first
+    /// violation).
+    pub fn invariant_every_event(
+        &mut self,
+        name: &str,
+        check: impl FnMut() -> Result<(), String> + 'static,
+    ) -> &mut Self {
+        self.invariant(name, check);
+        if let Some(i) = self.invariants.last_mut() {
+            i.every_event = true;
+        }
+        self
+    }
+
+    /// Writes a text trace of every event to `out`.
+    pub fn trace_to(&mut self, out: Box<dyn std::io::Write>) -> &mut Self {
+        self.trace_out = Some(out);
+        self
+    }
+
+    /// Replaces the default progress count (tracked emits) that offset triggers use.
+    pub fn progress_probe(&mut self, probe: ProgressProbe) -> &mut Self {
+        self.probe = Some(probe);
+        self
+    }
+
+    /// Replaces the trace's first event (the built-in experiment hashes its scenario there).
+    pub fn trace_header(&mut self, words: Vec<u64>) -> &mut Self {
+        self.header = Some(words);
+        self
+    }
+
+    fn plan(&self) -> Result<Plan, RunError> {
+        let mut config = self.config.clone();
+        config.seed = rng::derive_seed(self.opts.seed, rng_streams::EXECUTORS);
+        self.topology
+            .plan(&config)
+            .map_err(|e| RunError::Runtime(e.to_string()))
+    }
+
+    /// The fault targets of this topology: spout tasks, bolt tasks of the fault bolts, ackers,
+    /// workers.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run), for the placement and the options naming components.
+    pub fn targets(&self) -> Result<TargetCounts, RunError> {
+        let plan = self.plan()?;
+        let t = Targets::new(&plan, &self.opts)?;
+        Ok(t.counts())
+    }
+
+    /// `faults` in the `--faults` syntax with crash and exception targets named
+    /// `component.index` (e.g. `bolt-crash@#0:count.1`), which
+    /// [`set_fault_specs`](Self::set_fault_specs) reads back to the same schedule.
+    ///
+    /// # Errors
+    /// As [`targets`](Self::targets).
+    pub fn format_schedule(&self, faults: &[Fault]) -> Result<String, RunError> {
+        let plan = self.plan()?;
+        let targets = Targets::new(&plan, &self.opts)?;
+        let name = |task: TaskId| {
+            plan.tasks()
+                .get(task as usize)
+                .map(|i| format!("{}.{}", i.component, i.index))
+        };
+        Ok(faults
+            .iter()
+            .map(|f| {
+                let pool = match f.kind {
+                    FaultKind::SpoutCrash => Some(&targets.spouts),
+                    FaultKind::BoltCrash
+                    | FaultKind::BoltExceptionBeforeEmit
+                    | FaultKind::BoltExceptionAfterEmit => Some(&targets.bolts),
+                    _ => None,
+                };
+                match pool
+                    .and_then(|p| p.get(f.target as usize))
+                    .and_then(|&t| name(t))
+                {
+                    Some(n) => format!("{}@{}:{n}", f.kind, f.trigger),
+                    None => f.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(","))
+    }
+
+    /// Expands `--faults` text into the concrete schedule (replacing it), drawing rate times and
+    /// targets from the seed. A target may name a component (`bolt-crash@1s:count` is its task
+    /// 0, `:count.2` its task 2) as well as give an index among the tasks of the kind.
+    /// Rate-per-second faults are drawn over `0..fault_until_ns`.
+    ///
+    /// # Errors
+    /// [`RunError::UnknownComponent`] / [`RunError::UnknownTask`] for a name the topology does
+    /// not have, [`RunError::Fault`] for a bad spec, plus the errors of [`targets`](Self::targets).
+    pub fn set_fault_specs(&mut self, text: &str, fault_until_ns: u64) -> Result<(), RunError> {
+        let plan = self.plan()?;
+        let targets = Targets::new(&plan, &self.opts)?;
+        let mut specs = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            if item.is_empty() || item == "none" {
+                continue;
+            }
+            let resolved = match item.split_once(':') {
+                Some((head, t)) if t.starts_with(|c: char| c.is_ascii_alphabetic()) => {
+                    let kind: FaultKind =
+                        head.split(['@', '*', '~']).next().unwrap_or(head).parse()?;
+                    let index = targets.resolve(&plan, item, kind, t)?;
+                    format!("{head}:{index}")
+                }
+                _ => item.to_string(),
+            };
+            specs.push(resolved.parse::<FaultSpec>()?);
+        }
+        self.expand(&specs, &targets, fault_until_ns)
+    }
+
+    /// Swarm mode: a random subset of fault kinds with random weights drawn from the seed, at
+    /// `per_kilo_tuple` faults per thousand emits of `input_len` (see
+    /// [`fault::swarm_specs`]), expanded into the schedule.
+    ///
+    /// # Errors
+    /// As [`targets`](Self::targets).
+    pub fn set_swarm_faults(&mut self, per_kilo_tuple: f64) -> Result<(), RunError> {
+        let plan = self.plan()?;
+        let targets = Targets::new(&plan, &self.opts)?;
+        let specs = fault::swarm_specs(
+            &mut rng::stream(self.opts.seed, rng_streams::SWARM),
+            per_kilo_tuple,
+        );
+        self.expand(&specs, &targets, 0)
+    }
+
+    fn expand(
+        &mut self,
+        specs: &[FaultSpec],
+        targets: &Targets,
+        fault_until_ns: u64,
+    ) -> Result<(), RunError> {
+        let ctx = ExpandContext {
+            tuples: self.opts.input_len,
+            repeat_gap_ns: self.config.message_timeout_ns.saturating_mul(3),
+            fault_until_ns,
+            targets: targets.counts(),
+        };
+        let mut r = rng::stream(self.opts.seed, rng_streams::FAULTS);
+        self.opts.faults = fault::expand(specs, &ctx, &mut r)?;
+        Ok(())
+    }
+
+    /// Runs the simulation to its end (every spout done and nothing in flight, or the time
+    /// limit) and checks the oracles and invariants.
+    ///
+    /// # Errors
+    /// Before anything runs: [`RunError::ZeroTimeLimit`], [`RunError::TaskWithoutWorker`],
+    /// [`RunError::UnknownComponent`] (an option naming a component the topology lacks),
+    /// [`RunError::Fault`] (a fault target beyond the topology), [`RunError::BadOption`] (latency
+    /// range empty, a service time not below the message timeout, a tick below 1 µs, a worker
+    /// past [`MAX_WORKERS`]), [`RunError::Runtime`] if the runtime refuses the config. After the
+    /// run, [`RunError::Io`] if the trace could not be written.
+    pub fn run(self) -> Result<Outcome, RunError> {
+        let mut engine = Engine::new(self)?;
+        let outcome = engine.execute();
+        engine.trace.finish().map_err(RunError::Io)?;
+        Ok(outcome)
+    }
+}
+
+/// Which tasks each fault kind targets.
+struct Targets {
+    spouts: Vec<TaskId>,
+    bolts: Vec<TaskId>,
+    ackers: std::ops::Range<TaskId>,
+    workers: u16,
+    worker_of: Vec<u16>,
+}
+
+impl Targets {
+    fn new(plan: &Plan, opts: &SimOptions) -> Result<Self, RunError> {
+        let infos = plan.tasks();
+        let components = plan.topology().component_ids();
+        let worker_of: Vec<u16> = match &opts.placement {
+            Some(p) => {
+                if let Some(info) = infos.get(p.len()) {
+                    return Err(RunError::TaskWithoutWorker {
+                        task: info.task,
+                        component: info.component.clone(),
+                        placed: p.len(),
+                    });
+                }
+                if let Some(&w) = p.iter().find(|&&w| w >= MAX_WORKERS) {
+                    return Err(RunError::BadOption(format!(
+                        "placement: worker {w} is past the last worker {}",
+                        MAX_WORKERS - 1
+                    )));
+                }
+                p[..infos.len()].to_vec()
+            }
+            None => infos
+                .iter()
+                .map(|i| match i.kind {
+                    TaskKind::Acker => components.len() as u16,
+                    _ => components
+                        .iter()
+                        .position(|c| *c == i.component)
+                        .unwrap_or(0) as u16,
+                })
+                .collect(),
+        };
+        let default_workers = components.len() as u16 + 1;
+        let workers = match &opts.placement {
+            Some(_) => worker_of.iter().max().map_or(1, |&w| w + 1),
+            None => default_workers,
+        };
+        if let Some(names) = &opts.fault_bolts {
+            for n in names {
+                if !infos
+                    .iter()
+                    .any(|i| i.kind == TaskKind::Bolt && i.component == *n)
+                {
+                    return Err(RunError::UnknownComponent {
+                        what: "fault_bolts".into(),
+                        component: n.clone(),
+                    });
+                }
+            }
+        }
+        for n in &opts.reliable_spouts {
+            if !infos
+                .iter()
+                .any(|i| i.kind == TaskKind::Spout && i.component == *n)
+            {
+                return Err(RunError::UnknownComponent {
+                    what: "reliable_spouts".into(),
+                    component: n.clone(),
+                });
+            }
+        }
+        let spouts = infos
+            .iter()
+            .filter(|i| i.kind == TaskKind::Spout)
+            .map(|i| i.task)
+            .collect();
+        let bolts = infos
+            .iter()
+            .filter(|i| {
+                i.kind == TaskKind::Bolt
+                    && opts
+                        .fault_bolts
+                        .as_ref()
+                        .map_or(true, |n| n.contains(&i.component))
+            })
+            .map(|i| i.task)
+            .collect();
+        Ok(Self {
+            spouts,
+            bolts,
+            ackers: plan.acker_tasks(),
+            workers,
+            worker_of,
+        })
+    }
+
+    fn counts(&self) -> TargetCounts {
+        TargetCounts {
+            spouts: self.spouts.len() as u16,
+            bolts: self.bolts.len() as u16,
+            ackers: self.ackers.len() as u16,
+            workers: self.workers,
+        }
+    }
+
+    /// The index among `kind`'s targets of the task named `name` (`component` or
+    /// `component.index`) in fault spec `item`.
+    fn resolve(
+        &self,
+        plan: &Plan,
+        item: &str,
+        kind: FaultKind,
+        name: &str,
+    ) -> Result<u16, RunError> {
+        let (component, index) = match name.rsplit_once('.') {
+            Some((c, i)) => match i.parse::<usize>() {
+                Ok(i) => (c, i),
+                Err(_) => (name, 0),
+            },
+            None => (name, 0),
+        };
+        let pool = match kind {
+            FaultKind::SpoutCrash => &self.spouts,
+            FaultKind::BoltCrash
+            | FaultKind::BoltExceptionBeforeEmit
+            | FaultKind::BoltExceptionAfterEmit => &self.bolts,
+            _ => {
+                return Err(RunError::UnknownComponent {
+                    what: format!("fault `{item}` ({kind} takes an index, not a name)"),
+                    component: component.to_string(),
+                })
+            }
+        };
+        let tasks: Vec<TaskId> = plan
+            .tasks()
+            .iter()
+            .filter(|i| i.component == component && pool.contains(&i.task))
+            .map(|i| i.task)
+            .collect();
+        if tasks.is_empty() {
+            return Err(RunError::UnknownComponent {
+                what: format!("fault `{item}`"),
+                component: component.to_string(),
+            });
+        }
+        let Some(&task) = tasks.get(index) else {
+            return Err(RunError::UnknownTask {
+                fault: format!("fault `{item}`"),
+                component: component.to_string(),
+                index,
+                tasks: tasks.len(),
+            });
+        };
+        Ok(pool.iter().position(|&t| t == task).unwrap_or(0) as u16)
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     /// The head message of link `l` arrives.
-    Link(u16),
+    Link(u32),
     Process {
         task: TaskId,
         inc: u32,
@@ -128,8 +804,16 @@ struct InFlight {
     msg: Message,
 }
 
+/// Where an injected bolt exception strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ExceptionPoint {
+    Before,
+    After,
+}
+
 struct TaskState {
     kind: TaskKind,
+    component: usize,
     worker: u16,
     exec: Option<Executor>,
     incarnation: u32,
@@ -137,9 +821,12 @@ struct TaskState {
     inbox: VecDeque<u32>,
     busy_until: u64,
     scheduled: bool,
+    /// A spout whose last `next_tuple` emitted nothing: not polled again until a message or tick.
+    idle: bool,
     retired: ExecutorCounters,
     service_ns: u64,
     restart_pending: bool,
+    armed: VecDeque<ExceptionPoint>,
 }
 
 // Trace event codes.
@@ -158,16 +845,18 @@ const DROP_PARTITION: u64 = 2;
 const DROP_DOWN: u64 = 3;
 const DROP_CRASH_INBOX: u64 = 4;
 
-/// One simulation (see the [module docs](self)).
-pub struct Sim {
-    sc: Scenario,
-    world: World,
+/// The running simulation.
+struct Engine {
+    opts: SimOptions,
     plan: Plan,
     placement: Placement,
+    targets: Targets,
+    components: Vec<String>,
     tasks: Vec<TaskState>,
     queue: EventQueue<Ev>,
     slab: Vec<Option<InFlight>>,
     free: Vec<u32>,
+    workers: usize,
     link_last: Vec<u64>,
     /// Messages in flight on each link, in arrival order: (arrival time, slab index). Only each
     /// link's head is in the event queue, which keeps the queue a few dozen events long.
@@ -176,6 +865,7 @@ pub struct Sim {
     drop_next: u64,
     link_rng: SimRng,
     trace: Trace,
+    header: Vec<u64>,
     now: u64,
     out: Outbox,
     offset_faults: VecDeque<u32>,
@@ -188,12 +878,18 @@ pub struct Sim {
     violations: Vec<Violation>,
     max_acker_roots: usize,
     acker_capacity: usize,
-    spout_task: TaskId,
-    /// Whether the source had something to emit after the spout's last step (cached so that
-    /// scheduling does not lock the log).
-    spout_has_input: bool,
     max_queue_len: usize,
     bug_armed: bool,
+    armed_total: u64,
+    exceptions: u64,
+    watch: Watch,
+    callbacks: CallbackLog,
+    invariants: Vec<Invariant>,
+    every_event: bool,
+    probe: Option<ProgressProbe>,
+    emits_seen: u64,
+    tick_ns: u64,
+    num_ackers: usize,
 }
 
 fn msg_words(m: &Message, w: &mut [u64; 16]) -> usize {
@@ -264,67 +960,129 @@ fn msg_words(m: &Message, w: &mut [u64; 16]) -> usize {
     }
 }
 
-impl Sim {
-    /// Prepares a run of `sc`, writing a text trace to `trace_out` when given.
-    ///
-    /// # Errors
-    /// [`RunError::Scenario`] for an invalid scenario, [`RunError::Runtime`] if the runtime
-    /// refuses the topology.
-    pub fn new(sc: Scenario, trace_out: Option<Box<dyn std::io::Write>>) -> Result<Self, RunError> {
-        sc.validate().map_err(RunError::Scenario)?;
-        let exec_seed = rng::derive_seed(sc.seed, rng_streams::EXECUTORS);
-        let (world, plan) = components::build(&sc, exec_seed).map_err(RunError::Runtime)?;
-        let infos = plan.tasks().to_vec();
-        let worker_of = |info: &acker_runtime::TaskInfo| -> u16 {
-            match info.kind {
-                TaskKind::Spout => workers::SPOUT,
-                TaskKind::Acker => workers::ACKERS,
-                TaskKind::Bolt if info.component == components::ids::SINK => workers::SINK,
-                TaskKind::Bolt => workers::BOLTS,
+impl Engine {
+    fn new(sim: Simulation) -> Result<Self, RunError> {
+        let opts = sim.opts;
+        if opts.time_limit_ns == Some(0) {
+            return Err(RunError::ZeroTimeLimit);
+        }
+        if opts.latency_min_ns > opts.latency_max_ns {
+            return Err(RunError::BadOption(
+                "link latency: the minimum must not exceed the maximum".into(),
+            ));
+        }
+        if sim.config.tick_interval_ns < 1_000 {
+            return Err(RunError::BadOption(
+                "the tick interval must be at least 1us".into(),
+            ));
+        }
+        for (cost, what) in [
+            (opts.spout_ns, "spout_ns"),
+            (opts.bolt_ns, "bolt_ns"),
+            (opts.acker_ns, "acker_ns"),
+        ] {
+            if sim.config.enable_message_timeouts && cost >= sim.config.message_timeout_ns {
+                return Err(RunError::BadOption(format!(
+                    "{what} must be shorter than the message timeout"
+                )));
             }
-        };
-        let placement = Placement::from_workers(infos.iter().map(worker_of).collect());
+        }
+        let log: CallbackLog = Arc::new(Mutex::new(Vec::new()));
+        let wrap_log = log.clone();
+        let topology = sim
+            .topology
+            .with_spout_wrapper(Arc::new(move |inner| -> Box<dyn Spout> {
+                Box::new(WatchedSpout {
+                    inner,
+                    task: 0,
+                    log: wrap_log.clone(),
+                })
+            }));
+        let mut config = sim.config.clone();
+        config.seed = rng::derive_seed(opts.seed, rng_streams::EXECUTORS);
+        let plan = topology
+            .plan(&config)
+            .map_err(|e| RunError::Runtime(e.to_string()))?;
+        let targets = Targets::new(&plan, &opts)?;
+        fault::check_schedule(&opts.faults, &targets.counts(), opts.input_len)?;
+        let components = plan.topology().component_ids();
+        let infos = plan.tasks().to_vec();
+        let placement = Placement::from_workers(targets.worker_of.clone());
         let tasks = infos
             .iter()
             .map(|info| TaskState {
                 kind: info.kind,
-                worker: worker_of(info),
+                component: components
+                    .iter()
+                    .position(|c| *c == info.component)
+                    .unwrap_or(components.len()),
+                worker: targets.worker_of[info.task as usize],
                 exec: None,
                 incarnation: 0,
                 inbox: VecDeque::new(),
                 busy_until: 0,
                 scheduled: false,
+                idle: false,
                 retired: ExecutorCounters::default(),
                 service_ns: match info.kind {
-                    TaskKind::Spout => sc.spout_ns,
-                    TaskKind::Bolt => sc.bolt_ns,
-                    TaskKind::Acker => sc.acker_ns,
+                    TaskKind::Spout => opts.spout_ns,
+                    TaskKind::Bolt => opts.bolt_ns,
+                    TaskKind::Acker => opts.acker_ns,
                 },
                 restart_pending: false,
+                armed: VecDeque::new(),
             })
             .collect();
-        let w = workers::COUNT as usize;
+        let w = targets.workers as usize;
         let acker_capacity = plan.acker_capacity_roots();
-        let spout_task = infos
-            .iter()
-            .find(|i| i.kind == TaskKind::Spout)
-            .map_or(0, |i| i.task);
+        let bound_ns = config
+            .timeout_ns()
+            .map(|t| t.saturating_mul(2).saturating_add(config.tick_interval_ns));
+        let watch = Watch::new(&plan, &opts.reliable_spouts, bound_ns);
+        let header = sim.header.unwrap_or_else(|| {
+            vec![
+                opts.seed,
+                infos.len() as u64,
+                config.num_ackers as u64,
+                config.message_timeout_ns,
+                config.tick_interval_ns,
+                config.max_spout_pending.map_or(0, |m| m as u64),
+                opts.latency_min_ns,
+                opts.latency_max_ns,
+                opts.local_latency_ns,
+                opts.spout_ns,
+                opts.bolt_ns,
+                opts.acker_ns,
+                opts.restart_delay_ns,
+                opts.partition_ns,
+                opts.faults.len() as u64,
+            ]
+        });
+        let every_event = sim.invariants.iter().any(|i| i.every_event);
+        let mut out = Outbox::with_capacity(16);
+        out.record_tracked_emits();
         Ok(Self {
-            link_rng: rng::stream(sc.seed, rng_streams::LINKS),
-            world,
+            link_rng: rng::stream(opts.seed, rng_streams::LINKS),
+            tick_ns: config.tick_interval_ns,
+            num_ackers: config.num_ackers,
+            bug_armed: opts.planted_bug == Some(PlantedBug::AckerAcksFirstFailure),
             plan,
             placement,
+            targets,
+            components,
             tasks,
             queue: EventQueue::new(),
             slab: Vec::new(),
             free: Vec::new(),
+            workers: w,
             link_last: vec![0; w * w],
             link_queue: (0..w * w).map(|_| VecDeque::new()).collect(),
             partitioned: vec![0; w * w],
             drop_next: 0,
-            trace: Trace::new(trace_out),
+            trace: Trace::new(sim.trace_out),
+            header,
             now: 0,
-            out: Outbox::with_capacity(16),
+            out,
             offset_faults: VecDeque::new(),
             fired: Vec::new(),
             in_flight: 0,
@@ -335,59 +1093,28 @@ impl Sim {
             violations: Vec::new(),
             max_acker_roots: 0,
             acker_capacity,
-            spout_task,
-            spout_has_input: true,
             max_queue_len: 0,
-            bug_armed: sc.planted_bug == Some(PlantedBug::AckerAcksFirstFailure),
-            sc,
+            armed_total: 0,
+            exceptions: 0,
+            watch,
+            callbacks: log,
+            invariants: sim.invariants,
+            every_event,
+            probe: sim.probe,
+            emits_seen: 0,
+            opts,
         })
     }
 
-    /// Runs `sc` to the end and checks the oracles.
-    ///
-    /// # Errors
-    /// As [`Sim::new`], and [`RunError::Io`] if the trace file could not be written.
-    pub fn run(
-        sc: Scenario,
-        trace_out: Option<Box<dyn std::io::Write>>,
-    ) -> Result<Outcome, RunError> {
-        let mut sim = Sim::new(sc, trace_out)?;
-        let outcome = sim.execute();
-        sim.trace.finish().map_err(RunError::Io)?;
-        Ok(outcome)
-    }
-
     fn execute(&mut self) -> Outcome {
-        // The trace starts with the scenario, so runs that differ only in a setting the messages
-        // do not show (the guarantee's sink state, say) still hash differently.
-        let sc = &self.sc;
-        let header = [
-            sc.seed,
-            sc.guarantee as u64,
-            sc.tuples,
-            sc.max_spout_pending as u64,
-            sc.message_timeout_ns,
-            sc.tick_interval_ns,
-            sc.ackers as u64,
-            sc.bolts as u64,
-            sc.latency_min_ns,
-            sc.latency_max_ns,
-            sc.local_latency_ns,
-            sc.spout_ns,
-            sc.bolt_ns,
-            sc.acker_ns,
-            sc.restart_delay_ns,
-            sc.partition_ns,
-            sc.planted_bug.map_or(0, |b| b as u64 + 1),
-            sc.faults.len() as u64,
-        ];
+        let header = std::mem::take(&mut self.header);
         self.trace.event(&header);
         // Start every task, schedule time-triggered faults, remember offset-triggered ones.
         for t in 0..self.tasks.len() {
             self.start_task(t as TaskId);
         }
         let mut offset_faults: Vec<(u64, u32)> = Vec::new();
-        for (i, f) in self.sc.faults.iter().enumerate() {
+        for (i, f) in self.opts.faults.iter().enumerate() {
             match f.trigger {
                 Trigger::AtNs(t) => {
                     self.queue.push(t, Ev::Fault(i as u32));
@@ -397,7 +1124,12 @@ impl Sim {
         }
         offset_faults.sort();
         self.offset_faults = offset_faults.into_iter().map(|(_, i)| i).collect();
-        let limit = self.sc.time_limit_ns();
+        let config = self.plan.config();
+        let limit = time_limit_ns(
+            &self.opts,
+            config.message_timeout_ns,
+            config.pending_capacity(),
+        );
         let mut finished = false;
         while let Some((t, _seq, ev)) = self.queue.pop() {
             self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
@@ -422,16 +1154,19 @@ impl Sim {
                 Ev::Restart { task } => self.on_restart(task),
                 Ev::Heal { a, b } => {
                     self.trace.event(&[self.now, T_HEAL, a as u64, b as u64]);
-                    let w = workers::COUNT as usize;
+                    let w = self.workers;
                     let (a, b) = (a as usize, b as usize);
                     self.partitioned[a * w + b] = self.partitioned[a * w + b].saturating_sub(1);
                     self.partitioned[b * w + a] = self.partitioned[b * w + a].saturating_sub(1);
                 }
             }
+            if self.every_event {
+                self.check_invariants(true);
+            }
             if self.in_flight == 0
                 && self.queued == 0
                 && self.restarts_pending == 0
-                && lock(&self.world.log).is_done()
+                && self.spouts_done()
             {
                 finished = true;
                 break;
@@ -440,31 +1175,56 @@ impl Sim {
         self.finish(finished, limit)
     }
 
+    fn spouts_done(&self) -> bool {
+        self.targets.spouts.iter().all(|&t| {
+            self.tasks[t as usize]
+                .exec
+                .as_ref()
+                .is_some_and(|e| e.is_done())
+        })
+    }
+
+    fn check_invariants(&mut self, every_event_only: bool) {
+        for inv in &mut self.invariants {
+            if inv.failed || (every_event_only && !inv.every_event) {
+                continue;
+            }
+            if let Err(message) = (inv.check)() {
+                inv.failed = true;
+                self.violations.push(Violation::Invariant {
+                    name: inv.name.clone(),
+                    at_ns: self.now,
+                    message,
+                });
+            }
+        }
+    }
+
     fn finish(&mut self, finished: bool, limit: u64) -> Outcome {
-        let log = lock(&self.world.log);
-        let sink = lock(&self.world.sink);
+        let end = if finished { self.now } else { limit };
         if !finished {
             self.violations.push(Violation::NotFinished {
                 limit_ns: limit,
-                uncommitted: log.tuples() - log.committed(),
+                uncommitted: self.watch.outstanding(),
             });
         }
-        let bound = self
-            .sc
-            .message_timeout_ns
-            .saturating_mul(2)
-            .saturating_add(self.sc.tick_interval_ns);
-        let end = if finished { self.now } else { limit };
-        self.violations.extend(oracle::check_end(
-            self.sc.guarantee,
-            &log,
-            &sink,
-            bound,
-            end,
-        ));
-        let (distinct, duplicates) = sink.tally();
+        self.now = end;
+        self.check_invariants(false);
+        self.violations.extend(self.watch.check_end(end));
         let mut spout = ExecutorCounters::default();
         let mut acker = ExecutorCounters::default();
+        let mut per: Vec<ComponentCounters> = self
+            .components
+            .iter()
+            .map(|c| ComponentCounters {
+                component: c.clone(),
+                counters: ExecutorCounters::default(),
+            })
+            .collect();
+        per.push(ComponentCounters {
+            component: acker_runtime::ACKER_COMPONENT.to_string(),
+            counters: ExecutorCounters::default(),
+        });
         for t in &self.tasks {
             let mut c = t.retired;
             if let Some(e) = &t.exec {
@@ -475,14 +1235,16 @@ impl Sim {
                 TaskKind::Acker => acker.add(&c),
                 TaskKind::Bolt => {}
             }
+            let i = t.component.min(per.len() - 1);
+            per[i].counters.add(&c);
         }
         Outcome {
-            seed: self.sc.seed,
-            input: self.sc.tuples,
-            distinct,
-            lost: self.sc.tuples - distinct,
-            duplicates,
-            absorbed: sink.absorbed(),
+            seed: self.opts.seed,
+            input: self.opts.input_len,
+            distinct: 0,
+            lost: 0,
+            duplicates: 0,
+            absorbed: 0,
             trace_hash: self.trace.hash(),
             events: self.trace.events(),
             delivered: self.delivered,
@@ -492,6 +1254,9 @@ impl Sim {
             end_ns: end,
             spout,
             acker,
+            components: per,
+            callbacks: self.watch.callbacks(),
+            exceptions: self.exceptions,
             max_acker_roots: self.max_acker_roots,
             max_queue_len: self.max_queue_len,
         }
@@ -500,33 +1265,20 @@ impl Sim {
     // ---- tasks ------------------------------------------------------------------------------
 
     fn build(&self, task: TaskId, incarnation: u32) -> Option<Executor> {
-        let reuse = self.sc.planted_bug == Some(PlantedBug::RestartReusesSeed);
-        if incarnation == 0 || reuse {
-            self.plan.build_executor(task, &self.placement).ok()
-        } else {
-            let seed = rng::derive_seed(
-                rng::derive_seed(self.sc.seed, rng_streams::EXECUTORS),
-                ((task as u64) << 32) | incarnation as u64,
-            );
-            let plan = components::plan(&self.sc, &self.world, seed).ok()?;
-            plan.build_executor(task, &self.placement).ok()
-        }
+        let reuse = self.opts.planted_bug == Some(PlantedBug::RestartReusesSeed);
+        let inc = if reuse { 0 } else { incarnation as u64 };
+        self.plan.restart_executor(task, &self.placement, inc).ok()
     }
 
     fn start_task(&mut self, task: TaskId) {
         let t = task as usize;
         let inc = self.tasks[t].incarnation;
-        if self.tasks[t].kind == TaskKind::Spout {
-            lock(&self.world.log).set_now(self.now);
-        }
         self.tasks[t].exec = self.build(task, inc);
-        if self.tasks[t].kind == TaskKind::Spout {
-            self.spout_has_input = !lock(&self.world.log).read_all();
-        }
         self.tasks[t].busy_until = self.now;
+        self.tasks[t].idle = false;
         if matches!(self.tasks[t].kind, TaskKind::Spout | TaskKind::Acker) {
             self.queue
-                .push(self.now + self.sc.tick_interval_ns, Ev::Tick { task, inc });
+                .push(self.now + self.tick_ns, Ev::Tick { task, inc });
         }
         self.maybe_schedule(task);
     }
@@ -540,6 +1292,11 @@ impl Sim {
         let c = exec.counters();
         self.tasks[t].retired.add(&c);
         drop(exec);
+        if self.tasks[t].kind == TaskKind::Spout {
+            // Callbacks made while shutting down, then the crash forgets the pending emits.
+            self.observe_spout(task);
+            self.watch.crash(task);
+        }
         let lost = self.tasks[t].inbox.len() as u64;
         let inbox = std::mem::take(&mut self.tasks[t].inbox);
         for idx in inbox {
@@ -556,7 +1313,7 @@ impl Sim {
             self.tasks[t].restart_pending = true;
             self.restarts_pending += 1;
             self.queue
-                .push(self.now + self.sc.restart_delay_ns, Ev::Restart { task });
+                .push(self.now + self.opts.restart_delay_ns, Ev::Restart { task });
         }
     }
 
@@ -584,7 +1341,7 @@ impl Sim {
         if !st.inbox.is_empty() {
             return true;
         }
-        st.kind == TaskKind::Spout && self.spout_has_input && exec.can_emit()
+        st.kind == TaskKind::Spout && !st.idle && exec.can_emit()
     }
 
     fn maybe_schedule(&mut self, task: TaskId) {
@@ -625,20 +1382,36 @@ impl Sim {
     fn step(&mut self, task: TaskId, msg: Option<Message>) {
         let t = task as usize;
         let now = self.now;
-        let is_spout = self.tasks[t].kind == TaskKind::Spout;
+        let kind = self.tasks[t].kind;
         if let Some(msg) = msg {
-            if is_spout {
-                lock(&self.world.log).set_now(now);
+            let point = if kind == TaskKind::Bolt && self.armed_total > 0 {
+                match &msg {
+                    Message::Tuple(_) => self.tasks[t].armed.pop_front(),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            match point {
+                None => {
+                    if let Some(exec) = self.tasks[t].exec.as_mut() {
+                        exec.handle(msg, now, &mut self.out);
+                    }
+                }
+                Some(p) => self.throw(task, msg, p),
             }
-            if let Some(exec) = self.tasks[t].exec.as_mut() {
-                exec.handle(msg, now, &mut self.out);
-            }
-        } else if is_spout {
+        } else if kind == TaskKind::Spout {
             let emitted = match self.tasks[t].exec.as_mut() {
                 Some(exec) => exec.next_tuple(now, &mut self.out),
                 None => false,
             };
             if !emitted {
+                return;
+            }
+            if self.out.is_empty() {
+                // Nothing to emit: wait for a message or a tick (Storm's empty-emit wait).
+                self.tasks[t].idle = true;
+                self.observe_spout(task);
                 return;
             }
             self.trace.event(&[now, T_EMIT, task as u64]);
@@ -647,17 +1420,94 @@ impl Sim {
         }
         self.tasks[t].busy_until = now + self.tasks[t].service_ns;
         self.after_step(task);
-        if is_spout {
-            let newly = {
-                let mut log = lock(&self.world.log);
-                self.spout_has_input = !log.read_all();
-                log.take_newly_read()
-            };
-            if let Some(o) = newly {
-                self.fire_offset_faults(o);
-            }
+        if kind == TaskKind::Spout {
+            // After the step's messages left: offset-triggered faults strike after the emit.
+            self.observe_spout(task);
         }
         self.maybe_schedule(task);
+    }
+
+    /// An exception injected around a bolt's `execute` on input `msg` (see the module docs).
+    fn throw(&mut self, task: TaskId, msg: Message, point: ExceptionPoint) {
+        let t = task as usize;
+        self.armed_total -= 1;
+        self.exceptions += 1;
+        let mut roots: Vec<u64> = match &msg {
+            Message::Tuple(tuple) => tuple.anchors.pairs().iter().map(|&(r, _)| r).collect(),
+            _ => Vec::new(),
+        };
+        roots.sort_unstable();
+        roots.dedup();
+        let base = self.plan.acker_tasks().start;
+        let acker_of =
+            |root: u64, n: usize| acker_core::acker_index(root, n).map(|i| base + i as TaskId);
+        match point {
+            ExceptionPoint::Before => {
+                for &root in &roots {
+                    if let Some(a) = acker_of(root, self.num_ackers) {
+                        self.out
+                            .push(a, Message::Acker(AckerMessage::Fail { root }));
+                    }
+                }
+            }
+            ExceptionPoint::After => {
+                let start = self.out.len();
+                if let Some(exec) = self.tasks[t].exec.as_mut() {
+                    exec.handle(msg, self.now, &mut self.out);
+                }
+                let envs: Vec<Envelope> = self.out.drain().collect();
+                let mut failed = Vec::new();
+                for (i, mut env) in envs.into_iter().enumerate() {
+                    if i >= start {
+                        if let Message::Acker(
+                            AckerMessage::Ack { root, .. } | AckerMessage::Fail { root },
+                        ) = env.message
+                        {
+                            if roots.binary_search(&root).is_ok() {
+                                env.message = Message::Acker(AckerMessage::Fail { root });
+                                failed.push(root);
+                            }
+                        }
+                    }
+                    self.out.push(env.dest, env.message);
+                }
+                for &root in &roots {
+                    if !failed.contains(&root) {
+                        if let Some(a) = acker_of(root, self.num_ackers) {
+                            self.out
+                                .push(a, Message::Acker(AckerMessage::Fail { root }));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands the spout's tracked emits and callbacks of its last step to the oracles.
+    fn observe_spout(&mut self, task: TaskId) {
+        let now = self.now;
+        let mut emits = 0u64;
+        for (msg_id, _root) in self.out.take_tracked_emits() {
+            self.watch.emit(task, msg_id, now);
+            emits += 1;
+        }
+        {
+            let mut log = lock(&self.callbacks);
+            for (t, msg_id, acked) in log.drain(..) {
+                self.watch.callback(t, msg_id, acked, now);
+            }
+        }
+        if emits > 0 {
+            self.emits_seen += emits;
+        }
+        let newly = match self.probe.as_mut() {
+            Some(p) => p(),
+            None if emits > 0 => Some(self.emits_seen - 1),
+            None => None,
+        };
+        if let Some(o) = newly {
+            self.fire_offset_faults(o);
+        }
     }
 
     fn on_tick(&mut self, task: TaskId, inc: u32) {
@@ -666,18 +1516,16 @@ impl Sim {
             return;
         }
         self.trace.event(&[self.now, T_TICK, task as u64]);
-        if self.tasks[t].kind == TaskKind::Spout {
-            lock(&self.world.log).set_now(self.now);
-        }
         if let Some(exec) = self.tasks[t].exec.as_mut() {
             exec.handle(Message::Tick, self.now, &mut self.out);
         }
-        if self.tasks[t].kind == TaskKind::Spout {
-            self.spout_has_input = !lock(&self.world.log).read_all();
-        }
         self.after_step(task);
+        if self.tasks[t].kind == TaskKind::Spout {
+            self.tasks[t].idle = false;
+            self.observe_spout(task);
+        }
         self.queue
-            .push(self.now + self.sc.tick_interval_ns, Ev::Tick { task, inc });
+            .push(self.now + self.tick_ns, Ev::Tick { task, inc });
         self.maybe_schedule(task);
     }
 
@@ -720,7 +1568,7 @@ impl Sim {
         };
         let sw = self.tasks[from as usize].worker as usize;
         let dw = dst.worker as usize;
-        let w = workers::COUNT as usize;
+        let w = self.workers;
         let mut words = [0u64; 16];
         let n = msg_words(&msg, &mut words);
         if sw != dw {
@@ -746,12 +1594,12 @@ impl Sim {
             }
         }
         let latency = if sw == dw {
-            self.sc.local_latency_ns
+            self.opts.local_latency_ns
         } else {
             rng::between(
                 &mut self.link_rng,
-                self.sc.latency_min_ns,
-                self.sc.latency_max_ns,
+                self.opts.latency_min_ns,
+                self.opts.latency_max_ns,
             )
         };
         let link = &mut self.link_last[sw * w + dw];
@@ -782,7 +1630,7 @@ impl Sim {
         let q = &mut self.link_queue[l];
         q.push_back((arrival, idx));
         if q.len() == 1 {
-            self.queue.push(arrival, Ev::Link(l as u16));
+            self.queue.push(arrival, Ev::Link(l as u32));
         }
     }
 
@@ -814,6 +1662,7 @@ impl Sim {
         }
         self.delivered += 1;
         self.trace.event(&[self.now, T_DELIVER, dest as u64]);
+        self.tasks[d].idle = false;
         let st = &self.tasks[d];
         if !st.scheduled && st.inbox.is_empty() && st.busy_until <= self.now {
             // Idle: handle it now (the same as a process event at this instant, one event less).
@@ -830,7 +1679,7 @@ impl Sim {
 
     fn fire_offset_faults(&mut self, offset: u64) {
         while let Some(&i) = self.offset_faults.front() {
-            match self.sc.faults[i as usize].trigger {
+            match self.opts.faults[i as usize].trigger {
                 Trigger::AtOffset(o) if o <= offset => {
                     self.offset_faults.pop_front();
                     self.fire(i);
@@ -840,8 +1689,15 @@ impl Sim {
         }
     }
 
+    fn arm(&mut self, target: u16, point: ExceptionPoint) {
+        if let Some(&task) = self.targets.bolts.get(target as usize) {
+            self.tasks[task as usize].armed.push_back(point);
+            self.armed_total += 1;
+        }
+    }
+
     fn fire(&mut self, i: u32) {
-        let f = self.sc.faults[i as usize];
+        let f = self.opts.faults[i as usize];
         self.fired.push(f);
         self.trace.event(&[
             self.now,
@@ -854,21 +1710,23 @@ impl Sim {
             let now = self.now;
             self.trace.line(format_args!("{now} fault {f}"));
         }
-        let bolt_base = self
-            .plan
-            .tasks()
-            .iter()
-            .find(|t| t.component == components::ids::PROCESS)
-            .map_or(0, |t| t.task);
         match f.kind {
-            FaultKind::SpoutCrash => self.crash_task(self.spout_task),
+            FaultKind::SpoutCrash => {
+                if let Some(&t) = self.targets.spouts.get(f.target as usize) {
+                    self.crash_task(t);
+                }
+            }
             FaultKind::AckerCrash => {
-                let ackers = self.plan.acker_tasks();
+                let ackers = self.targets.ackers.clone();
                 if !ackers.is_empty() {
                     self.crash_task(ackers.start + f.target);
                 }
             }
-            FaultKind::BoltCrash => self.crash_task(bolt_base + f.target),
+            FaultKind::BoltCrash => {
+                if let Some(&t) = self.targets.bolts.get(f.target as usize) {
+                    self.crash_task(t);
+                }
+            }
             FaultKind::WorkerCrash => {
                 for t in 0..self.tasks.len() {
                     if self.tasks[t].worker == f.target {
@@ -876,27 +1734,23 @@ impl Sim {
                     }
                 }
             }
-            FaultKind::BoltExceptionBeforeEmit => self
-                .world
-                .bolt_faults
-                .arm(f.target as usize, ExceptionPoint::BeforeEmit),
-            FaultKind::BoltExceptionAfterEmit => self
-                .world
-                .bolt_faults
-                .arm(f.target as usize, ExceptionPoint::AfterEmit),
+            FaultKind::BoltExceptionBeforeEmit => self.arm(f.target, ExceptionPoint::Before),
+            FaultKind::BoltExceptionAfterEmit => self.arm(f.target, ExceptionPoint::After),
             FaultKind::MessageLoss => self.drop_next += 1,
             FaultKind::Partition => {
-                let w = workers::COUNT as usize;
+                let w = self.workers;
                 let (a, b) = (f.target as usize, f.peer as usize);
-                self.partitioned[a * w + b] += 1;
-                self.partitioned[b * w + a] += 1;
-                self.queue.push(
-                    self.now + self.sc.partition_ns,
-                    Ev::Heal {
-                        a: f.target,
-                        b: f.peer,
-                    },
-                );
+                if a < w && b < w {
+                    self.partitioned[a * w + b] += 1;
+                    self.partitioned[b * w + a] += 1;
+                    self.queue.push(
+                        self.now + self.opts.partition_ns,
+                        Ev::Heal {
+                            a: f.target,
+                            b: f.peer,
+                        },
+                    );
+                }
             }
         }
     }

@@ -390,6 +390,52 @@ pub struct ExpandContext {
     pub targets: TargetCounts,
 }
 
+/// Checks a concrete schedule against a topology's targets and an input of `tuples` emits.
+///
+/// # Errors
+/// [`FaultError::BadTarget`] naming the fault, the target and the valid range;
+/// [`FaultError::OffsetPastInput`] for an offset trigger at or past the input.
+pub fn check_schedule(
+    faults: &[Fault],
+    counts: &TargetCounts,
+    tuples: u64,
+) -> Result<(), FaultError> {
+    for f in faults {
+        let n = match f.kind {
+            // An acker crash with 0 ackers is a no-op, whatever its target.
+            FaultKind::AckerCrash => counts.ackers.max(1),
+            k => counts.of(k),
+        };
+        let bad = f.target >= n
+            || (f.kind == FaultKind::Partition && (f.peer >= n || f.peer == f.target));
+        if bad {
+            let why = if f.kind == FaultKind::Partition {
+                format!(
+                    "workers {}-{}, but a partition needs two different workers of the \
+                     topology's {n} (0..={})",
+                    f.target,
+                    f.peer,
+                    n.saturating_sub(1)
+                )
+            } else {
+                format!(
+                    "target {}, but the topology has {n} {} target(s) (0..={})",
+                    f.target,
+                    f.kind,
+                    n.saturating_sub(1)
+                )
+            };
+            return Err(FaultError::BadTarget(format!("in `{f}`: {why}")));
+        }
+        if let Trigger::AtOffset(o) = f.trigger {
+            if o >= tuples {
+                return Err(FaultError::OffsetPastInput { offset: o, tuples });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A spec in the `--faults` syntax, for messages: `kind[@trigger][*count][~rate/s|/kt][:target]`
 /// (a rate given per ms shows per s).
 fn spec_text(spec: &FaultSpec) -> String {

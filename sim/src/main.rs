@@ -8,10 +8,10 @@
 //! [`EXIT_STATUS_HELP`] for the exit statuses, also shown under `--help`).
 
 use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
-use acker_sim::engine::Sim;
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::units::parse_duration_ns;
+use acker_sim::Sim;
 use acker_sim::{experiment, search};
 use clap::{Args, Parser, Subcommand};
 use std::io::{self, Write};
@@ -154,7 +154,8 @@ struct SimArgs {
     /// the schedule.
     #[arg(long, allow_hyphen_values = true, value_parser = positive_duration)]
     time_limit: Option<u64>,
-    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed).
+    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed, sink-without-dedup;
+    /// `search --planted-bug list` prints them one a line).
     #[arg(long)]
     planted_bug: Option<String>,
 }
@@ -228,8 +229,9 @@ struct RunArgs {
 
 #[derive(Args)]
 struct SearchArgs {
-    /// How many seeds to run.
-    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
+    /// How many seeds to run (required, except with `--planted-bug list`).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>,
+          required_unless_present = "planted_bug", default_value_t = 1)]
     seeds: u64,
     /// The first seed.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
@@ -295,7 +297,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         )?;
     } else {
         writeln!(out,
-            "Reliability experiment: {} unique sequential numbers, seed {}, max spout pending {}, message timeout {} s, faults spread over the input",
+            "Reliability experiment: {} unique sequential numbers (the input of every row), seed {},\nmax spout pending {}, message timeout {} s, faults spread over the input",
             base.tuples,
             base.seed,
             base.max_spout_pending,
@@ -420,6 +422,12 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
 }
 
 fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
+    if a.sim.planted_bug.as_deref() == Some("list") {
+        for b in PlantedBug::ALL {
+            println!("{}", b.name());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if !a.rate.is_finite() || a.rate < 0.0 {
         return Err(format!("--rate {} must be a finite number >= 0", a.rate).into());
     }

@@ -1,7 +1,7 @@
 //! What one simulation runs: the delivery guarantee, the input, the topology's sizes and timing,
 //! the network, and the fault schedule.
 
-use crate::fault::{self, ExpandContext, Fault, FaultError, FaultKind, FaultSpec, TargetCounts};
+use crate::fault::{self, ExpandContext, Fault, FaultError, FaultSpec, TargetCounts};
 use crate::rng;
 use std::fmt;
 use std::str::FromStr;
@@ -62,14 +62,25 @@ pub enum PlantedBug {
     /// Restarted executors reuse their first incarnation's seed, so a restarted spout hands out
     /// the same root ids again and mistakes notices for its predecessor's trees for its own.
     RestartReusesSeed,
+    /// The exactly-once sink skips its de-duplication check: a replayed write is applied twice
+    /// (the sink's own applied-set still says "applied once"; the oracle reads the result).
+    SinkWithoutDedup,
 }
 
 impl PlantedBug {
+    /// Every planted bug, in a fixed order.
+    pub const ALL: [PlantedBug; 3] = [
+        PlantedBug::AckerAcksFirstFailure,
+        PlantedBug::RestartReusesSeed,
+        PlantedBug::SinkWithoutDedup,
+    ];
+
     /// The kebab-case name.
     pub fn name(self) -> &'static str {
         match self {
             PlantedBug::AckerAcksFirstFailure => "acker-acks-first-failure",
             PlantedBug::RestartReusesSeed => "restart-reuses-seed",
+            PlantedBug::SinkWithoutDedup => "sink-without-dedup",
         }
     }
 }
@@ -77,13 +88,10 @@ impl PlantedBug {
 impl FromStr for PlantedBug {
     type Err = ScenarioError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [
-            PlantedBug::AckerAcksFirstFailure,
-            PlantedBug::RestartReusesSeed,
-        ]
-        .into_iter()
-        .find(|b| b.name() == s.trim())
-        .ok_or_else(|| ScenarioError::UnknownBug(s.to_string()))
+        PlantedBug::ALL
+            .into_iter()
+            .find(|b| b.name() == s.trim())
+            .ok_or_else(|| ScenarioError::UnknownBug(s.to_string()))
     }
 }
 
@@ -144,7 +152,8 @@ impl fmt::Display for ScenarioError {
             ),
             ScenarioError::UnknownBug(b) => write!(
                 f,
-                "unknown planted bug `{b}`; known: acker-acks-first-failure, restart-reuses-seed"
+                "unknown planted bug `{b}`; known: acker-acks-first-failure, restart-reuses-seed, \
+                 sink-without-dedup"
             ),
             ScenarioError::Fault(e) => e.fmt(f),
         }
@@ -322,49 +331,7 @@ impl Scenario {
                 return Err(ScenarioError::CostTooLong(what));
             }
         }
-        let counts = self.target_counts();
-        for f in &self.faults {
-            let n = match f.kind {
-                FaultKind::SpoutCrash => counts.spouts,
-                FaultKind::BoltExceptionBeforeEmit
-                | FaultKind::BoltExceptionAfterEmit
-                | FaultKind::BoltCrash => counts.bolts,
-                // An acker crash with 0 ackers is a no-op, whatever its target.
-                FaultKind::AckerCrash => counts.ackers.max(1),
-                FaultKind::WorkerCrash | FaultKind::Partition => counts.workers,
-                FaultKind::MessageLoss => 1,
-            };
-            let bad = f.target >= n
-                || (f.kind == FaultKind::Partition && (f.peer >= n || f.peer == f.target));
-            if bad {
-                let why = if f.kind == FaultKind::Partition {
-                    format!(
-                        "workers {}-{}, but a partition needs two different workers of the \
-                         topology's {n} (0..={})",
-                        f.target,
-                        f.peer,
-                        n.saturating_sub(1)
-                    )
-                } else {
-                    format!(
-                        "target {}, but the topology has {n} {} target(s) (0..={})",
-                        f.target,
-                        f.kind,
-                        n.saturating_sub(1)
-                    )
-                };
-                return Err(FaultError::BadTarget(format!("in `{f}`: {why}")).into());
-            }
-            if let fault::Trigger::AtOffset(o) = f.trigger {
-                if o >= self.tuples {
-                    return Err(FaultError::OffsetPastInput {
-                        offset: o,
-                        tuples: self.tuples,
-                    }
-                    .into());
-                }
-            }
-        }
+        fault::check_schedule(&self.faults, &self.target_counts(), self.tuples)?;
         Ok(())
     }
 
@@ -390,48 +357,21 @@ impl Scenario {
         Ok(())
     }
 
-    /// The simulated time by which the run must have finished: after the last time-triggered
-    /// fault (or 0), a restart delay, a partition, four message timeouts (a lost tuple is failed
-    /// T to 2T after emit; its replay then needs at most as long again), plus a time per tuple
-    /// and three timeouts and a restart delay per fault. The time per tuple is the larger of the
-    /// processing bound (100 µs, or four bolt service times) and the throttling bound: with at
-    /// most max spout pending trees in flight, each tree's critical path (spout → bolt → sink,
-    /// acks to the acker, the decision back: six worker hops at the maximum link latency, plus
-    /// every service time on the way) is shared by at most max spout pending tuples.
-    /// Liveness: once faults stop, every input is decided within this bound.
+    /// The simulated time by which the run must have finished (see
+    /// [`crate::engine::time_limit_ns`], with `tuples` as the input's size). Liveness: once
+    /// faults stop, every input is decided within this bound.
     pub fn time_limit_ns(&self) -> u64 {
-        if let Some(t) = self.time_limit_ns {
-            return t;
-        }
-        let last_time = self
-            .faults
-            .iter()
-            .filter_map(|f| match f.trigger {
-                fault::Trigger::AtNs(t) => Some(t),
-                fault::Trigger::AtOffset(_) => None,
-            })
-            .max()
-            .unwrap_or(0);
-        let critical_path_ns = self
-            .latency_max_ns
-            .saturating_mul(6)
-            .saturating_add(self.spout_ns)
-            .saturating_add(self.bolt_ns.saturating_mul(2))
-            .saturating_add(self.acker_ns.saturating_mul(2));
-        let throttled = critical_path_ns.div_ceil(self.max_spout_pending.max(1) as u64);
-        let per_tuple = 100_000u64
-            .max(self.bolt_ns.saturating_mul(4))
-            .max(throttled);
-        last_time
-            .saturating_add(self.restart_delay_ns)
-            .saturating_add(self.partition_ns)
-            .saturating_add(self.message_timeout_ns.saturating_mul(4))
-            .saturating_add(self.tuples.saturating_mul(per_tuple))
-            .saturating_add(
-                (self.faults.len() as u64)
-                    .saturating_mul(self.message_timeout_ns.saturating_mul(3))
-                    .saturating_add(self.restart_delay_ns),
-            )
+        crate::engine::time_limit_ns(
+            &self.sim_options(),
+            self.message_timeout_ns,
+            self.max_spout_pending,
+        )
+    }
+
+    /// The generic simulation options of this scenario (see
+    /// [`crate::components::sim_options`]).
+    pub fn sim_options(&self) -> crate::engine::SimOptions {
+        crate::components::sim_options(self)
     }
 }
 

@@ -6,7 +6,8 @@
 //! The result has the fewest faults this greedy search finds, each at its earliest violating
 //! trigger, and is replayed by [`replay_command`].
 
-use crate::engine::{Outcome, Sim};
+use crate::components::Sim;
+use crate::engine::{Outcome, RunError, Simulation};
 use crate::fault::{self, Fault, FaultSpec, Trigger};
 use crate::rng;
 use crate::scenario::{rng_streams, Guarantee, Scenario, ScenarioError};
@@ -68,14 +69,6 @@ pub fn replay_command(sc: &Scenario) -> String {
     s
 }
 
-fn violates(sc: &Scenario, class: &str, runs: &mut u64) -> bool {
-    *runs += 1;
-    match Sim::run(sc.clone(), None) {
-        Ok(o) => o.violations.iter().any(|v| v.class() == class),
-        Err(_) => false,
-    }
-}
-
 /// The result of shrinking.
 #[derive(Clone, Debug)]
 pub struct Shrunk {
@@ -91,20 +84,60 @@ pub struct Shrunk {
 /// [`crate::oracle::Violation::class`]) to a minimal fault schedule that still violates it.
 /// Returns `None` if the scenario does not violate it in the first place.
 pub fn shrink(sc: &Scenario, class: &str) -> Option<Shrunk> {
-    let mut runs = 0;
-    if !violates(sc, class, &mut runs) {
+    let s = shrink_schedule(&sc.faults, class, |faults| {
+        let mut trial = sc.clone();
+        trial.faults = faults.to_vec();
+        Sim::run(trial, None).ok()
+    })?;
+    let mut scenario = sc.clone();
+    scenario.faults = s.faults;
+    Some(Shrunk {
+        scenario,
+        outcome: s.outcome,
+        runs: s.runs,
+    })
+}
+
+/// A shrunk fault schedule of a user simulation.
+#[derive(Clone, Debug)]
+pub struct ShrunkSchedule {
+    /// The minimal violating schedule found (replay it with the same seed).
+    pub faults: Vec<Fault>,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// Simulations run while shrinking.
+    pub runs: u64,
+}
+
+/// Shrinks `faults`, whose run (`run(schedule)`, `None` if it could not run) violated an oracle
+/// of class `class`, to a minimal schedule that still violates it: faults are removed one at a
+/// time while the violation stays (to a fixpoint), then each remaining fault's trigger moves as
+/// early as it can (binary search on its time or offset) while the violation stays. The result
+/// has the fewest faults this greedy search finds, each at its earliest violating trigger.
+/// `None` if `faults` does not violate `class` in the first place.
+pub fn shrink_schedule(
+    faults: &[Fault],
+    class: &str,
+    mut run: impl FnMut(&[Fault]) -> Option<Outcome>,
+) -> Option<ShrunkSchedule> {
+    let mut runs = 0u64;
+    let mut violates = |f: &[Fault]| {
+        runs += 1;
+        run(f).is_some_and(|o| o.violations.iter().any(|v| v.class() == class))
+    };
+    if !violates(faults) {
         return None;
     }
-    let mut cur = sc.clone();
+    let mut cur = faults.to_vec();
     // 1. Fewest faults: drop one at a time while the violation stays (repeat to a fixpoint).
     loop {
         let mut changed = false;
-        let mut i = cur.faults.len();
+        let mut i = cur.len();
         while i > 0 {
             i -= 1;
             let mut trial = cur.clone();
-            trial.faults.remove(i);
-            if violates(&trial, class, &mut runs) {
+            trial.remove(i);
+            if violates(&trial) {
                 cur = trial;
                 changed = true;
             }
@@ -114,33 +147,89 @@ pub fn shrink(sc: &Scenario, class: &str) -> Option<Shrunk> {
         }
     }
     // 2. Earliest time: binary search each fault's trigger towards 0.
-    for i in 0..cur.faults.len() {
-        let (mut lo, mut hi) = (0u64, trigger_value(cur.faults[i].trigger));
+    for i in 0..cur.len() {
+        let (mut lo, mut hi) = (0u64, trigger_value(cur[i].trigger));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let mut trial = cur.clone();
-            trial.faults[i] = with_trigger(trial.faults[i], mid);
-            trial.faults.sort();
-            if violates(&trial, class, &mut runs) {
+            trial[i] = with_trigger(trial[i], mid);
+            trial.sort();
+            if violates(&trial) {
                 hi = mid;
             } else {
                 lo = mid + 1;
             }
         }
-        let f = with_trigger(cur.faults[i], hi);
-        cur.faults[i] = f;
+        cur[i] = with_trigger(cur[i], hi);
     }
-    cur.faults.sort();
-    let outcome = Sim::run(cur.clone(), None).ok()?;
+    cur.sort();
+    let outcome = run(&cur)?;
     runs += 1;
     if !outcome.violations.iter().any(|v| v.class() == class) {
         return None;
     }
-    Some(Shrunk {
-        scenario: cur,
+    Some(ShrunkSchedule {
+        faults: cur,
         outcome,
         runs,
     })
+}
+
+/// Replays a user simulation exactly: the simulation `make(seed)` builds, with its fault schedule
+/// replaced by `schedule`.
+///
+/// # Errors
+/// As `make` and [`Simulation::run`].
+pub fn replay(
+    make: impl FnOnce(u64) -> Result<Simulation, RunError>,
+    seed: u64,
+    schedule: &[Fault],
+) -> Result<Outcome, RunError> {
+    make(seed)?.with_schedule(schedule.to_vec()).run()
+}
+
+/// A violation a [`search`] found.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// The violating seed.
+    pub seed: u64,
+    /// Its fault schedule.
+    pub faults: Vec<Fault>,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// The schedule shrunk on the class of its first violation (`None` if the violation did not
+    /// reproduce on replay, which would be a determinism bug).
+    pub shrunk: Option<ShrunkSchedule>,
+}
+
+/// Runs the simulation `make(seed)` builds (each with its own fresh user state and its own
+/// fault schedule, e.g. from [`Simulation::set_swarm_faults`]) for every seed of `seeds` in
+/// order, and stops at the first violating one, which it shrinks (see [`shrink_schedule`]) by
+/// replaying `make(seed)` with smaller schedules. `Ok(None)`: every seed held.
+///
+/// # Errors
+/// The first error `make` or a run returns.
+pub fn search(
+    seeds: impl IntoIterator<Item = u64>,
+    make: impl Fn(u64) -> Result<Simulation, RunError>,
+) -> Result<Option<Found>, RunError> {
+    for seed in seeds {
+        let sim = make(seed)?;
+        let faults = sim.options().faults.clone();
+        let outcome = sim.run()?;
+        let Some(first) = outcome.violations.first() else {
+            continue;
+        };
+        let class = first.class();
+        let shrunk = shrink_schedule(&faults, class, |f| replay(&make, seed, f).ok());
+        return Ok(Some(Found {
+            seed,
+            faults,
+            outcome,
+            shrunk,
+        }));
+    }
+    Ok(None)
 }
 
 fn trigger_value(t: Trigger) -> u64 {

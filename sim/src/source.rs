@@ -237,13 +237,21 @@ impl SourceLog {
 }
 
 /// The sink: every output, and the exactly-once state (see the [module docs](self)).
+///
+/// Three records are kept apart: the writes it received (`raw`), its de-duplication state
+/// (`applied`, the sink's own bookkeeping), and the effects applied to its result (`result`, what
+/// a reader of the sink's table sees). The oracles read the result, never the de-duplication
+/// state, so a sink that fails to de-duplicate shows a duplicate.
 #[derive(Debug)]
 pub struct SinkStore {
     exactly_once: bool,
+    dedup: bool,
     /// Raw writes per source offset.
     raw: Vec<u32>,
     /// Exactly-once state: whether each position is applied.
     applied: Vec<bool>,
+    /// Effects applied to the result per source offset.
+    result: Vec<u32>,
     writes: u64,
     absorbed: u64,
     out_of_range: u64,
@@ -254,16 +262,25 @@ impl SinkStore {
     pub fn new(tuples: u64, exactly_once: bool) -> Self {
         Self {
             exactly_once,
+            dedup: true,
             raw: vec![0; tuples as usize],
             applied: if exactly_once {
                 vec![false; tuples as usize]
             } else {
                 Vec::new()
             },
+            result: vec![0; tuples as usize],
             writes: 0,
             absorbed: 0,
             out_of_range: 0,
         }
+    }
+
+    /// The planted bug `sink-without-dedup`: an exactly-once sink that skips its
+    /// de-duplication check (it still records positions as applied).
+    pub fn without_dedup(mut self) -> Self {
+        self.dedup = false;
+        self
     }
 
     /// Writes the output for source position `offset`. Returns whether it changed the result
@@ -277,12 +294,13 @@ impl SinkStore {
         *c += 1;
         if self.exactly_once {
             let a = &mut self.applied[offset as usize];
-            if *a {
+            if *a && self.dedup {
                 self.absorbed += 1;
                 return false;
             }
             *a = true;
         }
+        self.result[offset as usize] += 1;
         true
     }
 
@@ -301,21 +319,28 @@ impl SinkStore {
         self.out_of_range
     }
 
-    /// How many times the result holds position `offset`: raw writes, or 0/1 under exactly-once.
+    /// Writes received for position `offset`.
+    pub fn received(&self, offset: u64) -> u32 {
+        self.raw.get(offset as usize).copied().unwrap_or(0)
+    }
+
+    /// How many times the result holds position `offset`'s effect (what a reader sees).
+    pub fn effects(&self, offset: u64) -> u32 {
+        self.result.get(offset as usize).copied().unwrap_or(0)
+    }
+
+    /// How many times the result holds position `offset` (the same as
+    /// [`effects`](Self::effects)).
     pub fn count(&self, offset: u64) -> u32 {
-        if self.exactly_once {
-            self.applied.get(offset as usize).map_or(0, |&a| a as u32)
-        } else {
-            self.raw.get(offset as usize).copied().unwrap_or(0)
-        }
+        self.effects(offset)
     }
 
     /// (distinct positions in the result, duplicate records in the result).
     pub fn tally(&self) -> (u64, u64) {
         let mut distinct = 0;
         let mut dups = 0;
-        for o in 0..self.raw.len() as u64 {
-            let c = self.count(o) as u64;
+        for o in 0..self.result.len() as u64 {
+            let c = self.effects(o) as u64;
             if c > 0 {
                 distinct += 1;
                 dups += c - 1;

@@ -97,4 +97,6 @@ fn the_whole_grid_satisfies_every_relation() {
     let table = experiment::format_table(&rows);
     assert!(table.starts_with("guarantee"));
     assert_eq!(table.lines().count(), rows.len() + 2);
+    let widest = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest <= 100, "{widest} columns:\n{table}");
 }

@@ -243,3 +243,44 @@ fn cli_rejects_bad_input() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn cli_lists_the_planted_bugs_and_a_sink_without_dedup_fails_exactly_once() {
+    let out = bin()
+        .args(["search", "--planted-bug", "list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "acker-acks-first-failure\nrestart-reuses-seed\nsink-without-dedup\n"
+    );
+    // Issue 16: the exactly-once oracle reads the sink's effects, not its own applied-set. An
+    // acker crash makes the spout replay max spout pending tuples; without de-duplication each
+    // replay is applied again.
+    let mut sc = Scenario::new(1, Guarantee::ExactlyOnce);
+    sc.faults = search::SearchPlan {
+        template: sc.clone(),
+        guarantee: Some(Guarantee::ExactlyOnce),
+        swarm: false,
+        specs: parse_specs("acker-crash").unwrap(),
+        rate_per_kilo_tuple: 0.0,
+        fault_until_ns: 0,
+    }
+    .scenario(1)
+    .unwrap()
+    .faults;
+    let fine = Sim::run(sc.clone(), None).unwrap();
+    assert!(fine.ok(), "{:?}", fine.violations);
+    assert_eq!((fine.duplicates, fine.absorbed), (0, 1000));
+    sc.planted_bug = Some(PlantedBug::SinkWithoutDedup);
+    let bad = Sim::run(sc, None).unwrap();
+    assert_eq!((bad.duplicates, bad.absorbed), (1000, 0));
+    assert_eq!(
+        bad.violations
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>(),
+        vec!["duplicated: 1000 extra record(s) in the sink (first: #0)"]
+    );
+}
