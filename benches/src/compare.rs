@@ -11,17 +11,29 @@
 //!   (measured by a counting allocator when the caller provides one, else computed from the
 //!   table's capacity and entry size);
 //! - **bytes per slot** and **load**: memory ÷ slots, roots ÷ slots.
+//!
+//! Two modes ([`Mode`]): `pregenerated`, the timed loop reading the op stream from memory
+//! (the goals are for it), and `in-loop`, each message produced inside the timed loop by
+//! a [`MessageSource`] (as an engine's message loop does), [`IN_LOOP_BATCH`] at a time and then
+//! applied with the structure's `apply_all` (acker-core's `apply_batch`), so the generator's cost
+//! is added to every structure alike. Shared tables run pregenerated only.
+//!
+//! Every run's [`Outcome`] is checked field by field against the workload's expected one. For
+//! `hashbrown-lean` the same check applies, but its `errors` and `full` fields check nothing: it
+//! has no capacity limit, no expiry and no errors, so they are 0 by construction (the compare
+//! workloads never fill a table, never tick, never send root 0 or a second init, so a correct
+//! table gives 0 there too). Its `completed`, `pending` and `final_len` are real checks.
 
 use std::time::{Duration, Instant};
 
 use acker_core::{AckerMessage, AckerTable, Decision, Slot, TableError};
 use serde::Serialize;
 
-use crate::peers::{AckerStructure, HashbrownAcker, StormStyle};
+use crate::peers::{AckerStructure, HashbrownAcker, HashbrownLean, StormStyle};
 use crate::shared::{
     CoreShared, CoreSharedBatch, DashMapAcker, MutexHashbrown, SharedAckerStructure,
 };
-use crate::workload::{Workload, WorkloadConfig};
+use crate::workload::{MessageSource, Workload, WorkloadConfig};
 
 /// The load acker-core's table is sized for: `capacity = ceil(W / 0.8)`.
 pub const TARGET_LOAD_PERCENT: usize = 80;
@@ -44,6 +56,30 @@ pub fn capacity_for_window(window: usize) -> usize {
 pub fn shared_capacity_for_window(window: usize) -> usize {
     (window * 100).div_ceil(SHARED_TARGET_LOAD_PERCENT).max(1)
 }
+
+/// How the timed messages reach the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Generated before timing; the timed loop reads them from a `Vec` (the goals).
+    Pregenerated,
+    /// Produced inside the timed loop by a [`MessageSource`], [`IN_LOOP_BATCH`] at a time.
+    InLoop,
+}
+
+impl Mode {
+    /// The name in reports and JSON rows: `pregenerated` or `in-loop`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Pregenerated => "pregenerated",
+            Mode::InLoop => "in-loop",
+        }
+    }
+}
+
+/// Messages the in-loop mode produces into a buffer before handing them to `apply_all`
+/// (an engine's message loop drains its queue in batches of this order).
+pub const IN_LOOP_BATCH: usize = 64;
 
 /// A function returning the bytes currently allocated by the process (a counting allocator).
 pub type LiveBytes = fn() -> usize;
@@ -105,6 +141,8 @@ pub struct Measurement {
     pub structure: &'static str,
     /// Threads that drove it (`None`: a single-owner table).
     pub threads: Option<usize>,
+    /// How the timed messages reached the table.
+    pub mode: Mode,
     /// W.
     pub window: usize,
     /// Decisions and errors of the timed messages, and roots in flight after them.
@@ -195,21 +233,69 @@ pub fn timed_loop<S: AckerStructure>(table: &mut S, ops: &[AckerMessage], outcom
     table.apply_all(ops, |_, r| outcome.count(r));
 }
 
+/// The timed part of [`measure_single_in_loop`]: produces the messages of `source` into a
+/// buffer of [`IN_LOOP_BATCH`] and applies each batch (callgrind: `--toggle-collect='*timed_loop*'`
+/// counts this one too).
+#[inline(never)]
+pub fn timed_loop_in_loop<S: AckerStructure>(
+    table: &mut S,
+    source: &mut MessageSource,
+    outcome: &mut Outcome,
+) {
+    let mut buf = [AckerMessage::Ack { root: 0, xor: 0 }; IN_LOOP_BATCH];
+    loop {
+        let n = source.fill(&mut buf);
+        if n == 0 {
+            break;
+        }
+        table.apply_all(&buf[..n], |_, r| outcome.count(r));
+    }
+}
+
 /// Builds a fresh `S`, applies the prefill, times `workload.ops`, and measures memory.
 pub fn measure_single<S: AckerStructure>(
     workload: &Workload,
     live_bytes: Option<LiveBytes>,
 ) -> Measurement {
+    measure_single_mode::<S>(workload, live_bytes, Mode::Pregenerated)
+}
+
+/// As [`measure_single`], but the timed messages are produced inside the timed loop by a
+/// [`MessageSource`] of `workload.config` (the same messages as `workload.ops`).
+pub fn measure_single_in_loop<S: AckerStructure>(
+    workload: &Workload,
+    live_bytes: Option<LiveBytes>,
+) -> Measurement {
+    measure_single_mode::<S>(workload, live_bytes, Mode::InLoop)
+}
+
+fn measure_single_mode<S: AckerStructure>(
+    workload: &Workload,
+    live_bytes: Option<LiveBytes>,
+    mode: Mode,
+) -> Measurement {
+    let mut source = MessageSource::new(workload.config);
+    let in_loop_prefill = match mode {
+        Mode::InLoop => source.prefill(),
+        Mode::Pregenerated => Vec::new(),
+    };
     let before = live_bytes.map(|f| f());
     let mut table = S::with_capacity(
         capacity_for_window(workload.config.window),
         MESSAGE_TIMEOUT_NS,
     );
     let mut warm = Outcome::default();
-    table.apply_all(&workload.prefill, |_, r| warm.count(r));
+    let prefill = match mode {
+        Mode::Pregenerated => &workload.prefill,
+        Mode::InLoop => &in_loop_prefill,
+    };
+    table.apply_all(prefill, |_, r| warm.count(r));
     let mut outcome = Outcome::default();
     let start = Instant::now();
-    timed_loop(&mut table, &workload.ops, &mut outcome);
+    match mode {
+        Mode::Pregenerated => timed_loop(&mut table, &workload.ops, &mut outcome),
+        Mode::InLoop => timed_loop_in_loop(&mut table, &mut source, &mut outcome),
+    }
     let elapsed = start.elapsed();
     outcome.by_class[4] += warm.by_class[4];
     outcome.by_class[5] += warm.by_class[5];
@@ -221,6 +307,7 @@ pub fn measure_single<S: AckerStructure>(
     let m = Measurement {
         structure: S::NAME,
         threads: None,
+        mode,
         window: workload.config.window,
         outcome,
         ops: workload.ops.len(),
@@ -300,6 +387,7 @@ pub fn measure_shared<S: SharedAckerStructure>(
     Measurement {
         structure: S::NAME,
         threads: Some(threads),
+        mode: Mode::Pregenerated,
         window,
         outcome,
         ops: workloads.iter().map(|w| w.ops.len()).sum(),
@@ -331,9 +419,12 @@ pub fn expected_outcome(workloads: &[Workload]) -> Outcome {
 /// One JSON row of `acker-bench compare --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// `acker-core`, `storm-style`, `hashbrown`, `acker-core-shared`, `mutex-hashbrown`,
-    /// `dashmap` (or `acker-core-one-at-a-time`).
+    /// `acker-core`, `storm-style`, `hashbrown`, `hashbrown-lean`, `acker-core-shared`,
+    /// `acker-core-shared-batch`, `mutex-hashbrown`, `dashmap`.
     pub structure: String,
+    /// `pregenerated` (the op stream read from memory) or `in-loop` (each message produced in
+    /// the timed loop).
+    pub mode: &'static str,
     /// W, roots in flight.
     pub window: usize,
     /// Millions of messages per second (median over repetitions).
@@ -364,6 +455,9 @@ pub struct CompareConfig {
     pub live_bytes: Option<LiveBytes>,
     /// Run only the structures with these names (empty: all), e.g. for a profiler.
     pub only: Vec<String>,
+    /// The modes the single-owner tables run in, alternated within each repetition (empty:
+    /// pregenerated only).
+    pub modes: Vec<Mode>,
 }
 
 /// The median measurement (by Mops/s) of each structure, per window and thread count, in the
@@ -384,6 +478,7 @@ impl CompareReport {
             .filter(|m| m.structure != OneAtATime::NAME && m.structure != Prefetched::NAME)
             .map(|m| Row {
                 structure: m.structure.to_string(),
+                mode: m.mode.name(),
                 window: m.window,
                 mops: m.mops(),
                 bytes_per_root: m.bytes_per_root(),
@@ -392,16 +487,27 @@ impl CompareReport {
             .collect()
     }
 
-    /// The median measurement of `structure` at `window` (and `threads`).
+    /// The median pregenerated-mode measurement of `structure` at `window` (and `threads`).
     pub fn find(
         &self,
         structure: &str,
         window: usize,
         threads: Option<usize>,
     ) -> Option<&Measurement> {
-        self.medians
-            .iter()
-            .find(|m| m.structure == structure && m.window == window && m.threads == threads)
+        self.find_in(structure, window, threads, Mode::Pregenerated)
+    }
+
+    /// The median measurement of `structure` at `window` (and `threads`) in `mode`.
+    pub fn find_in(
+        &self,
+        structure: &str,
+        window: usize,
+        threads: Option<usize>,
+        mode: Mode,
+    ) -> Option<&Measurement> {
+        self.medians.iter().find(|m| {
+            m.structure == structure && m.window == window && m.threads == threads && m.mode == mode
+        })
     }
 }
 
@@ -472,21 +578,17 @@ pub fn run_compare(
         };
         let workload = Workload::generate(wc);
         let expected = expected_outcome(std::slice::from_ref(&workload));
-        let runners: Vec<SingleRunner> = [
-            (
-                <AckerTable<Box<[Slot]>> as AckerStructure>::NAME,
-                measure_single::<AckerTable<Box<[Slot]>>>
-                    as fn(&Workload, Option<LiveBytes>) -> Measurement,
-            ),
-            (OneAtATime::NAME, measure_single::<OneAtATime>),
-            (Prefetched::NAME, measure_single::<Prefetched>),
-            (HashbrownAcker::NAME, measure_single::<HashbrownAcker>),
-            (StormStyle::NAME, measure_single::<StormStyle>),
-        ]
-        .into_iter()
-        .filter(|(name, _)| selected(config, name))
-        .map(|(_, f)| f)
-        .collect();
+        let modes = if config.modes.is_empty() {
+            vec![Mode::Pregenerated]
+        } else {
+            config.modes.clone()
+        };
+        let runners: Vec<SingleRunner> = modes
+            .iter()
+            .flat_map(|&mode| single_runners(mode))
+            .filter(|(name, _)| selected(config, name))
+            .map(|(_, f)| f)
+            .collect();
         let mut runs: Vec<Vec<Measurement>> = vec![Vec::new(); runners.len()];
         for _ in 0..reps {
             for (i, run) in runners.iter().enumerate() {
@@ -527,6 +629,29 @@ fn selected(config: &CompareConfig, name: &str) -> bool {
 
 type SharedRunner = fn(&[Workload], Option<LiveBytes>) -> Measurement;
 type SingleRunner = fn(&Workload, Option<LiveBytes>) -> Measurement;
+
+/// The single-owner structures compared in `mode`, in report order.
+fn single_runners(mode: Mode) -> Vec<(&'static str, SingleRunner)> {
+    macro_rules! runners {
+        ($($s:ty),*) => {
+            vec![$((
+                <$s as AckerStructure>::NAME,
+                match mode {
+                    Mode::Pregenerated => measure_single::<$s> as SingleRunner,
+                    Mode::InLoop => measure_single_in_loop::<$s> as SingleRunner,
+                },
+            )),*]
+        };
+    }
+    runners!(
+        AckerTable<Box<[Slot]>>,
+        OneAtATime,
+        Prefetched,
+        HashbrownAcker,
+        HashbrownLean,
+        StormStyle
+    )
+}
 
 /// The shared structures compared, in report order.
 fn shared_runners() -> Vec<(&'static str, SharedRunner)> {

@@ -10,9 +10,9 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
-//! | [`peers`] | the [`AckerStructure`] trait (one acker task's table, `&mut self`) and its implementations: acker-core's [`AckerTable`](acker_core::AckerTable), the [`StormStyle`] rotating map, the [`HashbrownAcker`] |
+//! | [`peers`] | the [`AckerStructure`] trait (one acker task's table, `&mut self`) and its implementations: acker-core's [`AckerTable`](acker_core::AckerTable), the [`StormStyle`] rotating map, the rule-checking [`HashbrownAcker`], the lean [`HashbrownLean`] |
 //! | [`shared`] | the [`SharedAckerStructure`] trait (`&self`, many threads) and its implementations: acker-core's [`SharedAckerTable`](acker_core::SharedAckerTable) ([`CoreShared`]) and the peers [`MutexHashbrown`], [`DashMapAcker`] |
-//! | [`workload`] | [`Workload`]: W roots in flight, each tree an init plus k chained acks, in seeded random order, generated before timing |
+//! | [`workload`] | [`Workload`]: W roots in flight, each tree an init plus k chained acks, in seeded random order, generated before timing; [`MessageSource`] produces the same stream message by message (the in-loop mode) |
 //! | [`compare`] | runs every structure on the same op stream, checks that they agree, measures Mops/s and bytes per root ([`compare::Row`]) |
 //!
 //! The `acker-bench` binary (`cargo run --release -p acker-benches --bin acker-bench -- compare`)
@@ -24,6 +24,6 @@ pub mod peers;
 pub mod shared;
 pub mod workload;
 
-pub use peers::{AckerStructure, HashbrownAcker, StormStyle};
+pub use peers::{AckerStructure, HashbrownAcker, HashbrownLean, StormStyle};
 pub use shared::{CoreShared, CoreSharedBatch, DashMapAcker, MutexHashbrown, SharedAckerStructure};
-pub use workload::{Workload, WorkloadConfig};
+pub use workload::{MessageSource, Workload, WorkloadConfig};

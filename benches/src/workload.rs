@@ -7,6 +7,7 @@
 //! uniformly at random (seeded xoshiro256++) and sends its next ack; when that ack completes the
 //! tree, a new tree takes its place and its init follows at once, so exactly W roots are in flight
 //! after every init (W − 1 between a completing ack and the next init).
+//! [`MessageSource`] produces the same stream one message at a time, for the in-loop mode.
 
 use acker_core::{AckerMessage, IdGenerator, RootId, TaskId};
 use rand_core::{RngCore, SeedableRng};
@@ -64,79 +65,159 @@ struct Tree {
     acks_left: usize,
 }
 
+/// The op stream of a [`WorkloadConfig`], produced one message at a time (what an engine's
+/// message loop does): [`prefill`](Self::prefill) first, then [`next_message`](Self::next_message)
+/// or [`fill`](Self::fill) give exactly the timed messages of [`Workload::generate`] (which is
+/// built on it), `config.ops` of them.
+///
+/// Roots are uniform 64-bit ids (acker-core's [`IdGenerator`]), not checked against the live
+/// roots: two live roots coincide with a chance below W × trees ÷ 2^64 (under 10^-5 at
+/// W = 10M and 40M messages), which the compare tool's outcome check would report.
+#[derive(Clone)]
+pub struct MessageSource {
+    config: WorkloadConfig,
+    k: usize,
+    tasks: u64,
+    ids: IdGenerator,
+    pick: Xoshiro256PlusPlus,
+    trees: Vec<Tree>,
+    emitted: usize,
+    /// The init of the tree that replaces a just-completed one, sent next.
+    next_init: Option<AckerMessage>,
+    completions: usize,
+    in_flight: usize,
+}
+
+impl MessageSource {
+    /// The source of `config`'s stream, with W trees not yet initialised.
+    ///
+    /// # Panics
+    /// If `config.window` is 0 (a benchmark configuration error).
+    pub fn new(config: WorkloadConfig) -> Self {
+        assert!(config.window > 0, "workload window must be at least 1");
+        MessageSource {
+            config,
+            k: config.acks_per_tree.max(1),
+            tasks: config.spout_tasks.max(1) as u64,
+            ids: IdGenerator::from_seed(config.seed),
+            pick: Xoshiro256PlusPlus::seed_from_u64(config.seed ^ 0x5EED_0F0D_E85A_11CE),
+            trees: Vec::with_capacity(config.window),
+            emitted: 0,
+            next_init: None,
+            completions: 0,
+            in_flight: 0,
+        }
+    }
+
+    #[inline]
+    fn new_tree(&mut self) -> (Tree, AckerMessage) {
+        let root = self.ids.next_id();
+        let edge = self.ids.next_id();
+        let spout_task = (root % self.tasks) as TaskId;
+        (
+            Tree {
+                root,
+                edge,
+                acks_left: self.k,
+            },
+            AckerMessage::Init {
+                root,
+                xor: edge,
+                spout_task,
+            },
+        )
+    }
+
+    /// The W inits applied before timing (call once, first).
+    pub fn prefill(&mut self) -> Vec<AckerMessage> {
+        let mut prefill = Vec::with_capacity(self.config.window);
+        for _ in 0..self.config.window {
+            let (t, init) = self.new_tree();
+            self.trees.push(t);
+            prefill.push(init);
+        }
+        self.in_flight = self.config.window;
+        prefill
+    }
+
+    /// The next timed message, `None` after `config.ops` of them.
+    #[inline]
+    pub fn next_message(&mut self) -> Option<AckerMessage> {
+        if self.emitted >= self.config.ops {
+            return None;
+        }
+        self.emitted += 1;
+        if let Some(init) = self.next_init.take() {
+            return Some(init);
+        }
+        let i = ((self.pick.next_u64() as u128 * self.trees.len() as u128) >> 64) as usize;
+        let next_edge = if self.trees[i].acks_left == 1 {
+            0
+        } else {
+            self.ids.next_id()
+        };
+        let t = &mut self.trees[i];
+        let ack = AckerMessage::Ack {
+            root: t.root,
+            xor: t.edge ^ next_edge,
+        };
+        t.edge = next_edge;
+        t.acks_left -= 1;
+        if t.acks_left == 0 {
+            self.completions += 1;
+            self.in_flight -= 1;
+            if self.emitted < self.config.ops {
+                // The completed tree's replacement: its init follows the completing ack.
+                let (nt, init) = self.new_tree();
+                self.trees[i] = nt;
+                self.next_init = Some(init);
+                self.in_flight += 1;
+            }
+        }
+        Some(ack)
+    }
+
+    /// Writes the next messages into `buf` and returns how many (0 once the stream is done).
+    #[inline]
+    pub fn fill(&mut self, buf: &mut [AckerMessage]) -> usize {
+        for (n, slot) in buf.iter_mut().enumerate() {
+            match self.next_message() {
+                Some(m) => *slot = m,
+                None => return n,
+            }
+        }
+        buf.len()
+    }
+
+    /// Messages of the stream that completed a tree so far.
+    pub fn completions(&self) -> usize {
+        self.completions
+    }
+
+    /// Roots in flight after the messages produced so far.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+}
+
 impl Workload {
-    /// Generates the stream of `config`.
+    /// Generates the stream of `config` (through [`MessageSource`]).
     ///
     /// # Panics
     /// If `config.window` is 0 (a benchmark configuration error).
     pub fn generate(config: WorkloadConfig) -> Self {
-        assert!(config.window > 0, "workload window must be at least 1");
-        let k = config.acks_per_tree.max(1);
-        let tasks = config.spout_tasks.max(1) as u64;
-        let mut ids = IdGenerator::from_seed(config.seed);
-        let mut pick = Xoshiro256PlusPlus::seed_from_u64(config.seed ^ 0x5EED_0F0D_E85A_11CE);
-        let mut live: hashbrown::HashSet<RootId> = hashbrown::HashSet::with_capacity(config.window);
-        let new_tree = |ids: &mut IdGenerator, live: &mut hashbrown::HashSet<RootId>| {
-            let root = loop {
-                let r = ids.next_id();
-                if live.insert(r) {
-                    break r;
-                }
-            };
-            let edge = ids.next_id();
-            let spout_task = (root % tasks) as TaskId;
-            (
-                Tree {
-                    root,
-                    edge,
-                    acks_left: k,
-                },
-                AckerMessage::Init {
-                    root,
-                    xor: edge,
-                    spout_task,
-                },
-            )
-        };
-        let mut trees = Vec::with_capacity(config.window);
-        let mut prefill = Vec::with_capacity(config.window);
-        for _ in 0..config.window {
-            let (t, init) = new_tree(&mut ids, &mut live);
-            trees.push(t);
-            prefill.push(init);
-        }
+        let mut source = MessageSource::new(config);
+        let prefill = source.prefill();
         let mut ops = Vec::with_capacity(config.ops);
-        let mut completions = 0;
-        let mut in_flight = config.window;
-        while ops.len() < config.ops {
-            let i = ((pick.next_u64() as u128 * config.window as u128) >> 64) as usize;
-            let t = &mut trees[i];
-            let next_edge = if t.acks_left == 1 { 0 } else { ids.next_id() };
-            ops.push(AckerMessage::Ack {
-                root: t.root,
-                xor: t.edge ^ next_edge,
-            });
-            t.edge = next_edge;
-            t.acks_left -= 1;
-            if t.acks_left == 0 {
-                completions += 1;
-                live.remove(&t.root);
-                in_flight -= 1;
-                if ops.len() < config.ops {
-                    // The completed tree's replacement: its init follows the completing ack.
-                    let (nt, init) = new_tree(&mut ids, &mut live);
-                    trees[i] = nt;
-                    ops.push(init);
-                    in_flight += 1;
-                }
-            }
+        while let Some(m) = source.next_message() {
+            ops.push(m);
         }
         Workload {
             config,
             prefill,
             ops,
-            completions,
-            final_in_flight: in_flight,
+            completions: source.completions(),
+            final_in_flight: source.in_flight(),
         }
     }
 

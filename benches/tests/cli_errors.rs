@@ -70,7 +70,7 @@ fn unknown_only_names_are_refused_listing_the_valid_ones() {
 #[test]
 fn the_listed_names_are_exactly_the_structures_compare_runs() {
     let names = listed_names();
-    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!(names.len(), 10, "{names:?}");
     // Without --only every structure runs (shared ones at 1 thread): the same set of names.
     let all = run(&["--threads", "1"]);
     assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));
@@ -82,6 +82,44 @@ fn the_listed_names_are_exactly_the_structures_compare_runs() {
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
         assert_eq!(ran(&o), BTreeSet::from([name.to_string()]));
     }
+}
+
+#[test]
+fn in_loop_runs_each_selected_structure_in_both_modes_and_rows_say_which() {
+    let o = run(&[
+        "--threads",
+        "0",
+        "--only",
+        "acker-core,hashbrown-lean",
+        "--in-loop",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json rows");
+    let got: Vec<(String, String)> = rows["rows"]
+        .as_array()
+        .expect("rows array")
+        .iter()
+        .map(|r| {
+            (
+                r["structure"].as_str().unwrap().to_string(),
+                r["mode"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("acker-core", "pregenerated"),
+        ("hashbrown-lean", "pregenerated"),
+        ("acker-core", "in-loop"),
+        ("hashbrown-lean", "in-loop"),
+    ]
+    .map(|(s, m)| (s.to_string(), m.to_string()));
+    assert_eq!(got, want, "{rows}");
+    // Without --in-loop: pregenerated only.
+    let o = run(&["--threads", "0", "--only", "hashbrown-lean", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json rows");
+    assert_eq!(rows["rows"].as_array().map(Vec::len), Some(1), "{rows}");
+    assert_eq!(rows["rows"][0]["mode"], "pregenerated", "{rows}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! and shared (1 and 2 threads). Asserts that they all agree with the workload (every completing
 //! ack completes, nothing fails or errs, the roots in flight remain); never asserts timing.
 
-use acker_benches::compare::{expected_outcome, run_compare, CompareConfig};
+use acker_benches::compare::{expected_outcome, run_compare, CompareConfig, Mode};
 use acker_benches::{Workload, WorkloadConfig};
 
 fn tiny_ops(window: usize) -> usize {
@@ -20,6 +20,7 @@ fn every_structure_agrees_on_a_tiny_workload() {
         seed: 42,
         live_bytes: None,
         only: Vec::new(),
+        modes: vec![Mode::Pregenerated, Mode::InLoop],
     };
     let mut runs = 0;
     let report = run_compare(&config, |_| runs += 1).expect("structures agree");
@@ -29,6 +30,7 @@ fn every_structure_agrees_on_a_tiny_workload() {
         "acker-core-one-at-a-time",
         "acker-core-prefetch",
         "hashbrown",
+        "hashbrown-lean",
         "storm-style",
     ];
     let shared = [
@@ -37,12 +39,17 @@ fn every_structure_agrees_on_a_tiny_workload() {
         "mutex-hashbrown",
         "dashmap",
     ];
-    // The JSON rows leave out the one-at-a-time and prefetch variants of acker-core.
-    assert_eq!(rows.len(), 2 * (single.len() - 2 + 2 * shared.len()));
+    // The JSON rows leave out the one-at-a-time and prefetch variants of acker-core; single-owner
+    // tables run in both modes, shared ones pregenerated only.
+    assert_eq!(rows.len(), 2 * (2 * (single.len() - 2) + 2 * shared.len()));
     assert!(rows
         .iter()
         .all(|r| r.structure != "acker-core-one-at-a-time"));
-    assert_eq!(runs, 2 * 2 * (single.len() + 2 * shared.len()));
+    assert_eq!(
+        rows.iter().filter(|r| r.mode == "in-loop").count(),
+        2 * (single.len() - 2)
+    );
+    assert_eq!(runs, 2 * 2 * (2 * single.len() + 2 * shared.len()));
     for &w in &config.windows {
         let wc = WorkloadConfig {
             acks_per_tree: 3,
@@ -50,10 +57,15 @@ fn every_structure_agrees_on_a_tiny_workload() {
         };
         let expected = expected_outcome(&[Workload::generate(wc)]);
         for s in single {
-            let m = report.find(s, w, None).expect("a row per structure");
-            assert_eq!(m.outcome, expected, "{s} at W = {w}");
-            assert_eq!(m.outcome.final_len, w, "{s}: W roots in flight at the end");
-            assert!(m.mops() > 0.0 && m.bytes_per_root() > 0.0);
+            for mode in [Mode::Pregenerated, Mode::InLoop] {
+                let m = report
+                    .find_in(s, w, None, mode)
+                    .expect("a row per structure and mode");
+                assert_eq!(m.mode, mode);
+                assert_eq!(m.outcome, expected, "{s} at W = {w}, {mode:?}");
+                assert_eq!(m.outcome.final_len, w, "{s}: W roots in flight at the end");
+                assert!(m.mops() > 0.0 && m.bytes_per_root() > 0.0);
+            }
         }
         for t in [1, 2] {
             let expected = expected_outcome(&Workload::generate_per_thread(wc, t));
@@ -72,6 +84,7 @@ fn every_structure_agrees_on_a_tiny_workload() {
     assert!(core.bytes_per_slot() >= 20.0 && core.bytes_per_slot() < 20.2);
     let json = serde_json::to_value(serde_json::json!({ "rows": rows })).unwrap();
     assert_eq!(json["rows"][0]["structure"], "acker-core");
+    assert_eq!(json["rows"][0]["mode"], "pregenerated");
     assert!(json["rows"][0].get("threads").is_none());
 }
 
@@ -91,4 +104,41 @@ fn workload_keeps_w_roots_in_flight_and_completes_every_tree_it_finishes() {
     // The same seed gives the same stream.
     let again = Workload::generate(WorkloadConfig::new(100, 10_000, 3));
     assert_eq!(w.ops, again.ops);
+}
+
+/// The in-loop source produces exactly the pregenerated stream, and `hashbrown-lean` gives
+/// acker-core's decision (spout task included) on every message of it.
+#[test]
+fn message_source_matches_the_workload_and_lean_map_decides_as_acker_core() {
+    use acker_benches::{AckerStructure, HashbrownLean, MessageSource};
+    use acker_core::{AckerTable, Slot};
+    let wc = WorkloadConfig::new(500, 20_000, 11);
+    let w = Workload::generate(wc);
+    let mut source = MessageSource::new(wc);
+    assert_eq!(source.prefill(), w.prefill);
+    let mut buf = [acker_core::AckerMessage::Ack { root: 0, xor: 0 }; 7];
+    let mut streamed = Vec::new();
+    loop {
+        let n = source.fill(&mut buf);
+        if n == 0 {
+            break;
+        }
+        streamed.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(streamed, w.ops);
+    assert_eq!(source.completions(), w.completions);
+    assert_eq!(source.in_flight(), w.final_in_flight);
+
+    let cap = acker_benches::compare::capacity_for_window(500);
+    let mut core = <AckerTable<Box<[Slot]>> as AckerStructure>::with_capacity(cap, 1_000);
+    let mut lean = HashbrownLean::with_capacity(cap, 1_000);
+    for (i, m) in w.prefill.iter().chain(&w.ops).enumerate() {
+        assert_eq!(
+            AckerStructure::apply(&mut lean, *m),
+            AckerStructure::apply(&mut core, *m),
+            "message {i}: {m:?}"
+        );
+    }
+    assert_eq!(lean.len(), 500);
+    assert_eq!(AckerStructure::len(&core), 500);
 }

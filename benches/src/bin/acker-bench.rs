@@ -4,6 +4,7 @@
 //! ```text
 //! acker-bench compare [--quick] [--json] [--windows 1000,100000,1000000] [--reps N]
 //!                     [--ops N] [--threads 1,2] [--acks-per-tree K] [--seed S] [--only NAME,..]
+//!                     [--in-loop]
 //! ```
 //!
 //! Output goes through a locked stdout with `writeln!`; a write error ends the command (see
@@ -14,12 +15,12 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use acker_benches::compare::{
-    run_compare, CompareConfig, CompareReport, Measurement, OneAtATime, Prefetched,
+    run_compare, CompareConfig, CompareReport, Measurement, Mode, OneAtATime, Prefetched,
     SHARED_TARGET_LOAD_PERCENT, TARGET_LOAD_PERCENT,
 };
 use acker_benches::{
-    AckerStructure, CoreShared, CoreSharedBatch, DashMapAcker, HashbrownAcker, MutexHashbrown,
-    SharedAckerStructure, StormStyle,
+    AckerStructure, CoreShared, CoreSharedBatch, DashMapAcker, HashbrownAcker, HashbrownLean,
+    MutexHashbrown, SharedAckerStructure, StormStyle,
 };
 use acker_core::{AckerTable, Slot};
 use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
@@ -45,12 +46,13 @@ message on stderr.";
 
 /// The names `--only` accepts: every structure `compare` runs, single-owner then shared, as
 /// `run_compare` names them.
-fn structure_names() -> [&'static str; 9] {
+fn structure_names() -> [&'static str; 10] {
     [
         <AckerTable<Box<[Slot]>> as AckerStructure>::NAME,
         OneAtATime::NAME,
         Prefetched::NAME,
         HashbrownAcker::NAME,
+        HashbrownLean::NAME,
         StormStyle::NAME,
         CoreShared::NAME,
         CoreSharedBatch::NAME,
@@ -113,7 +115,7 @@ fn rep_count(s: &str) -> Result<usize, String> {
 #[command(
     name = "acker-bench",
     version,
-    about = "Benchmarks acker-core's acker tables against Storm-style, hashbrown, Mutex<hashbrown> and dashmap peers",
+    about = "Benchmarks acker-core's acker tables against Storm-style, hashbrown (rule-checking and lean), Mutex<hashbrown> and dashmap peers",
     after_help = EXIT_STATUS_HELP
 )]
 struct Cli {
@@ -133,7 +135,8 @@ struct CompareArgs {
     /// Small runs (fewer messages, one repetition): finishes in well under a minute.
     #[arg(long)]
     quick: bool,
-    /// Print `{"rows": [{"structure", "window", "mops", "bytes_per_root"[, "threads"]}, ...]}`.
+    /// Print `{"rows": [{"structure", "mode", "window", "mops", "bytes_per_root"[, "threads"]},
+    /// ...]}`; `mode` is `pregenerated` or `in-loop`.
     #[arg(long)]
     json: bool,
     /// Roots in flight (W), comma-separated, each 1 to 10000000 (about 240 bytes a root at the
@@ -172,6 +175,10 @@ struct CompareArgs {
     /// Run only these structures (comma-separated names, e.g. for a profiler).
     #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(structure_names()))]
     only: Vec<String>,
+    /// Also run the single-owner tables with each message produced inside the timed loop (as an
+    /// engine's message loop does), alternated with the pregenerated runs; rows say which mode.
+    #[arg(long)]
+    in_loop: bool,
 }
 
 static OPS_OVERRIDE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -224,13 +231,19 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
         seed: args.seed,
         live_bytes: Some(live_bytes),
         only: args.only.clone(),
+        modes: if args.in_loop {
+            vec![Mode::Pregenerated, Mode::InLoop]
+        } else {
+            vec![Mode::Pregenerated]
+        },
     };
     let json = args.json;
     let result = run_compare(&config, |m| {
         if !json {
             eprintln!(
-                "  ran {:<26} W={:<8} threads={:<4} {:>8.2} Mops/s",
+                "  ran {:<26} {:<12} W={:<8} threads={:<4} {:>8.2} Mops/s",
                 m.structure,
+                m.mode.name(),
                 m.window,
                 m.threads.map_or("-".to_string(), |t| t.to_string()),
                 m.mops()
@@ -281,8 +294,9 @@ fn print_table(
         )?;
         writeln!(
             out,
-            "{:<26} {:>7} {:>9} {:>8} {:>8} {:>8} {:>6} {:>12} {:>5}",
+            "{:<26} {:<12} {:>7} {:>9} {:>8} {:>8} {:>8} {:>6} {:>12} {:>5}",
             "structure",
+            "mode",
             "threads",
             "Mops/s",
             "ns/op",
@@ -299,14 +313,15 @@ fn print_table(
             .collect();
         for m in rows {
             let ours = match m.threads {
-                None => report.find("acker-core", window, None),
+                None => report.find_in("acker-core", window, None, m.mode),
                 Some(t) => report.find("acker-core-shared", window, Some(t)),
             };
             let ratio = ours.map_or("-".to_string(), |o| format!("{:.2}x", o.mops() / m.mops()));
             writeln!(
                 out,
-                "{:<26} {:>7} {:>9.2} {:>8.1} {:>8.1} {:>8.1} {:>6.3} {:>12} {:>5}",
+                "{:<26} {:<12} {:>7} {:>9.2} {:>8.1} {:>8.1} {:>8.1} {:>6.3} {:>12} {:>5}",
                 m.structure,
+                m.mode.name(),
                 m.threads.map_or("-".to_string(), |t| t.to_string()),
                 m.mops(),
                 m.ns_per_op(),
