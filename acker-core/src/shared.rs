@@ -1,9 +1,14 @@
-//! The lock-free shared acker table.
+//! The shared acker table: one table, many threads, fine-grained slot locks.
 //!
 //! [`SharedAckerTable`] follows exactly the rules of the single-owner [`AckerTable`]
 //! (see [`crate::table`]: Storm 2.x's acker, rules 1–6), but every operation takes `&self` and may
 //! be called from any number of threads at once, so an engine whose threads ack tuples directly
 //! does not have to route each message to one owner thread.
+//!
+//! It is *linearizable* against [`AckerTable`]: whatever the threads do, every call's result
+//! (decision, error, entry, length) is the one that call gets in some sequential order of the
+//! same calls on an [`AckerTable`], an order in which a call that returned before another began
+//! comes first, and the table ends in the state that order leaves.
 //!
 //! ## Layout: still 20 bytes a root
 //!
@@ -11,61 +16,94 @@
 //! structure of arrays, provided by the caller through [`SharedStorage`] (usually a
 //! [`SharedSlots`]): for slot `i`, `roots[i]` (8 bytes), `ack_vals[i]` (8 bytes) and `metas[i]`
 //! (4 bytes). Total memory is `20 × capacity` plus the fixed table header of under 1 KiB
-//! ([`SharedAckerTable::memory_bytes`]; mostly the live count's cache-padded stripes); nothing is
-//! ever allocated.
+//! ([`SharedAckerTable::memory_bytes`]; mostly the live count's cache-padded stripes and 32
+//! insert locks); nothing is ever allocated.
 //!
-//! The 32-bit meta word holds everything that must change atomically together:
+//! The 32-bit meta word of a slot:
 //!
 //! | bits | field |
 //! | --- | --- |
 //! | 0–15 | spout task |
 //! | 16 | spout task known (the init has arrived) |
 //! | 17 | failed |
-//! | 18 | init claimed (an init is applying its XOR; a second init is a [`TableError::DuplicateInit`]) |
-//! | 19–21 | slot state: free, reserved, inserting, live, dead, killed |
-//! | 22–25 | pins: threads currently inside an operation on this entry (at most 15) |
+//! | 18 | locked: one thread is reading or changing the slot |
+//! | 19–20 | slot state: free, reserved (an insert is writing it), live |
+//! | 21–25 | unused (0) |
 //! | 26–31 | timeout stamp (the table epoch modulo 64 at the last (re)insertion) |
 //!
-//! ## How it stays correct without locks
+//! ## Why every result is a sequential one
 //!
-//! * **Pins keep a slot from being reused under a thread's feet.** A thread XORs into
-//!   `ack_vals[i]` only while it holds a pin on slot `i`, taken by a CAS on the meta word that
-//!   succeeds only while the slot is inserting or live; it then checks `roots[i]` (which cannot
-//!   change while the slot is pinned) and backs out if the slot holds another root. A decided or
-//!   expired entry becomes *dead*, and the slot is freed only by whoever drops the last pin, so no
-//!   thread in the middle of an update can ever XOR into another root's entry (no ABA).
-//! * **One CAS decides.** Every operation on an existing entry ends with an atomic
-//!   read-modify-write of the ack val (its XOR; or, for a message that changes a flag,
-//!   `fetch_xor(0)` after the flag); a message that creates its entry wrote its contribution
-//!   before publishing it, so it precedes all of those. Each operation then
-//!   evaluates rule 3 on a snapshot (the meta word, then the ack val loaded after it) and, if the
-//!   tree is decided, moves the entry from live to dead with a CAS on the meta word that succeeds
-//!   only if the word did not change since it was read, so flags and ack val were current
-//!   together. Only one CAS can move an entry to dead, so every `Completed` / `Failed` is returned
-//!   by exactly one call. The call whose read-modify-write of the ack val comes last (or the call
-//!   that created the entry, if no other touched it) synchronises with every other update, so its
-//!   snapshot holds every XOR and every flag and no decision is missed. When several calls on one
-//!   root overlap in time, the decision is returned by one of them (whichever seals the entry, not
-//!   necessarily the one whose XOR completed the tree), and it is the one rule 3 gives for all of
-//!   them together (so an ack still wins over a fail). (Deciding on the value a call's own
-//!   read-modify-write returned instead is wrong: a fail that read 0 from a fresh entry before a
-//!   racing init's XOR landed would then see the init's spout task and report `Completed`; loom
-//!   models 3c and 4b, and the stress tests with fails, catch that.)
-//! * **Inserts are two-phase.** A root that is not in the table gets a slot by CAS (free →
-//!   reserved), writes its root id and the message's contribution (its XOR; the spout task of an
-//!   init; the failed flag of a fail) and publishes the slot as an *inserting* candidate; then,
-//!   after a `SeqCst` fence, it scans the root's window for another candidate of the same root:
-//!   a live one, or an inserting one of smaller priority (nearer the start of the root's probe),
-//!   wins and this one is *killed*; an inserting one of larger priority is killed. Two inserts of
-//!   one root thus always agree on one entry (each sees the other's publication, by the fence).
-//!   A candidate that becomes live brings its message in with it; the caller of a killed one
-//!   (which nobody ever counted) applies its message to the winner instead. Any thread that meets
-//!   an inserting candidate of its root finishes this resolution itself instead of waiting, so a
-//!   stalled inserter blocks nobody. An init, which usually arrives before any ack of its tree,
-//!   skips the lookup and inserts at once: its candidate simply loses to an existing entry of
-//!   the root, which it then joins. (Killed is a state of its own, not dead, so that a candidate
-//!   another thread made live and then decided is not mistaken for a lost one and applied twice;
-//!   loom models 1a and 3c catch that.)
+//! An entry is two words (the ack val and the meta word) that no atomic instruction updates
+//! together, and rule 3 decides on both. The pin-count design this table had before (threads
+//! inside an entry at once, each XORing into the ack val, whichever sealed the entry reporting
+//! the decision) gave results no sequential order gives: a fail that sealed an entry on a
+//! snapshot missing the last ack's XOR reported `Failed` while that ack, ordered after it,
+//! reported `Pending` and left no orphan; a sweep that expired an entry after an ack's XOR had
+//! brought it to 0 made the ack report `Pending` with nothing left; a `get` read the meta word of
+//! one root and the ack val of the root that reused its slot. So each slot has a lock (the
+//! *locked* bit), and every call makes its whole change at one instant, its *linearization
+//! point*:
+//!
+//! * **An existing entry is read and changed only under its slot's lock.** A lookup reads root
+//!   ids without locking, takes the lock of a live slot holding its root (one CAS on the meta
+//!   word; while another thread holds it, it waits), checks the root id again (the slot may have
+//!   been freed and reused meanwhile; under the lock it cannot change) and reads the epoch once.
+//!   By that epoch the entry is either live, and the call applies the single-owner table's
+//!   change (XOR, spout task, failed flag, new stamp) and rule 3, releasing the lock with the
+//!   new meta word (one store); or it has expired, and the call removes it and goes on as for
+//!   an absent root. An ack of a live entry that is not decided costs one atomic
+//!   read-modify-write (the lock's CAS) and two stores. [`get`](SharedAckerTable::get) takes the
+//!   lock too, so the ack val, spout task and failed flag it returns were the entry's together.
+//! * **The live count moves at the linearization points.** A new entry is counted while its slot
+//!   is still locked, then published; a decided or expired entry leaves the count while its slot
+//!   is locked, then the slot is freed. A lookup that meets a locked slot waits, so no call sees
+//!   an entry the count does not include, or the reverse. [`len`](SharedAckerTable::len) reads
+//!   the count's stripes until two readings agree: each stripe only grows (an update adds
+//!   `2^32 ± 1`: a version and the change), so they held those values together in between.
+//! * **One insert per root at a time.** A call that finds no entry for its root takes the root's
+//!   insert lock (one of 32 in the header, chosen by a hash of the root), looks again, and only
+//!   then claims a free slot (free → reserved and locked), writes the entry and publishes it.
+//!   Two calls for one new root thus never both create an entry, and a call for a root that has
+//!   an entry never takes (or counts) an overflow slot on its way to it. An init, which usually
+//!   creates its entry, goes straight to the insert lock. An entry decided as it is created (an
+//!   init of a tree with nothing outstanding) is never published.
+//! * **`Full` only when the table was full.** An insert returns [`TableError::Full`] only if its
+//!   claim found no free slot and then the live count was `capacity` at one instant (and its
+//!   root had no entry: it holds the root's insert lock). If the count was lower, a slot was
+//!   being freed or written by another thread, or was freed after the claim passed it: it looks
+//!   again (under loom this wait is what makes model 7 costly, see `tests/loom.rs`).
+//!
+//! ## Expiry, and the orders allowed around it
+//!
+//! As in the single-owner table: a (re)insertion stamps the entry with the table epoch (creating
+//! an entry, a fail and a reset-timeout do; an init or an ack of an existing entry do not), the
+//! epoch advances by `min(clock epochs elapsed, 3)` per [`tick`](SharedAckerTable::tick), and an
+//! entry whose stamp is 3 epochs old has expired (2T to 3T after its last (re)insertion): no
+//! operation joins it any more, a message for its root creates a fresh entry.
+//!
+//! A tick's linearization point is its epoch advance: every entry it expires becomes invisible
+//! to every call at that instant. The tick then sweeps the whole table and removes them (about a
+//! nanosecond a slot, once per message timeout), and [`len`](SharedAckerTable::len) waits while
+//! a sweep is in progress, so the count drops at that same instant. One tick at a time advances
+//! the epoch; a concurrent tick waits for it.
+//!
+//! A call on an entry that a concurrent tick expires is ordered wholly before or wholly after
+//! that tick, by the one epoch it read under the entry's lock, and both orders are allowed:
+//!
+//! * **before the tick**: the call applies to the entry as it was. If that decides the tree it
+//!   reports the decision (the last ack of a tree reports `Completed`); otherwise the sweep then
+//!   removes the entry, with the call's change in it, unless a fail or reset restamped it with
+//!   the new epoch (it then lives on).
+//! * **after the tick**: the entry has expired; the call creates a fresh entry holding only its
+//!   own message (the last ack of a tree leaves an orphan with its XOR, `len()` 1, and reports
+//!   `Pending`), as the single-owner table does for a message that comes after the expiry.
+//!
+//! The sweep waits for every slot another thread holds, and an insert reads the epoch for its
+//! stamp only after it has claimed its slot, with a `SeqCst` fence on both sides (after the
+//! tick's epoch advance, after the insert's claim): either the sweep sees the claimed slot and
+//! waits for the entry to be published (and removes it if its stamp is old), or the insert reads
+//! the new epoch. So no entry is ever published already expired past the sweep that should have
+//! removed it, and once every call has returned `len()` is the number of entries `get` sees.
 //!
 //! ## Probing, overflow and the trade-off
 //!
@@ -78,66 +116,66 @@
 //! window: 16 root ids.
 //!
 //! A root whose window is full takes the first free slot after its first bucket: an *overflow*
-//! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it, in one of eight classes of
-//! distance past the window (below 16, 64, 256, … slots), before publishing it, and while any is
-//! live every probe also scans past the window up to the bound of the farthest non-empty class
-//! ([`SharedAckerTable::probe_len`]); so [`TableError::Full`] means what it means for
-//! [`AckerTable`]: every slot holds an entry. The price is speed, not correctness, and it lasts
-//! as long as the far entries do: an entry that overflowed when the table was nearly full may
-//! sit thousands of slots past its buckets, and every new root's lookup reads that far until it
-//! is decided or expires (a new-user trial measured 0.02 M ops/s on a 100 000-slot table at 1%
-//! load with 824 such entries left from a fill to `Full`, against 14 M ops/s without; with one
-//! near entry left, 11.9 M ops/s). Measured with random roots and steady churn (each tree
-//! replaced as it completes): at load 0.5 no window overflowed in 4 M operations (W = 1k, 100k
-//! and 1M); at 0.6 one overflow entry was live a third of the time; at 0.7 there were always some
-//! (up to about 200 of 100 000 roots); at 0.8, thousands. Size tables at load ≤ 0.5–0.6 (40 bytes
-//! a root at 0.5; the benchmarks use 0.5). Under concurrency `Full`
-//! can also be transient: a slot another thread has reserved for an insert still in progress is
-//! not free, even if that insert turns out to be of the same root (loom model 6b). Either way
-//! nothing changed and the caller retries (back-pressure). Dead entries are freed at once by the
-//! last thread to leave them.
+//! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it before publishing it, in
+//! one of eight classes of distance past the window: class `k` (0 to 6) holds the entries less
+//! than `16 × 4^k` slots past it (below 16, 64, 256, 1 024, 4 096, 16 384, 65 536 slots), class 7
+//! every entry 65 536 or more slots past it. While any is live every probe also scans past the
+//! window up to the bound of the farthest non-empty class, and while class 7 is not empty, round
+//! the whole table ([`SharedAckerTable::probe_len`] is then `capacity`); so
+//! [`TableError::Full`] means what it means for [`AckerTable`]: every slot holds an entry. The
+//! price is speed, not correctness, and it lasts as long as the far entries do: an entry that
+//! overflowed when the table was nearly full may sit thousands of slots past its buckets, and
+//! every new root's lookup reads that far until it is decided or expires (a new-user trial
+//! measured 0.02 M ops/s on a 100 000-slot table at 1% load with 824 such entries left from a
+//! fill to `Full`, against 14 M ops/s without; with one near entry left, 11.9 M ops/s). Measured
+//! with random roots and steady churn (each tree replaced as it completes): at load 0.5 no window
+//! overflowed in 4 M operations (W = 1k, 100k and 1M); at 0.6 one overflow entry was live a third
+//! of the time; at 0.7 there were always some (up to about 200 of 100 000 roots); at 0.8,
+//! thousands. Size tables at load ≤ 0.5–0.6 (40 bytes a root at 0.5; the benchmarks use 0.5).
+//! On `Full` nothing changed and the caller retries (back-pressure).
 //!
 //! ## Progress guarantees
 //!
-//! | operation | guarantee |
+//! The table is blocking, at the grain of one slot: no call holds more than one slot lock at a
+//! time, and none holds a lock across a loop or a wait, except that an insert holds its root's
+//! insert lock while it waits for slot locks (no thread holding a slot lock waits for anything,
+//! so no cycle of waits can form).
+//!
+//! | operation | waits for |
 //! | --- | --- |
-//! | [`init`](SharedAckerTable::init), [`ack`](SharedAckerTable::ack), [`fail`](SharedAckerTable::fail), [`reset_timeout`](SharedAckerTable::reset_timeout), [`apply`](SharedAckerTable::apply) | lock-free: a CAS retries only because another thread changed the same meta word, i.e. made progress; nobody waits for another thread, with one bounded exception: when 15 threads are already inside operations on the same root, a 16th spins until one leaves |
-//! | [`tick`](SharedAckerTable::tick) | lock-free (one CAS loop on the clock; the call that advances the epoch then sweeps every slot once, one CAS loop per expired entry) |
-//! | [`len`](SharedAckerTable::len), [`capacity`](SharedAckerTable::capacity), [`get`](SharedAckerTable::get), [`memory_bytes`](SharedAckerTable::memory_bytes) | wait-free |
+//! | [`init`](SharedAckerTable::init), [`ack`](SharedAckerTable::ack), [`fail`](SharedAckerTable::fail), [`reset_timeout`](SharedAckerTable::reset_timeout), [`apply`](SharedAckerTable::apply), [`get`](SharedAckerTable::get) | the lock of a slot its lookup meets holding its root, while another call on that slot holds it (a few instructions); a new root: its insert lock (other inserts of roots with the same hash), and the locks of slots its claim meets |
+//! | [`tick`](SharedAckerTable::tick) | another tick advancing the epoch; during its sweep, each slot another thread holds |
+//! | [`len`](SharedAckerTable::len), [`is_empty`](SharedAckerTable::is_empty) | a sweep in progress; it reads again while inserts or decisions land |
+//! | [`capacity`](SharedAckerTable::capacity), [`probe_len`](SharedAckerTable::probe_len), [`overflow_len`](SharedAckerTable::overflow_len), [`memory_bytes`](SharedAckerTable::memory_bytes) | nothing (wait-free) |
 //!
-//! A thread stalled forever inside an operation keeps at most one slot from being reused (the
-//! one it pins or reserves) and takes one of the 15 pins of that entry; it blocks no other thread
-//! unless 15 threads are stalled inside the same root's entry (the exception above).
-//!
-//! ## Expiry
-//!
-//! As in the single-owner table: a (re)insertion stamps the entry with the table epoch (creating
-//! an entry, a fail and a reset-timeout do; an init or an ack of an existing entry do not), the
-//! epoch advances by `min(clock epochs elapsed, 3)` per [`tick`](SharedAckerTable::tick), and an
-//! entry whose stamp is 3 epochs old has expired (2T to 3T after its last (re)insertion): no
-//! operation joins it any more, a message for its root creates a fresh entry. The tick that
-//! advances the epoch sweeps the whole table and reclaims every expired entry, so it leaves
-//! [`len`](SharedAckerTable::len) at that tick, as in the single-owner table (a sweep costs
-//! about a nanosecond a slot, once per message timeout). An operation already inside an entry
-//! when it expires finishes on it (it is ordered before the expiry).
+//! A thread stalled (preempted) while it holds a slot lock delays the calls on that root, the
+//! inserts whose claim meets that slot, and a tick's sweep when it reaches it (and so `len`); it
+//! never makes another call return a wrong answer. The locks are spin locks: on an
+//! oversubscribed machine a waiter spins until the holder runs again.
 //!
 //! ## Verification
 //!
 //! * `tests/loom.rs`: loom models (init ∥ ack, two completing acks, fail ∥ last ack, reset ∥ ack,
 //!   racing inserts of one root and of colliding roots, slot reuse ∥ late ack, tick ∥ updates,
-//!   insert into a full table ∥ completion, two overflow candidates of one root, an overflow and
-//!   an in-window candidate of one root), each exhaustive at `LOOM_MAX_PREEMPTIONS=3`:
+//!   insert into a full table ∥ completion, two overflow inserts of one root, an overflow and an
+//!   in-window insert of one root, and the four interleavings of issue 13: `get` ∥ slot reuse,
+//!   epoch advance ∥ insert, last ack ∥ its expiry, fail ∥ last ack), each exhaustive at
+//!   `LOOM_MAX_PREEMPTIONS=3` unless it says otherwise:
 //!   `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p acker-core --release --test loom`.
-//!   The models fail if the `SeqCst` fence of the insert, the root check after pinning, or the
-//!   dead-entry check of the decision is removed, or if the decision uses the value the call's
-//!   own read-modify-write returned (models 3c, 4b: fail or reset ∥ init), or if an overflow
-//!   entry is counted after it is published or a candidate's scan ignores the count (11a, 11b).
+//!   The four of issue 13 check the exact outcomes sequential orders allow, and fail on the
+//!   pin-count design.
+//! * `tests/shared_linearizable.rs`: a linearizability checker. It runs short random concurrent
+//!   histories (2–4 threads, 1–4 calls each of init, ack, fail, reset, get, tick and len, on
+//!   tables of 1–4 slots) against this table and searches (Wing–Gong) for a sequential order of
+//!   the same calls on [`AckerTable`] that respects their real-time order and gives the same
+//!   results and final state; 20 s of histories per run, plus every history it ever rejected,
+//!   kept as regressions. On the pin-count design it rejected a history within 3 s.
 //! * `tests/shared_model.rs`: quickcheck differential test against [`AckerTable`] (same
 //!   decisions, errors, lengths and entries on random message sequences with ticks, on linear
 //!   tables of 1–16 slots and bucketed tables of 65–100 slots filled until windows overflow and
 //!   `Full` comes). The loom models use linear tables of 1–3 slots (a bucketed table has at
-//!   least 72 slots, too many for loom); bucketed tables differ only in the probe order and
-//!   priorities, and are covered by these tests, the stress tests and the fuzz target.
+//!   least 72 slots, too many for loom); bucketed tables differ only in the probe order, and are
+//!   covered by these tests, the stress tests and the fuzz target.
 //! * `tests/shared_stress.rs`: one million random trees at each of 2, 4 and 8 threads, with
 //!   fails, reset-timeouts and `apply_batch`, every tree decided exactly once with the right
 //!   decision, nothing left behind; and tables
@@ -155,7 +193,7 @@ use crossbeam_utils::CachePadded;
 use crate::ids::{RootId, TaskId};
 use crate::message::{AckerMessage, Decision};
 use crate::routing::reduce;
-use crate::sync::{fence, spin_hint, AtomicUsize, Ordering};
+use crate::sync::{fence, release_store_u32, release_store_u64, spin_hint, Ordering};
 pub use crate::sync::{AtomicU32, AtomicU64};
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 use crate::table::prefetch;
@@ -164,34 +202,22 @@ use crate::table::{
     BATCH_READ_AHEAD_MIN_SLOTS, EXPIRY_EPOCHS,
 };
 
-use Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
+use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 const TASK_MASK: u32 = 0xFFFF;
 const HAS_TASK: u32 = 1 << 16;
 const FAILED: u32 = 1 << 17;
-const INIT_CLAIMED: u32 = 1 << 18;
+/// The slot's lock: held by the one thread reading or changing the slot (see the module docs).
+const LOCKED: u32 = 1 << 18;
 
 const STATE_SHIFT: u32 = 19;
-const STATE_MASK: u32 = 0b111 << STATE_SHIFT;
+const STATE_MASK: u32 = 0b11 << STATE_SHIFT;
 /// Free: no entry; `roots`/`ack_vals` hold garbage. The whole meta word is 0.
 const FREE: u32 = 0;
-/// Claimed by an inserter that is writing the root id; invisible to everyone else.
+/// Claimed by an inserter (always together with [`LOCKED`]) that is writing the entry.
 const RESERVED: u32 = 1 << STATE_SHIFT;
-/// A candidate entry for its root, not yet confirmed unique; holds no contribution yet.
-const INSERTING: u32 = 2 << STATE_SHIFT;
 /// The root's entry.
-const LIVE: u32 = 3 << STATE_SHIFT;
-/// Decided, expired or killed; freed by whoever drops the last pin.
-const DEAD: u32 = 4 << STATE_SHIFT;
-/// A candidate that lost to another of its root before it became live (its contribution never
-/// counted); freed by whoever drops the last pin.
-const KILLED: u32 = 5 << STATE_SHIFT;
-
-const PIN_SHIFT: u32 = 22;
-const PIN: u32 = 1 << PIN_SHIFT;
-const PIN_MASK: u32 = 0b1111 << PIN_SHIFT;
-/// Most threads that can be inside operations on one entry at once.
-pub const MAX_PINS: u32 = 15;
+const LIVE: u32 = 2 << STATE_SHIFT;
 
 const STAMP_SHIFT: u32 = 26;
 const STAMP_MASK: u32 = 0b11_1111;
@@ -201,17 +227,32 @@ const STAMP_MASK: u32 = 0b11_1111;
 /// whose window is full goes to a free slot outside it (an *overflow* entry, see the module docs).
 pub const LINEAR_MAX_CAPACITY: usize = 64;
 
-/// Counters the live count is spread over (see [`SharedAckerTable::len`]).
+/// Counters the live count is spread over (see [`SharedAckerTable::len`]). One under loom, so
+/// that models do not depend on where loom's threads have their stacks.
+#[cfg(not(loom))]
 const LIVE_STRIPES: usize = 4;
+#[cfg(loom)]
+const LIVE_STRIPES: usize = 1;
 
-/// The live count from its stripes: their wrapping sum. Racing updates can make a snapshot of
-/// the stripes momentarily negative or above `capacity`; it is clamped to `0..=capacity`.
-fn live_count(live: &[CachePadded<AtomicUsize>], capacity: usize) -> usize {
-    let sum = live
+/// What one insert adds to its live-count stripe, and what one removal adds (see
+/// [`SharedAckerTable::len`]): either way the stripe's high 32 bits count the updates, so a
+/// stripe's value only ever grows (until it wraps after 2^32 updates) and two equal readings of
+/// it mean it did not change in between; its low 32 bits are the stripe's net count modulo 2^32.
+const STRIPE_ADD: u64 = (1 << 32) + 1;
+const STRIPE_SUB: u64 = (1 << 32) - 1;
+
+/// The live count a reading of the stripes gives: the sum of their net counts, modulo 2^32
+/// (the true count is at most `capacity <= u32::MAX`, so the sum is exact).
+fn stripes_count(readings: &[u64; LIVE_STRIPES]) -> usize {
+    readings
         .iter()
-        .fold(0usize, |sum, c| sum.wrapping_add(c.load(Acquire)));
-    (sum as isize).clamp(0, capacity as isize) as usize
+        .fold(0u32, |sum, &r| sum.wrapping_add(r as u32)) as usize
 }
+
+/// Insert locks in the table header: an insert holds the one its root hashes to while it looks
+/// for the root's entry and, if there is none, creates it, so two inserts of one root never
+/// both create an entry.
+const INSERT_LOCKS: usize = 32;
 
 /// Slots in a bucket of a table above [`LINEAR_MAX_CAPACITY`] slots: one 64-byte cache line of
 /// root ids. A root's window is its two buckets, 16 slots.
@@ -225,9 +266,11 @@ struct Probe {
     b2: usize,
 }
 
-/// Distance classes of overflow entries: class `k < OVERFLOW_CLASSES - 1` counts the entries
-/// whose distance past their window is below `16 × 4^k` slots (16, 64, 256, … 262 144), the last
-/// class all farther ones. A probe goes as far as the bound of the farthest non-empty class.
+/// Distance classes of overflow entries. Class `k` for `k < OVERFLOW_CLASSES - 1` (0 to 6)
+/// counts the entries whose distance past their window is below [`class_bound`]`(k) = 16 × 4^k`
+/// slots: 16, 64, 256, 1 024, 4 096, 16 384 and 65 536. The last class (7) counts every entry
+/// 65 536 or more slots past its window, and has no bound: while it is not empty a probe spans
+/// the whole table. A probe goes as far as the bound of the farthest non-empty class.
 const OVERFLOW_CLASSES: usize = 8;
 
 /// The class of an overflow entry `dist` slots past its window.
@@ -238,7 +281,8 @@ fn overflow_class(dist: usize) -> usize {
         .unwrap_or(OVERFLOW_CLASSES - 1)
 }
 
-/// Distances in class `k` are below this (`usize::MAX` for the last class).
+/// Distances in class `k` are below this: `16 × 4^k` (`usize::MAX` for the last class, which is
+/// unbounded).
 #[inline]
 fn class_bound(k: usize) -> usize {
     if k + 1 == OVERFLOW_CLASSES {
@@ -254,11 +298,6 @@ fn state(m: u32) -> u32 {
 }
 
 #[inline]
-fn pins(m: u32) -> u32 {
-    (m & PIN_MASK) >> PIN_SHIFT
-}
-
-#[inline]
 fn stamp_of(m: u32) -> u32 {
     m >> STAMP_SHIFT
 }
@@ -266,26 +305,6 @@ fn stamp_of(m: u32) -> u32 {
 #[inline]
 fn with_stamp(m: u32, epoch: u32) -> u32 {
     (m & !(STAMP_MASK << STAMP_SHIFT)) | ((epoch & STAMP_MASK) << STAMP_SHIFT)
-}
-
-/// The meta word of a dead entry with `pins_left` pins, or a free slot if none is left.
-#[inline]
-fn dead(m: u32, pins_left: u32) -> u32 {
-    if pins_left == 0 {
-        FREE
-    } else {
-        (m & !(STATE_MASK | PIN_MASK)) | DEAD | (pins_left << PIN_SHIFT)
-    }
-}
-
-/// The meta word of a killed candidate with `pins_left` pins, or a free slot if none is left.
-#[inline]
-fn killed(m: u32, pins_left: u32) -> u32 {
-    if pins_left == 0 {
-        FREE
-    } else {
-        (m & !(STATE_MASK | PIN_MASK)) | KILLED | (pins_left << PIN_SHIFT)
-    }
 }
 
 /// Rule 3 of the acker for an entry whose meta word is `m` and ack val `ack_val`.
@@ -309,6 +328,16 @@ fn rule3(m: u32, ack_val: u64, reset: bool) -> Decision {
 #[inline]
 fn is_final(d: Decision) -> bool {
     matches!(d, Decision::Completed { .. } | Decision::Failed { .. })
+}
+
+/// Spins until `lock` (an insert lock) is taken.
+#[inline]
+fn acquire(lock: &AtomicU32) {
+    while lock.compare_exchange_weak(0, 1, Acquire, Relaxed).is_err() {
+        while lock.load(Relaxed) != 0 {
+            spin_hint();
+        }
+    }
 }
 
 /// The three arrays a [`SharedAckerTable`] works over; all three have `capacity` elements.
@@ -470,17 +499,7 @@ where
 /// Inline array storage for `N` roots (see [`SharedSlots::arrays`]).
 pub type SharedArrays<const N: usize> = SharedSlots<[AtomicU64; N], [AtomicU64; N], [AtomicU32; N]>;
 
-/// What `find` does after looking at a slot holding its root id.
-enum Join {
-    /// The root's live entry is there, and pinned.
-    Joined,
-    /// Not an entry to join (free, reserved, dead, or just expired): go on scanning.
-    Next,
-    /// The slot changed under the scan: start again.
-    Restart,
-}
-
-/// The operation being applied, after the entry was found.
+/// The operation being applied.
 #[derive(Clone, Copy)]
 enum Op {
     Init { xor: u64, spout_task: TaskId },
@@ -489,8 +508,8 @@ enum Op {
     Reset,
 }
 
-/// The lock-free acker table shared by many threads (see the [module docs](self) for its design,
-/// progress guarantees and trade-offs).
+/// The acker table shared by many threads (see the [module docs](self) for its design, why every
+/// result is one the single-owner table could give, its progress guarantees and trade-offs).
 ///
 /// Same rules, same decisions and same errors as [`AckerTable`](crate::AckerTable), with every
 /// operation on `&self`: share it by reference (`std::thread::scope`), `Arc` or a `static`.
@@ -515,29 +534,36 @@ pub struct SharedAckerTable<S> {
     /// Slots in a root's window: `2 × BUCKET_SLOTS`, or the whole table for a linear one.
     window: usize,
     timeout_ns: u64,
-    /// Live entries (inserted and neither decided nor reclaimed), as [`LIVE_STRIPES`] counters
-    /// whose wrapping sum is the count. Every insert and decision writes one: each on its own
-    /// cache line, away from the read-mostly words every operation reads, and chosen by the
-    /// caller's stack address so that threads mostly write their own line.
-    live: [CachePadded<AtomicUsize>; LIVE_STRIPES],
+    /// Live entries (inserted and neither decided nor expired), as [`LIVE_STRIPES`] counters
+    /// (see [`STRIPE_ADD`]). Every insert and decision writes one: each on its own cache line,
+    /// away from the read-mostly words every operation reads, and chosen by the caller's stack
+    /// address so that threads mostly write their own line.
+    live: [CachePadded<AtomicU64>; LIVE_STRIPES],
+    /// Even while no tick is sweeping; a tick makes it odd before it advances the epoch and even
+    /// again after its sweep (it is also the lock that lets one tick at a time advance the
+    /// epoch). [`len`](Self::len) reads the live count only between two equal even values.
+    sweep_seq: AtomicU64,
     /// `now_ns / timeout_ns` at the last tick.
     clock_epoch: AtomicU64,
     /// Internal epoch: advances by `min(clock epochs elapsed, 3)` per tick.
     epoch: AtomicU32,
-    /// Entries outside their root's window, counted from before their candidate is published
-    /// until after their slot is freed. While it is not 0, probes also go past the window, as far
-    /// as `overflow_classes` says.
+    /// Entries outside their root's window, counted from before they are published until after
+    /// their slot is freed. While it is not 0, probes also go past the window, as far as
+    /// `overflow_classes` says.
     overflow: AtomicU64,
     /// The same entries by distance class ([`OVERFLOW_CLASSES`]); each is counted in its class
     /// before it is counted in `overflow`.
     overflow_classes: [AtomicU64; OVERFLOW_CLASSES],
+    /// See [`INSERT_LOCKS`].
+    insert_locks: [AtomicU32; INSERT_LOCKS],
 }
 
 impl<S> core::fmt::Debug for SharedAckerTable<S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let readings = core::array::from_fn(|k| self.live[k].load(Relaxed));
         f.debug_struct("SharedAckerTable")
             .field("capacity", &self.capacity)
-            .field("len", &live_count(&self.live, self.capacity))
+            .field("len", &stripes_count(&readings).min(self.capacity))
             .field("timeout_ns", &self.timeout_ns)
             .field("epoch", &self.epoch.load(Relaxed))
             .finish()
@@ -550,15 +576,25 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// clock starts at 0 ns.
     ///
     /// # Errors
+    /// [`ConfigError::LengthMismatch`] when the storage's three arrays differ in length (a
+    /// [`SharedStorage`] other than [`SharedSlots`], which checks it itself),
     /// [`ConfigError::ZeroCapacity`] for empty storage, [`ConfigError::CapacityTooLarge`] above
     /// `u32::MAX` slots, [`ConfigError::ZeroTimeout`] for a zero timeout.
     pub fn new(storage: S, message_timeout_ns: u64) -> Result<Self, ConfigError> {
-        let cap = storage.metas().len();
+        let (roots, ack_vals, metas) = (storage.roots(), storage.ack_vals(), storage.metas());
+        if roots.len() != metas.len() || ack_vals.len() != metas.len() {
+            return Err(ConfigError::LengthMismatch(SlotsLengthMismatch {
+                roots: roots.len(),
+                ack_vals: ack_vals.len(),
+                metas: metas.len(),
+            }));
+        }
+        let cap = metas.len();
         ConfigError::check(cap, message_timeout_ns)?;
-        for i in 0..cap {
-            storage.roots()[i].store(0, Relaxed);
-            storage.ack_vals()[i].store(0, Relaxed);
-            storage.metas()[i].store(FREE, Relaxed);
+        for ((r, v), m) in roots.iter().zip(ack_vals).zip(metas) {
+            r.store(0, Relaxed);
+            v.store(0, Relaxed);
+            m.store(FREE, Relaxed);
         }
         Ok(Self {
             slots: storage,
@@ -574,11 +610,13 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 cap
             },
             timeout_ns: message_timeout_ns,
-            live: core::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0))),
+            live: core::array::from_fn(|_| CachePadded::new(AtomicU64::new(0))),
+            sweep_seq: AtomicU64::new(0),
             clock_epoch: AtomicU64::new(0),
             epoch: AtomicU32::new(0),
             overflow: AtomicU64::new(0),
             overflow_classes: core::array::from_fn(|_| AtomicU64::new(0)),
+            insert_locks: core::array::from_fn(|_| AtomicU32::new(0)),
         })
     }
 
@@ -606,17 +644,52 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     /// The number of live roots: entries created and neither decided nor expired, as
     /// [`AckerTable::len`](crate::AckerTable::len) counts them (expired entries leave it at the
-    /// [`tick`](Self::tick) that expires them). Under concurrent updates this is a snapshot.
-    #[inline]
+    /// [`tick`](Self::tick) that expires them).
+    ///
+    /// Linearizable: the count at one instant during the call. It reads the live-count stripes
+    /// until two readings in a row agree (each stripe's value only grows, so they held those
+    /// values together in between), and only while no tick is sweeping (it waits for a sweep in
+    /// progress to finish, at most one pass over the table). Lock-free: it reads again only
+    /// because an insert, a decision or a tick landed meanwhile.
     pub fn len(&self) -> usize {
-        live_count(&self.live, self.capacity)
+        let mut seq = self.sweep_seq.load(Acquire);
+        loop {
+            if seq & 1 == 1 {
+                spin_hint();
+                seq = self.sweep_seq.load(Acquire);
+                continue;
+            }
+            let mut readings = self.read_stripes();
+            if LIVE_STRIPES > 1 {
+                loop {
+                    let again = self.read_stripes();
+                    if again == readings {
+                        break;
+                    }
+                    readings = again;
+                }
+            }
+            // Seqlock read: a stripe value written by a sweep makes the odd `sweep_seq` visible
+            // here (the sweep's release fence pairs with this acquire fence).
+            fence(Acquire);
+            let again = self.sweep_seq.load(Relaxed);
+            if again == seq {
+                return stripes_count(&readings);
+            }
+            seq = again;
+        }
+    }
+
+    fn read_stripes(&self) -> [u64; LIVE_STRIPES] {
+        core::array::from_fn(|k| self.live[k].load(Acquire))
     }
 
     /// Slots a lookup of an absent root reads now (each new root's lookup, and an insert's check
     /// for another entry of its root): the window (16 slots; the whole table up to 64 slots),
     /// plus, while overflow entries live, up to the distance bound of the farthest of them
-    /// (within 4× of its distance), at most `capacity`. For monitoring: a value far above 16
-    /// means the table is too full. A snapshot.
+    /// (within 4× of its distance; the whole table for one 65 536 or more slots past its
+    /// window), at most `capacity`. For monitoring: a value far above 16 means the table is too
+    /// full. A snapshot.
     #[inline]
     pub fn probe_len(&self) -> usize {
         // A probe past the window goes round the whole table, passing the window's slots again:
@@ -627,7 +700,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// The number of overflow entries: roots that found their window (their two buckets) full
     /// and live in a free slot past it. While it is not 0, every lookup of an absent root (each
     /// new root) also scans past the window as far as the farthest of them: a sign the table is
-    /// too small for its load (see the module docs). A snapshot.
+    /// too small for its load (see the module docs). A snapshot, for monitoring.
     #[inline]
     pub fn overflow_len(&self) -> usize {
         self.overflow.load(Acquire) as usize
@@ -662,34 +735,20 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         self.probe(root).b1
     }
 
-    /// The live entry of `root`, if any. A snapshot: under concurrent updates of this root it may
-    /// mix values from before and after an update.
+    /// The live entry of `root`, if any: its ack val, spout task and failed flag as they were
+    /// together at one instant during the call (it holds the entry's lock while it reads them).
     pub fn get(&self, root: RootId) -> Option<EntryView> {
         if root == 0 {
             return None;
         }
-        let p = self.probe(root);
-        let roots = self.slots.roots();
-        for j in self
-            .runs(p, self.span())
-            .into_iter()
-            .flat_map(|(a, b)| a..b)
-        {
-            if roots[j].load(Acquire) != root {
-                continue;
-            }
-            let m = self.slots.metas()[j].load(Acquire);
-            if state(m) != LIVE || self.expired(m) {
-                continue;
-            }
-            let ack_val = self.slots.ack_vals()[j].load(Acquire);
-            return Some(EntryView {
-                ack_val,
-                spout_task: (m & HAS_TASK != 0).then_some((m & TASK_MASK) as TaskId),
-                failed: m & FAILED != 0,
-            });
-        }
-        None
+        let (j, m, _) = self.find(root, self.probe(root))?;
+        let ack_val = self.slots.ack_vals()[j].load(Relaxed);
+        self.unlock(j, m);
+        Some(EntryView {
+            ack_val,
+            spout_task: (m & HAS_TASK != 0).then_some((m & TASK_MASK) as TaskId),
+            failed: m & FAILED != 0,
+        })
     }
 
     /// Applies one acker message (dispatches to [`init`](Self::init), [`ack`](Self::ack),
@@ -793,31 +852,51 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     /// Advances the table's clock to `now_ns` (the injected clock; a value earlier than the last
     /// tick is ignored). Each time the clock crosses a multiple of the message timeout, the
-    /// entries stamped 3 epochs ago expire: the call that advances the epoch sweeps the whole
-    /// table once and reclaims them, so they leave [`len`](Self::len) before it returns, as in
-    /// [`AckerTable::tick`](crate::AckerTable::tick). Expiry is silent: no decision is returned,
-    /// as in Storm, where the spout times the tuple out itself. Safe to call from several threads
-    /// at once (only the one that advances the epoch sweeps). A tick that does not cross a
-    /// multiple of the timeout costs one atomic load.
+    /// entries stamped 3 epochs ago expire, all at once: at the instant the epoch advances, no
+    /// operation sees them any more. The call that advances the epoch then sweeps the whole table
+    /// once and reclaims them, and [`len`](Self::len) waits for that sweep, so it drops them at
+    /// that same instant, as [`AckerTable::tick`](crate::AckerTable::tick) does. Expiry is
+    /// silent: no decision is returned, as in Storm, where the spout times the tuple out itself.
+    /// Safe to call from several threads at once (one at a time advances the epoch; the others
+    /// wait for it). A tick that does not cross a multiple of the timeout costs one atomic load.
     pub fn tick(&self, now_ns: u64) {
         let clock_epoch = now_ns / self.timeout_ns;
-        let mut seen = self.clock_epoch.load(Acquire);
-        while clock_epoch > seen {
-            match self
-                .clock_epoch
-                .compare_exchange(seen, clock_epoch, AcqRel, Acquire)
+        if clock_epoch <= self.clock_epoch.load(Acquire) {
+            return;
+        }
+        // One tick at a time advances the epoch: the sweep lock is an odd `sweep_seq`.
+        let mut s = self.sweep_seq.load(Relaxed);
+        let seq = loop {
+            if s & 1 == 0
+                && self
+                    .sweep_seq
+                    .compare_exchange_weak(s, s + 1, Acquire, Relaxed)
+                    .is_ok()
             {
-                Ok(_) => {
-                    let steps = (clock_epoch - seen).min(EXPIRY_EPOCHS as u64) as u32;
-                    self.epoch.fetch_add(steps, AcqRel);
-                    for j in 0..self.capacity {
-                        self.expire(j);
-                    }
-                    return;
-                }
-                Err(now) => seen = now,
+                break s;
+            }
+            spin_hint();
+            s = self.sweep_seq.load(Acquire);
+        };
+        // Seqlock write: a `len` that reads a live-count stripe this sweep writes also sees the
+        // odd `sweep_seq` (this release fence pairs with its acquire fence).
+        fence(Release);
+        let seen = self.clock_epoch.load(Relaxed);
+        if clock_epoch > seen {
+            let steps = (clock_epoch - seen).min(EXPIRY_EPOCHS as u64) as u32;
+            self.epoch.fetch_add(steps, AcqRel);
+            // Only after the epoch: a tick that reads this clock and returns at once (it is not
+            // ahead of it) comes after this one, so the expiry must already be in force.
+            self.clock_epoch.store(clock_epoch, Release);
+            // Pairs with the fence of every insert (see `insert_locked`): either this sweep sees
+            // the slot an insert claimed, and waits for the insert to publish it, or the insert
+            // reads the new epoch and stamps its entry with it.
+            fence(SeqCst);
+            for j in 0..self.capacity {
+                self.expire(j);
             }
         }
+        release_store_u64(&self.sweep_seq, seq + 2);
     }
 
     // ---- internals ----------------------------------------------------------------------------
@@ -826,7 +905,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// (thread stacks are at least 2 MiB apart), so threads mostly write different cache lines.
     /// Which stripe is used never changes any result: only the sum of the stripes is read.
     #[inline]
-    fn live_stripe(&self) -> &AtomicUsize {
+    fn live_stripe(&self) -> &AtomicU64 {
         // Loom runs must not depend on where its threads' stacks happen to be: one stripe (the
         // case where every thread shares it, the most contended one).
         #[cfg(loom)]
@@ -926,37 +1005,6 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         self.window.saturating_add(farthest).min(self.full_span())
     }
 
-    /// Whether the entry whose meta word `m` was just loaded has expired. The epoch is loaded
-    /// *after* `m`: the stamp in `m` was taken from an epoch value read before `m` was published,
-    /// so it is never ahead of the epoch read here (a stamp from the future would look 63
-    /// epochs old and expire a fresh entry).
-    #[inline]
-    fn expired(&self, m: u32) -> bool {
-        let epoch = self.epoch.load(Acquire);
-        (epoch.wrapping_sub(stamp_of(m)) & STAMP_MASK) >= EXPIRY_EPOCHS
-    }
-
-    #[inline]
-    fn meta(&self, i: usize) -> &AtomicU32 {
-        &self.slots.metas()[i]
-    }
-
-    /// If the entry at `j` is live and expired, moves it to dead (free if unpinned). Retries
-    /// while only its pins change; stops once it is not live or not expired (restamped, decided,
-    /// expired by another thread).
-    fn expire(&self, j: usize) {
-        let mut m = self.meta(j).load(Acquire);
-        while state(m) == LIVE && self.expired(m) {
-            match self.cas(j, m, dead(m, pins(m))) {
-                Ok(_) => {
-                    self.live_stripe().fetch_sub(1, AcqRel);
-                    return;
-                }
-                Err(now) => m = now,
-            }
-        }
-    }
-
     /// Positions a lookup spans now (see [`span_for`](Self::span_for)).
     #[inline]
     fn span(&self) -> usize {
@@ -990,24 +1038,91 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
     }
 
-    /// `compare_exchange_weak` on slot `j`'s meta word (`m` → `new`) that keeps the overflow
-    /// count: when it frees the slot of an overflow entry, the count drops. The root id is read
-    /// before the CAS, while the slot is not free (it cannot change until then).
+    /// The insert lock of `root` (see [`INSERT_LOCKS`]).
     #[inline]
-    fn cas(&self, j: usize, m: u32, new: u32) -> Result<u32, u32> {
-        let class = if new == FREE {
-            self.overflow_distance(j).map(overflow_class)
-        } else {
-            None
-        };
-        let r = self.meta(j).compare_exchange_weak(m, new, AcqRel, Acquire);
-        if let (Some(k), Ok(_)) = (class, r) {
-            // The entry is gone: uncount it (in any order; a probe that still goes far for it
-            // only reads more than it needs).
+    fn insert_lock(&self, root: RootId) -> &AtomicU32 {
+        let bits = INSERT_LOCKS.trailing_zeros();
+        &self.insert_locks[(root.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize]
+    }
+
+    /// Whether an entry whose meta word is `m` has expired at `epoch`.
+    #[inline]
+    fn expired_at(m: u32, epoch: u32) -> bool {
+        (epoch.wrapping_sub(stamp_of(m)) & STAMP_MASK) >= EXPIRY_EPOCHS
+    }
+
+    /// Whether the entry whose meta word `m` was just loaded has expired. The epoch is loaded
+    /// *after* `m`: the stamp in `m` was taken from an epoch value read before `m` was published,
+    /// so it is never ahead of the epoch read here (a stamp from the future would look 63
+    /// epochs old and expire a fresh entry).
+    #[inline]
+    fn expired(&self, m: u32) -> bool {
+        Self::expired_at(m, self.epoch.load(Acquire))
+    }
+
+    #[inline]
+    fn meta(&self, i: usize) -> &AtomicU32 {
+        &self.slots.metas()[i]
+    }
+
+    /// Takes the lock of slot `j` if it holds a live entry, waiting while another thread holds
+    /// it (an inserter writing it, an operation on it, a sweep or a lookup reading it). Returns
+    /// the slot's meta word (without [`LOCKED`]), or `None` if the slot is not live.
+    #[inline]
+    fn lock_live(&self, j: usize) -> Option<u32> {
+        let meta = self.meta(j);
+        let mut m = meta.load(Acquire);
+        loop {
+            if m & LOCKED != 0 {
+                spin_hint();
+                m = meta.load(Acquire);
+                continue;
+            }
+            if state(m) != LIVE {
+                return None;
+            }
+            match meta.compare_exchange_weak(m, m | LOCKED, Acquire, Acquire) {
+                Ok(_) => return Some(m),
+                Err(now) => m = now,
+            }
+        }
+    }
+
+    /// Releases the lock of slot `j`, leaving `m` (without [`LOCKED`]) as its meta word.
+    #[inline]
+    fn unlock(&self, j: usize, m: u32) {
+        release_store_u32(self.meta(j), m);
+    }
+
+    /// Removes the live entry at slot `j`, whose lock the caller holds: it leaves the live count
+    /// (the instant it is decided or expires), then the slot is freed, which releases the lock,
+    /// and an overflow entry leaves the overflow count.
+    fn remove_locked(&self, j: usize) {
+        let class = self.overflow_distance(j).map(overflow_class);
+        self.live_stripe().fetch_add(STRIPE_SUB, AcqRel);
+        release_store_u32(self.meta(j), FREE);
+        if let Some(k) = class {
+            // A probe that still goes far for it only reads more than it needs.
             self.overflow.fetch_sub(1, AcqRel);
             self.overflow_classes[k].fetch_sub(1, AcqRel);
         }
-        r
+    }
+
+    /// One step of a tick's sweep: if slot `j` holds an expired entry (or one being written or
+    /// changed, which it waits for), removes it if it has expired.
+    #[inline]
+    fn expire(&self, j: usize) {
+        let m = self.meta(j).load(Acquire);
+        if m == FREE || (m & LOCKED == 0 && !self.expired(m)) {
+            return;
+        }
+        if let Some(m) = self.lock_live(j) {
+            if self.expired(m) {
+                self.remove_locked(j);
+            } else {
+                self.unlock(j, m);
+            }
+        }
     }
 
     /// How far past its root's window the entry in the (not free) slot `j` sits, if it is an
@@ -1018,8 +1133,77 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         if self.capacity == self.window || self.overflow.load(Acquire) == 0 {
             return None;
         }
-        let p = self.probe(self.slots.roots()[j].load(Acquire));
+        let p = self.probe(self.slots.roots()[j].load(Relaxed));
         self.priority(p, j).checked_sub(self.window)
+    }
+
+    /// Finds `root`'s live entry and takes its lock. Returns its slot, its meta word and the
+    /// epoch read under the lock (by which it has not expired), or `None` if the root has no live
+    /// entry (an expired one met on the way is removed).
+    fn find(&self, root: RootId, p: Probe) -> Option<(usize, u32, u32)> {
+        let roots = self.slots.roots();
+        for (start, end) in self.runs(p, self.span()) {
+            for (k, r) in roots[start..end].iter().enumerate() {
+                if r.load(Acquire) != root {
+                    continue;
+                }
+                let j = start + k;
+                let Some(m) = self.lock_live(j) else {
+                    continue;
+                };
+                // The slot may have been freed and reused since its root id was read; under the
+                // lock it cannot change.
+                if r.load(Relaxed) != root {
+                    self.unlock(j, m);
+                    continue;
+                }
+                let epoch = self.epoch.load(Acquire);
+                if Self::expired_at(m, epoch) {
+                    // The root's only entry: it has no live one.
+                    self.remove_locked(j);
+                    return None;
+                }
+                return Some((j, m, epoch));
+            }
+        }
+        None
+    }
+
+    /// Applies `op` to the live entry at slot `j` (meta word `m`, not expired at `epoch`), whose
+    /// lock the caller holds, and releases it: exactly what the single-owner table does to an
+    /// existing entry.
+    fn apply_locked(
+        &self,
+        j: usize,
+        mut m: u32,
+        epoch: u32,
+        op: Op,
+    ) -> Result<Decision, TableError> {
+        let ack_val = &self.slots.ack_vals()[j];
+        let mut v = ack_val.load(Relaxed);
+        match op {
+            Op::Ack { xor } => v ^= xor,
+            Op::Init { xor, spout_task } => {
+                if m & HAS_TASK != 0 {
+                    self.unlock(j, m);
+                    return Err(TableError::DuplicateInit);
+                }
+                v ^= xor;
+                m = (m & !TASK_MASK) | HAS_TASK | spout_task as u32;
+            }
+            // (Re)insertion: the expiry restarts, from the epoch by which the entry was found
+            // live (so the operation is wholly before or wholly after any tick).
+            Op::Fail => m = with_stamp(m | FAILED, epoch),
+            Op::Reset => m = with_stamp(m, epoch),
+        }
+        let d = rule3(m, v, matches!(op, Op::Reset));
+        if is_final(d) {
+            self.remove_locked(j);
+        } else {
+            ack_val.store(v, Relaxed);
+            self.unlock(j, m);
+        }
+        Ok(d)
     }
 
     /// Applies `op` to `root`'s entry, creating it if needed.
@@ -1028,290 +1212,83 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             return Err(TableError::ZeroRoot);
         }
         let p = self.probe(root);
-        // An init usually comes first, before any ack of its tree: it tries to create the entry
-        // straight away, and the insert's own check for another entry of the root (which it must
-        // make anyway) sends it to that entry when there is one.
-        let mut look_first = !matches!(op, Op::Init { .. });
-        loop {
-            let found = if look_first { self.find(root, p) } else { None };
-            look_first = true;
-            let i = match found {
-                Some(i) => i,
-                None => match self.insert(root, p, op) {
-                    // A new entry carrying the message: nothing more to apply.
-                    Ok(Some(i)) => return Ok(self.release(i, matches!(op, Op::Reset))),
-                    Ok(None) => continue, // lost to another candidate of the root: join it
-                    Err(e) => {
-                        // The root may have been inserted by another thread meanwhile.
-                        match self.find(root, p) {
-                            Some(i) => i,
-                            None => return Err(e),
-                        }
-                    }
-                },
-            };
-            // `i` is pinned and was live with our root when pinned.
-            match op {
-                Op::Ack { xor } => {
-                    self.slots.ack_vals()[i].fetch_xor(xor, AcqRel);
-                }
-                Op::Init { xor, spout_task } => {
-                    match self.update_meta(i, |m| {
-                        if m & (HAS_TASK | INIT_CLAIMED) != 0 {
-                            Err(true)
-                        } else {
-                            Ok((m & !TASK_MASK) | INIT_CLAIMED | spout_task as u32)
-                        }
-                    }) {
-                        Ok(()) => {}
-                        Err(duplicate) => {
-                            self.unpin(i);
-                            if duplicate {
-                                return Err(TableError::DuplicateInit);
-                            }
-                            continue; // the entry died before the init touched it: retry
-                        }
-                    }
-                    self.slots.ack_vals()[i].fetch_xor(xor, AcqRel);
-                    // Only now may rule 3 see the spout task: the init's XOR is in.
-                    if self.update_meta(i, |m| Ok(m | HAS_TASK)).is_err() {
-                        // Expired while the init was inside it: the init went with it.
-                        self.unpin(i);
-                        return Ok(Decision::Pending);
-                    }
-                    // A read-modify-write after the flag, so that whichever update of the ack
-                    // val comes last also sees the flag (see `release`).
-                    self.slots.ack_vals()[i].fetch_xor(0, AcqRel);
-                }
-                Op::Fail | Op::Reset => {
-                    let failed = if matches!(op, Op::Fail) { FAILED } else { 0 };
-                    // The epoch is read after each load of the meta word, so the new stamp is
-                    // never older than one another thread just wrote.
-                    let restamp = |m| Ok(with_stamp(m | failed, self.epoch.load(Acquire)));
-                    if self.update_meta(i, restamp).is_err() {
-                        self.unpin(i);
-                        continue; // the entry died before this message touched it: retry
-                    }
-                    // As for the init: the last update of the ack val sees the flag.
-                    self.slots.ack_vals()[i].fetch_xor(0, AcqRel);
-                }
+        // An init usually comes first, before any ack of its tree: it goes straight to the
+        // insert, which must look for an entry of the root anyway.
+        if !matches!(op, Op::Init { .. }) {
+            if let Some((j, m, epoch)) = self.find(root, p) {
+                return self.apply_locked(j, m, epoch, op);
             }
-            return Ok(self.release(i, matches!(op, Op::Reset)));
         }
+        let lock = self.insert_lock(root);
+        acquire(lock);
+        let result = self.insert_locked(root, p, op);
+        release_store_u32(lock, 0);
+        result
     }
 
-    /// CAS loop changing the meta word of the pinned entry `i` while it is live. `f` returns the
-    /// new word, or `Err(e)` to give up. `Err(false)` if the entry is no longer live.
-    fn update_meta(&self, i: usize, f: impl Fn(u32) -> Result<u32, bool>) -> Result<(), bool> {
-        let meta = self.meta(i);
-        let mut m = meta.load(Acquire);
-        loop {
-            if state(m) != LIVE {
-                return Err(false);
-            }
-            let new = f(m)?;
-            match meta.compare_exchange_weak(m, new, AcqRel, Acquire) {
-                Ok(_) => return Ok(()),
-                Err(now) => m = now,
-            }
+    /// [`run`](Self::run) for a root that had no live entry, under the root's insert lock: no
+    /// other thread creates an entry for it meanwhile. Looks for the entry once more (another
+    /// insert may just have created it), and otherwise creates it with `op` applied, or returns
+    /// [`TableError::Full`] if at one instant every slot held a live entry.
+    fn insert_locked(&self, root: RootId, p: Probe, op: Op) -> Result<Decision, TableError> {
+        // Before claiming a slot, so that a message for a root that has an entry never takes
+        // (or counts) an overflow slot, even when the root's window is full.
+        if let Some((j, m, epoch)) = self.find(root, p) {
+            return self.apply_locked(j, m, epoch, op);
         }
+        let (ack_val, flags) = match op {
+            Op::Init { xor, spout_task } => (xor, HAS_TASK | spout_task as u32),
+            Op::Ack { xor } => (xor, 0),
+            Op::Fail => (0, FAILED),
+            Op::Reset => (0, 0),
+        };
+        let j = loop {
+            if let Some(j) = self.claim(p) {
+                break j;
+            }
+            // No free slot seen; `Full` only if the table was full at one instant. Otherwise a
+            // slot was being freed or written by another thread (or freed after the claim passed
+            // it): look again once it may be done.
+            if self.len() >= self.capacity {
+                return Err(TableError::Full);
+            }
+            spin_hint();
+        };
+        // Slot `j` is ours: reserved and locked.
+        let d = rule3(LIVE | flags, ack_val, matches!(op, Op::Reset));
+        if is_final(d) {
+            // Decided as it is created (an init of a tree with nothing outstanding): the entry
+            // never lives, as in the single-owner table.
+            self.unlock(j, FREE);
+            return Ok(d);
+        }
+        self.slots.roots()[j].store(root, Relaxed);
+        self.slots.ack_vals()[j].store(ack_val, Relaxed);
+        let priority = self.priority(p, j);
+        if priority >= self.window {
+            // Counted before it is published, in its class first: every probe that could meet
+            // it then goes as far.
+            let k = overflow_class(priority - self.window);
+            self.overflow_classes[k].fetch_add(1, AcqRel);
+            self.overflow.fetch_add(1, AcqRel);
+        }
+        // Pairs with the fence of a tick (see `tick`): either that tick's sweep sees this slot
+        // reserved and waits for it, or the epoch read here is the tick's, so an entry is never
+        // published already expired after the sweep that should have removed it.
+        fence(SeqCst);
+        let epoch = self.epoch.load(Acquire);
+        // The insert's instant: counted while still locked, so no lookup sees it uncounted.
+        self.live_stripe().fetch_add(STRIPE_ADD, AcqRel);
+        self.unlock(j, with_stamp(LIVE | flags, epoch));
+        Ok(d)
     }
 
-    /// Drops our pin on entry `i` after an update, deciding the tree if rule 3 says so. Returns
-    /// the decision this call reports.
-    ///
-    /// Rule 3 is evaluated on a consistent snapshot: the meta word `m`, then the ack val loaded
-    /// *after* it, and the CAS succeeds only if `m` is unchanged (its flags and state cannot
-    /// change back while we hold a pin), so the flags and the ack val were both current at the
-    /// moment of the second load. Deciding on the value this call's own read-modify-write
-    /// returned would not be: a fail that read 0 from a fresh entry, before a racing init's XOR
-    /// landed, would then see the init's spout task and report `Completed` (loom model 3c).
-    ///
-    /// No decision is missed: every update ends with a read-modify-write of the ack val after
-    /// its change (an XOR, or a flag followed by `fetch_xor(0)`). The update whose
-    /// read-modify-write is last in the ack val's modification order synchronises with all the
-    /// others, so its snapshot holds every XOR and every flag.
-    fn release(&self, i: usize, reset: bool) -> Decision {
-        let meta = self.meta(i);
-        let ack_val = &self.slots.ack_vals()[i];
-        let mut m = meta.load(Acquire);
-        loop {
-            let left = pins(m) - 1;
-            let (decision, new) = if state(m) == LIVE {
-                let d = rule3(m, ack_val.load(Acquire), reset);
-                if is_final(d) {
-                    (d, dead(m, left))
-                } else {
-                    (d, m - PIN)
-                }
-            } else {
-                // Decided or expired by another thread while we were inside.
-                (Decision::Pending, dead(m, left))
-            };
-            match self.cas(i, m, new) {
-                Ok(_) => {
-                    if is_final(decision) {
-                        self.live_stripe().fetch_sub(1, AcqRel);
-                    }
-                    return decision;
-                }
-                Err(now) => m = now,
-            }
-        }
-    }
-
-    /// Drops a pin without deciding anything.
-    fn unpin(&self, i: usize) {
-        let meta = self.meta(i);
-        let mut m = meta.load(Acquire);
-        loop {
-            let left = pins(m) - 1;
-            let new = match state(m) {
-                DEAD => dead(m, left),
-                KILLED => killed(m, left),
-                _ => m - PIN,
-            };
-            match self.cas(i, m, new) {
-                Ok(_) => return,
-                Err(now) => m = now,
-            }
-        }
-    }
-
-    /// Pins slot `j` if it is inserting or live and holds `root`. Returns the meta word as it
-    /// was when the pin went in (so its state then), or `None` if it did not pin.
-    fn pin(&self, j: usize, root: RootId) -> Option<u32> {
-        let meta = self.meta(j);
-        let mut m = meta.load(Acquire);
-        loop {
-            let s = state(m);
-            if s != LIVE && s != INSERTING {
-                return None;
-            }
-            if pins(m) == MAX_PINS {
-                spin_hint();
-                m = meta.load(Acquire);
-                continue;
-            }
-            match meta.compare_exchange_weak(m, m + PIN, AcqRel, Acquire) {
-                Ok(_) => break,
-                Err(now) => m = now,
-            }
-        }
-        // While pinned the slot cannot be freed, so its root id is stable.
-        if self.slots.roots()[j].load(Acquire) == root {
-            Some(m + PIN)
-        } else {
-            self.unpin(j);
-            None
-        }
-    }
-
-    /// Free slots in the run `start..end` (an expired entry met on the way is expired first).
-    #[inline]
-    fn free_in(&self, (start, end): (usize, usize)) -> usize {
-        let metas = self.slots.metas();
-        let mut free = 0;
-        for (k, meta) in metas[start..end].iter().enumerate() {
-            let m = meta.load(Acquire);
-            if state(m) == LIVE && self.expired(m) {
-                self.expire(start + k);
-            }
-            free += usize::from(meta.load(Acquire) == FREE);
-        }
-        free
-    }
-
-    /// Reserves (and pins) the first free slot of the run `start..end`, expiring expired entries
-    /// met on the way. `None` if none is free.
-    #[inline]
-    fn claim_in(&self, (start, end): (usize, usize)) -> Option<usize> {
-        let metas = self.slots.metas();
-        for (k, meta) in metas[start..end].iter().enumerate() {
-            let j = start + k;
-            let mut m = meta.load(Acquire);
-            loop {
-                if state(m) == LIVE && self.expired(m) {
-                    self.expire(j);
-                    m = meta.load(Acquire);
-                }
-                if m != FREE {
-                    break;
-                }
-                match meta.compare_exchange(FREE, RESERVED | PIN, AcqRel, Acquire) {
-                    Ok(_) => return Some(j),
-                    Err(now) => m = now,
-                }
-            }
-        }
-        None
-    }
-
-    /// Finds `root`'s live entry in its window and pins it (finishing the insert of a candidate
-    /// it meets on the way). `None` if it has no live entry.
-    fn find(&self, root: RootId, p: Probe) -> Option<usize> {
-        let roots = self.slots.roots();
-        'restart: loop {
-            for (start, end) in self.runs(p, self.span()) {
-                for (k, r) in roots[start..end].iter().enumerate() {
-                    if r.load(Acquire) != root {
-                        continue;
-                    }
-                    match self.join(start + k, root, p) {
-                        Join::Joined => return Some(start + k),
-                        Join::Next => {}
-                        Join::Restart => continue 'restart,
-                    }
-                }
-            }
-            return None;
-        }
-    }
-
-    /// `find`'s step at slot `j`, whose root id was just read as `root`.
-    #[inline]
-    fn join(&self, j: usize, root: RootId, p: Probe) -> Join {
-        let m = self.meta(j).load(Acquire);
-        match state(m) {
-            LIVE if self.expired(m) => {
-                self.expire(j);
-                Join::Next
-            }
-            LIVE | INSERTING => {
-                let Some(m) = self.pin(j, root) else {
-                    return Join::Restart;
-                };
-                match state(m) {
-                    LIVE if !self.expired(m) => Join::Joined,
-                    INSERTING => {
-                        self.resolve(j, root, p);
-                        if state(self.meta(j).load(Acquire)) == LIVE {
-                            return Join::Joined;
-                        }
-                        self.unpin(j);
-                        Join::Restart
-                    }
-                    _ => {
-                        self.unpin(j);
-                        Join::Restart
-                    }
-                }
-            }
-            _ => Join::Next,
-        }
-    }
-
-    /// Inserts a candidate entry for `root` that already carries `op` (its XOR, spout task or
-    /// failed flag), and resolves it. `Ok(Some(i))`: the candidate at `i` became the root's
-    /// entry (it may already have been decided or expired by another thread since), so `op` is
-    /// applied; `i` is pinned. `Ok(None)`: another candidate won and this one, with `op`, was
-    /// killed (never counted); apply `op` to the winner.
-    fn insert(&self, root: RootId, p: Probe, op: Op) -> Result<Option<usize>, TableError> {
+    /// Reserves (and locks) a free slot for probe `p`: in a bucketed table, the first bucket
+    /// while at least half of it is free, else the bucket with more free slots (two choices keep
+    /// buckets evenly filled, so windows rarely overflow; the threshold spares most inserts the
+    /// second bucket's cache line); then, only if the window is full, the rest of the table.
+    fn claim(&self, p: Probe) -> Option<usize> {
         let [r1, r2, rest1, rest2] = self.runs(p, self.full_span());
-        // The window first: in a bucketed table, the first bucket while at least half of it is
-        // free, else the bucket with more free slots (two choices keep buckets evenly filled, so
-        // windows rarely overflow; the threshold spares most inserts the second bucket's cache
-        // line); then, only if the window is full, the rest of the table.
         let window = if self.buckets != 0 && {
             let free1 = self.free_in(r1);
             free1 < BUCKET_SLOTS / 2 && self.free_in(r2) > free1
@@ -1320,106 +1297,152 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         } else {
             [r1, r2]
         };
-        let claimed = window
+        window
             .into_iter()
             .chain([rest1, rest2])
-            .find_map(|run| self.claim_in(run));
-        let Some(j) = claimed else {
-            return Err(TableError::Full);
-        };
-        let (ack_val, flags) = match op {
-            Op::Init { xor, spout_task } => (xor, INIT_CLAIMED | HAS_TASK | spout_task as u32),
-            Op::Ack { xor } => (xor, 0),
-            Op::Fail => (0, FAILED),
-            Op::Reset => (0, 0),
-        };
-        self.slots.roots()[j].store(root, Relaxed);
-        self.slots.ack_vals()[j].store(ack_val, Relaxed);
-        let priority = self.priority(p, j);
-        if priority >= self.window {
-            // Counted before it is published, in its class first: every probe that could meet
-            // it then goes as far (see `resolve` for the candidates' side).
-            let k = overflow_class(priority - self.window);
-            self.overflow_classes[k].fetch_add(1, SeqCst);
-            self.overflow.fetch_add(1, SeqCst);
-        }
-        let epoch = self.epoch.load(Acquire);
-        // Publish the candidate (release: the root id and the ack val go with it).
-        self.meta(j)
-            .swap(with_stamp(INSERTING | PIN | flags, epoch), AcqRel);
-        self.resolve(j, root, p);
-        if state(self.meta(j).load(Acquire)) == KILLED {
-            self.unpin(j);
-            Ok(None)
-        } else {
-            Ok(Some(j))
-        }
+            .find_map(|run| self.claim_in(run))
     }
 
-    /// Decides whether the candidate at `e` (pinned by the caller, holding `root`, at probe
-    /// position `pos_e`) becomes the root's live entry or dies. Any thread holding a pin on a
-    /// candidate may run this; all runs agree.
-    fn resolve(&self, e: usize, root: RootId, p: Probe) {
-        // Pairs with the fence of every other candidate's resolution: of two candidates of one
-        // root, at least one sees the other's publication (and, if that one is an overflow
-        // entry, its count, which was raised before it was published, so the scan spans it).
-        fence(SeqCst);
-        let span = self.span_for(self.overflow.load(SeqCst));
-        let prio_e = self.priority(p, e);
-        let roots = self.slots.roots();
-        for (start, end) in self.runs(p, span) {
-            for (k, r) in roots[start..end].iter().enumerate() {
-                let j = start + k;
-                if j != e && r.load(Acquire) == root && !self.outranks(prio_e, j, p) {
-                    self.kill(e);
-                    return;
-                }
-            }
-        }
-        let meta = self.meta(e);
-        let mut m = meta.load(Acquire);
-        while state(m) == INSERTING {
-            match meta.compare_exchange_weak(m, (m & !STATE_MASK) | LIVE, AcqRel, Acquire) {
-                Ok(_) => {
-                    self.live_stripe().fetch_add(1, AcqRel);
-                    return;
-                }
-                Err(now) => m = now,
-            }
-        }
-    }
-
-    /// `resolve`'s step at slot `j`, whose root id was just read as the candidate's: whether the
-    /// candidate (priority `prio_e`) still stands. It does not if `j` holds a live entry of
-    /// the root or a candidate of smaller priority; a candidate of larger priority is killed.
+    /// Free slots in the run `start..end`, counting expired entries (which a claim reclaims).
     #[inline]
-    fn outranks(&self, prio_e: usize, j: usize, p: Probe) -> bool {
-        let mut m = self.meta(j).load(Acquire);
-        loop {
-            match state(m) {
-                LIVE if !self.expired(m) => return false,
-                INSERTING if self.priority(p, j) < prio_e => return false,
-                INSERTING => {
-                    // A candidate farther from home loses to this one.
-                    match self.cas(j, m, killed(m, pins(m))) {
-                        Ok(_) => return true,
-                        Err(now) => m = now,
-                    }
-                }
-                _ => return true,
+    fn free_in(&self, (start, end): (usize, usize)) -> usize {
+        self.slots.metas()[start..end]
+            .iter()
+            .filter(|meta| {
+                let m = meta.load(Acquire);
+                m == FREE || (m & LOCKED == 0 && self.expired(m))
+            })
+            .count()
+    }
+
+    /// Reserves (and locks) the first free slot of the run `start..end`, reclaiming expired
+    /// entries met on the way. `None` if none is free (a slot another thread holds is not free).
+    #[inline]
+    fn claim_in(&self, (start, end): (usize, usize)) -> Option<usize> {
+        for (k, meta) in self.slots.metas()[start..end].iter().enumerate() {
+            let mut m = meta.load(Acquire);
+            if m != FREE && m & LOCKED == 0 && self.expired(m) {
+                self.expire(start + k);
+                m = meta.load(Acquire);
             }
+            if m == FREE
+                && meta
+                    .compare_exchange(FREE, RESERVED | LOCKED, Acquire, Relaxed)
+                    .is_ok()
+            {
+                return Some(start + k);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    /// The documented bounds of the overflow distance classes, exactly.
+    #[test]
+    fn overflow_classes_have_their_documented_bounds() {
+        let bounds: Vec<usize> = (0..OVERFLOW_CLASSES).map(class_bound).collect();
+        assert_eq!(
+            bounds,
+            [16, 64, 256, 1_024, 4_096, 16_384, 65_536, usize::MAX]
+        );
+        for (dist, class) in [
+            (0, 0),
+            (15, 0),
+            (16, 1),
+            (63, 1),
+            (64, 2),
+            (255, 2),
+            (256, 3),
+            (1_023, 3),
+            (1_024, 4),
+            (4_095, 4),
+            (4_096, 5),
+            (16_383, 5),
+            (16_384, 6),
+            (65_535, 6),
+            (65_536, 7),
+            (262_144, 7),
+            (usize::MAX, 7),
+        ] {
+            assert_eq!(overflow_class(dist), class, "distance {dist}");
         }
     }
 
-    /// Kills the candidate at `e` if it is still inserting (the caller holds a pin on it).
-    fn kill(&self, e: usize) {
-        let meta = self.meta(e);
-        let mut m = meta.load(Acquire);
-        while state(m) == INSERTING {
-            match self.cas(e, m, killed(m, pins(m))) {
-                Ok(_) => return,
-                Err(now) => m = now,
-            }
+    /// How far probes go while overflow entries of each class are live: the window plus the
+    /// class bound, and the whole table past the last class.
+    #[test]
+    fn probe_len_follows_the_farthest_class() {
+        let n = 300_000;
+        let slots = SharedSlots::new(
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let table = SharedAckerTable::new(slots, 1_000).unwrap();
+        assert_eq!(table.probe_len(), 16);
+        let expected = [
+            16 + 16,
+            16 + 64,
+            16 + 256,
+            16 + 1_024,
+            16 + 4_096,
+            16 + 16_384,
+            16 + 65_536,
+            n,
+        ];
+        for (k, want) in expected.into_iter().enumerate() {
+            table.overflow_classes[k].store(1, Relaxed);
+            table.overflow.store(1, Relaxed);
+            assert_eq!(table.probe_len(), want, "class {k}");
+            table.overflow_classes[k].store(0, Relaxed);
+            table.overflow.store(0, Relaxed);
         }
+        assert_eq!(table.probe_len(), 16);
+        // Past the last class, a lookup goes round the whole table, window first.
+        table.overflow_classes[OVERFLOW_CLASSES - 1].store(1, Relaxed);
+        assert_eq!(table.span_for(1), table.full_span());
+        assert_eq!(table.full_span(), 16 + n);
+    }
+
+    /// A real overflow entry is counted in the class of its distance and uncounted when it goes.
+    #[test]
+    fn an_overflow_entry_is_counted_in_its_class() {
+        let n = 1_024;
+        let slots = SharedSlots::new(
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let table = SharedAckerTable::new(slots, 1_000).unwrap();
+        let root = |k: u64| k.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        let mut k = 1;
+        while table.overflow_len() == 0 {
+            table.ack(root(k), 1).unwrap();
+            k += 1;
+        }
+        let last = root(k - 1);
+        let p = table.probe(last);
+        let j = (0..n)
+            .find(|&j| table.slots.roots()[j].load(Relaxed) == last)
+            .unwrap();
+        let dist = table.priority(p, j) - table.window;
+        let class = overflow_class(dist);
+        assert_eq!(table.overflow_classes[class].load(Relaxed), 1);
+        assert_eq!(table.probe_len(), (16 + class_bound(class)).min(n));
+        assert_eq!(
+            table.init(last, 1, 3),
+            Ok(Decision::Completed { spout_task: 3 })
+        );
+        assert_eq!(table.overflow_len(), 0);
+        assert_eq!(table.overflow_classes[class].load(Relaxed), 0);
+        assert_eq!(table.probe_len(), 16);
     }
 }

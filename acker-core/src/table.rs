@@ -103,6 +103,9 @@ pub enum ConfigError {
     CapacityTooLarge,
     /// The message timeout is 0 ns.
     ZeroTimeout,
+    /// The three arrays of a [`SharedAckerTable`](crate::SharedAckerTable)'s storage differ in
+    /// length (their lengths).
+    LengthMismatch(crate::shared::SlotsLengthMismatch),
 }
 
 impl ConfigError {
@@ -129,6 +132,7 @@ impl core::fmt::Display for ConfigError {
                 f.write_str("acker table storage has more than u32::MAX slots")
             }
             ConfigError::ZeroTimeout => f.write_str("message timeout must be at least 1 ns"),
+            ConfigError::LengthMismatch(lengths) => lengths.fmt(f),
         }
     }
 }

@@ -470,3 +470,112 @@ fn probes_shrink_when_far_overflow_entries_leave() {
         (0, 0, 16)
     );
 }
+
+// ---- issue 13: storage that is not `SharedSlots`, overflow and inits of existing roots -------
+
+/// A storage whose three arrays may differ in length (`SharedSlots::new` refuses that, any other
+/// `SharedStorage` may not).
+struct Uneven {
+    roots: Vec<AtomicU64>,
+    ack_vals: Vec<AtomicU64>,
+    metas: Vec<AtomicU32>,
+}
+
+impl acker_core::SharedStorage for Uneven {
+    fn roots(&self) -> &[AtomicU64] {
+        &self.roots
+    }
+    fn ack_vals(&self) -> &[AtomicU64] {
+        &self.ack_vals
+    }
+    fn metas(&self) -> &[AtomicU32] {
+        &self.metas
+    }
+}
+
+#[test]
+fn new_refuses_storage_whose_arrays_differ_in_length() {
+    let uneven = |r: usize, v: usize, m: usize| Uneven {
+        roots: (0..r).map(|_| AtomicU64::new(0)).collect(),
+        ack_vals: (0..v).map(|_| AtomicU64::new(0)).collect(),
+        metas: (0..m).map(|_| AtomicU32::new(0)).collect(),
+    };
+    for (r, v, m) in [
+        (4, 4, 8),
+        (8, 4, 8),
+        (4, 8, 8),
+        (8, 8, 4),
+        (0, 0, 1),
+        (1, 0, 0),
+    ] {
+        assert_eq!(
+            SharedAckerTable::new(uneven(r, v, m), T).unwrap_err(),
+            ConfigError::LengthMismatch(SlotsLengthMismatch {
+                roots: r,
+                ack_vals: v,
+                metas: m
+            }),
+            "{r} {v} {m}"
+        );
+    }
+    assert_eq!(
+        ConfigError::LengthMismatch(SlotsLengthMismatch {
+            roots: 4,
+            ack_vals: 4,
+            metas: 8
+        })
+        .to_string(),
+        "shared acker table arrays differ in length: 4 roots, 4 ack vals, 8 metas"
+    );
+    // Equal lengths are fine; empty ones are still `ZeroCapacity`.
+    let table = SharedAckerTable::new(uneven(8, 8, 8), T).unwrap();
+    assert_eq!(table.capacity(), 8);
+    assert_eq!(table.ack(3, 1), Ok(Decision::Pending));
+    assert_eq!(
+        SharedAckerTable::new(uneven(0, 0, 0), T).unwrap_err(),
+        ConfigError::ZeroCapacity
+    );
+}
+
+/// A message for a root that already has an entry, whose window is full, never takes (or counts)
+/// an overflow slot on its way to the entry: `overflow_len()` and `probe_len()` stay exactly what
+/// they were, also as seen by another thread while the messages are applied.
+#[test]
+fn an_init_of_an_existing_root_in_a_full_window_takes_no_overflow_slot() {
+    let table = SharedAckerTable::new(vec_slots(1024), T).unwrap();
+    let root = |k: u64| k.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    // 1000 of 1024 slots: every window is nearly or wholly full, some entries overflowed.
+    for k in 1..=1000 {
+        assert_eq!(table.ack(root(k), 1), Ok(Decision::Pending));
+    }
+    for k in 1..=1000 {
+        // Not decided (the ack val stays 1 ^ 2): the entry now has its spout task.
+        assert_eq!(table.init(root(k), 2, 5), Ok(Decision::Pending));
+    }
+    let (overflow, probe) = (table.overflow_len(), table.probe_len());
+    assert!(overflow > 0, "no window overflowed");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut seen = std::collections::BTreeSet::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                seen.insert((table.overflow_len(), table.probe_len()));
+            }
+            seen
+        });
+        for _ in 0..20 {
+            for k in 1..=1000 {
+                assert_eq!(table.init(root(k), 2, 5), Err(TableError::DuplicateInit));
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let seen = watcher.join().unwrap();
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>(),
+            [(overflow, probe)],
+            "overflow_len, probe_len while the inits ran"
+        );
+    });
+    assert_eq!((table.overflow_len(), table.probe_len()), (overflow, probe));
+    assert_eq!(table.len(), 1000);
+}
