@@ -16,7 +16,7 @@
 //! | [`ids`] | [`RootId`], [`EdgeId`], [`TaskId`] and the seeded, never-zero [`IdGenerator`] |
 //! | [`message`] | the messages into an acker ([`AckerMessage`]) and its decisions ([`Decision`]) |
 //! | [`table`] | [`AckerTable`]: the single-owner acker table, 20 bytes a root, fixed capacity |
-//! | [`shared`] | [`SharedAckerTable`]: the same table, lock-free, callable from many threads through `&self` |
+//! | [`shared`] | [`SharedAckerTable`]: the same table, linearizable against [`AckerTable`], callable from many threads through `&self` (one spin-lock bit per slot; see its module docs) |
 //! | [`routing`] | [`acker_index`]: which acker task owns a root |
 //! | [`anchor`] | bolt side: [`Anchors`] carried by a tuple; [`InputAnchors`] (state kept in the input) or the [`InputTracker`] (a bounded table) anchor emits and ack inputs |
 //! | [`pending`] | spout side: [`SpoutPending`], max spout pending, timeouts and complete latency |
