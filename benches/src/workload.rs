@@ -9,7 +9,7 @@
 //! after every init (W − 1 between a completing ack and the next init).
 
 use acker_core::{AckerMessage, IdGenerator, RootId, TaskId};
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// What to generate.
