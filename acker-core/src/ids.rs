@@ -6,7 +6,7 @@
 //! created, once when it is acked) the ack val returns to 0 exactly when the tree is done, up to
 //! a 2^-64 chance of an accidental zero.
 
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The id of a tuple tree: the random non-zero id given to a tracked spout tuple. 0 is never a

@@ -10,7 +10,7 @@ use acker_core::{
 };
 use hashbrown::HashMap;
 use quickcheck::{QuickCheck, TestResult};
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const T: u64 = 1_000;
@@ -159,7 +159,7 @@ fn build(rng: &mut Xoshiro256PlusPlus, n_roots: usize) -> Built {
     let mut budget = 40usize;
     while !queue.is_empty() {
         // Receive one or two tuples at once, so that emits may be multi-anchored.
-        let k = if queue.len() >= 2 && rng.next_u64() % 3 == 0 {
+        let k = if queue.len() >= 2 && rng.next_u64().is_multiple_of(3) {
             2
         } else {
             1
@@ -188,7 +188,7 @@ fn build(rng: &mut Xoshiro256PlusPlus, n_roots: usize) -> Built {
                 Err(e) => panic!("unexpected anchoring error {e:?}"),
             }
         }
-        if rng.next_u64() % 8 == 0 {
+        if rng.next_u64().is_multiple_of(8) {
             b.messages
                 .extend(tracker.reset_timeout(handles[0]).unwrap());
         }

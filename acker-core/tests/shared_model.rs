@@ -384,7 +384,7 @@ fn storm_rules_in_order() {
 /// gives on a twin table, and leaves the same entries.
 #[test]
 fn apply_batch_equals_apply() {
-    use rand_core::{RngCore, SeedableRng};
+    use rand_core::{Rng, SeedableRng};
     let capacity = acker_core::table::BATCH_READ_AHEAD_MIN_SLOTS + 1000;
     let (a, b) = (
         SharedAckerTable::new(vec_slots(capacity), T).unwrap(),

@@ -8,7 +8,7 @@
 
 use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
 use acker_core::{AckerMessage, Decision, SharedAckerTable, TableError};
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Barrier;
@@ -58,7 +58,7 @@ fn tree_messages(
     out: &mut Vec<AckerMessage>,
 ) -> bool {
     let root = root_of(tree);
-    let mut fail_left = with_fails && rng.next_u32() % 10 == 0;
+    let mut fail_left = with_fails && rng.next_u32().is_multiple_of(10);
     let failing = fail_left;
     let copies = (rng.next_u32() % 4) as usize;
     let mut init_xor = 0;
@@ -80,7 +80,7 @@ fn tree_messages(
         spout_task: SPOUT_TASK,
     });
     while let Some((edge, depth)) = frontier.pop() {
-        if fail_left && (rng.next_u32() % 2 == 0 || frontier.is_empty()) {
+        if fail_left && (rng.next_u32().is_multiple_of(2) || frontier.is_empty()) {
             fail_left = false;
             out.push(AckerMessage::Fail { root });
             continue;
@@ -94,7 +94,7 @@ fn tree_messages(
         }
         out.push(AckerMessage::Ack { root, xor });
         // Now and then a bolt asks for more time (before or after the tree is decided).
-        if with_fails && rng.next_u32() % 16 == 0 {
+        if with_fails && rng.next_u32().is_multiple_of(16) {
             out.push(AckerMessage::ResetTimeout { root });
         }
     }

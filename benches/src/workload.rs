@@ -10,7 +10,7 @@
 //! [`MessageSource`] produces the same stream one message at a time, for the in-loop mode.
 
 use acker_core::{AckerMessage, IdGenerator, RootId, TaskId};
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// What to generate.

@@ -8,7 +8,7 @@ use acker_benches::{
     StormStyle,
 };
 use acker_core::{AckerMessage, AckerTable, Decision, Slot, TableError};
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const T: u64 = 1_000;

@@ -165,7 +165,7 @@ impl ParkQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand_core::{RngCore, SeedableRng};
+    use rand_core::{Rng, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
 
     /// Against a plain model (a list of (root, message) in arrival order): random parks, and

@@ -104,7 +104,7 @@ fn two_threads_move_ten_million_items_in_order() {
         let mut q = VecDeque::with_capacity(32);
         let mut next = 0u64;
         while next < N {
-            if next % 2 == 0 {
+            if next.is_multiple_of(2) {
                 if p.push(next).is_ok() {
                     next += 1;
                 } else {
@@ -127,7 +127,7 @@ fn two_threads_move_ten_million_items_in_order() {
     let mut expected = 0u64;
     let mut spins = 0u64;
     while expected < N {
-        let got = if expected % 3 == 0 {
+        let got = if expected.is_multiple_of(3) {
             match c.pop() {
                 Some(x) => {
                     assert_eq!(x, expected);
@@ -144,7 +144,7 @@ fn two_threads_move_ten_million_items_in_order() {
         };
         if got == 0 {
             spins += 1;
-            if spins % 64 == 0 {
+            if spins.is_multiple_of(64) {
                 std::thread::yield_now();
             }
         }

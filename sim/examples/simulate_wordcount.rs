@@ -226,7 +226,7 @@ pub mod wordcount {
             match s
                 .counts
                 .iter()
-                .find(|(w, n)| want.get(*w).map_or(true, |m| *n > m))
+                .find(|(w, n)| want.get(*w).is_none_or(|m| *n > m))
             {
                 Some((w, n)) => Err(format!("{w}: {n}")),
                 None => Ok(()),

@@ -702,7 +702,7 @@ impl Targets {
                     && opts
                         .fault_bolts
                         .as_ref()
-                        .map_or(true, |n| n.contains(&i.component))
+                        .is_none_or(|n| n.contains(&i.component))
             })
             .map(|i| i.task)
             .collect();

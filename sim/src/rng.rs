@@ -4,7 +4,7 @@
 //! xoshiro256++ generator for each purpose (links, faults, each executor...) from the run's seed
 //! and a fixed stream number, so adding draws to one purpose never shifts another's.
 
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The generator every stream uses.

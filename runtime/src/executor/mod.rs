@@ -47,7 +47,7 @@ use acker_core::{
     AckerMessage, AckerTable, IdGenerator, PendingSlot, SpoutConfig, SpoutPending, TaskId,
 };
 use hdrhistogram::Histogram;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 // The user API, re-exported where it used to live (`acker_runtime::executor::Spout`, ...).
