@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use acker_core::shared::{AtomicU32, AtomicU64 as TableU64, SharedSlots};
 use acker_core::{AckerTable, Decision, EntryView, SharedAckerTable, Slot, TableError};
-use rand_core::{RngCore, SeedableRng};
+use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const T: u64 = 1_000;
