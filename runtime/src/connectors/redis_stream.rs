@@ -813,8 +813,25 @@ impl Spout for RedisStreamSpout {
             return;
         }
         if stopping {
-            self.ready.clear();
             self.retry.clear();
+            if self.cfg.at_most_once {
+                // Entries read with NOACK are acknowledged already and never delivered again:
+                // emit what was read before stopping, then one last flush punctuation.
+                if let Some((id, line)) = self.ready.pop_front() {
+                    match c.emit(values![id.as_str(), line.clone()], None) {
+                        Ok(_) => self.unflushed = true,
+                        Err(_) => self.ready.push_front((id, line)),
+                    }
+                    return;
+                }
+                if self.unflushed {
+                    self.unflushed = false;
+                    let _ = c.emit_stream(FLUSH_STREAM, values![0i64], None);
+                    return;
+                }
+            } else {
+                self.ready.clear();
+            }
             if self.in_flight.is_empty() && self.acks.is_empty() {
                 self.done = true;
             }
