@@ -294,6 +294,12 @@ fn cli_refuses_unusable_sizes() {
             "--timeout-secs must be at most",
         ),
         (&["--cores", "100000"][..], "core(s) of this machine"),
+        // Each size within its own limit, their product (2 TB preallocated) beyond any machine
+        // here: refused, not an aborted allocation (found by the new-user trial).
+        (
+            &["--ackers", "1000", "--acker-capacity", "100000000"][..],
+            "more than this machine's",
+        ),
     ] {
         let out = bin().arg("wordcount").args(args).output_within(LIMIT);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

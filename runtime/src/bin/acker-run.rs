@@ -352,7 +352,34 @@ fn check_run(run: &RunArgs) -> Result<(), String> {
             "--timeout-secs must be at most {MAX_TIMEOUT_SECS} (one year; 0 turns timeouts off)"
         ));
     }
+    // Each limit above holds per acker task; every acker preallocates (and clears) its table and
+    // park queue, so the product must fit the machine too (50 ackers of 100M roots asked for
+    // 100 GB and aborted or woke the OOM killer).
+    if let (Some(capacity), Some(total)) = (run.acker_capacity, physical_memory_bytes()) {
+        let park = run
+            .acker_park_capacity
+            .unwrap_or_else(|| acker_runtime::default_acker_park_capacity(capacity));
+        let per_acker = (capacity as u128) * 20 + (park as u128) * 104;
+        let need = per_acker * run.ackers as u128;
+        if need > total as u128 {
+            return Err(format!(
+                "--ackers {} x (--acker-capacity {capacity} x 20 B + park queue {park} x up to 104 B) needs {:.1} GB preallocated, more than this machine's {:.1} GB of memory",
+                run.ackers,
+                need as f64 / 1e9,
+                total as f64 / 1e9
+            ));
+        }
+    }
     Ok(())
+}
+
+/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`); `None` where it
+/// cannot be read (the per-acker limits still apply).
+fn physical_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Reads `path` (`-`: standard input) as UTF-8 text; not UTF-8 is an error naming the offset
