@@ -478,6 +478,26 @@ fn unreachable_servers_exit_2_naming_the_address() {
         err.contains(&format!("cannot reach PostgreSQL at {pg_url}")),
         "{err}"
     );
+    // The cause is named, not only the client's "error connecting to server" or "db error"
+    // (found by the new-user trial).
+    assert!(err.contains("Connection refused"), "{err}");
+
+    let postgres =
+        PostgresServer::start().unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
+    let no_db = format!(
+        "postgresql://postgres@127.0.0.1:{}/no_such_db",
+        postgres.port()
+    );
+    let (status, _, err) = Proc::spawn(
+        "counts on a database that does not exist",
+        &["counts", "--postgres", &no_db],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("database \"no_such_db\" does not exist"),
+        "{err}"
+    );
 
     let (status, _, err) = Proc::spawn(
         "load with no Redis",

@@ -101,11 +101,28 @@ pub fn connect(url: &str) -> Result<Client, ConnectError> {
         url: url.to_string(),
         reason,
     };
-    let mut config: postgres::Config = url.parse().map_err(|e| err(format!("{e}")))?;
+    let mut config: postgres::Config = url.parse().map_err(|e| err(error_chain(&e)))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(5));
     }
-    config.connect(NoTls).map_err(|e| err(format!("{e}")))
+    config.connect(NoTls).map_err(|e| err(error_chain(&e)))
+}
+
+/// An error with every cause behind it, `: `-separated: the client's own text alone is often
+/// only `db error` or `error connecting to server`, while the cause says which database or role
+/// does not exist, or that the connection was refused.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Creates `word_counts` and `word_count_applied` unless they exist (under an advisory lock, so

@@ -477,20 +477,31 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
 /// [`CliError::Stdout`] when the output cannot be written.
 pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let mut client = postgres_sink::connect(url).map_err(|e| e.to_string())?;
-    postgres_sink::ensure_schema(&mut client).map_err(|e| format!("at {url}: {e}"))?;
+    postgres_sink::ensure_schema(&mut client)
+        .map_err(|e| format!("at {url}: {}", postgres_sink::error_chain(&e)))?;
     let row = client
         .query_one(
             "SELECT coalesce(sum(count), 0)::bigint, count(*) FROM word_counts",
             &[],
         )
-        .map_err(|e| format!("reading word_counts at {url}: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "reading word_counts at {url}: {}",
+                postgres_sink::error_chain(&e)
+            )
+        })?;
     let (total, distinct): (i64, i64) = (row.get(0), row.get(1));
     let rows = client
         .query(
             "SELECT word, count FROM word_counts ORDER BY count DESC, word ASC LIMIT $1",
             &[&(top as i64)],
         )
-        .map_err(|e| format!("reading word_counts at {url}: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "reading word_counts at {url}: {}",
+                postgres_sink::error_chain(&e)
+            )
+        })?;
     let top: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     if json {
         let v = serde_json::json!({
