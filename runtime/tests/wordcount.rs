@@ -421,6 +421,18 @@ fn cli_at_most_once_reports_lines_lost_and_no_latency() {
     assert!(v["complete_latency_us"]["p50"].as_f64().unwrap() > 0.0);
 }
 
+/// An empty input acks no tree: the latency is not measured (`null`), not a measured 0 (found by
+/// the new-user trial).
+#[test]
+fn cli_empty_input_reports_latency_as_not_measured() {
+    let v = json_run(&["--cores", "1", "--input", "-"], Some(b""));
+    assert_eq!(
+        (v["words_total"].as_u64(), v["acked"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert!(v["complete_latency_us"].is_null(), "{v}");
+}
+
 /// Input that is not UTF-8 is refused, naming the offset of the first bad byte.
 #[test]
 fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {

@@ -526,7 +526,9 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
         "exact"
     };
     let words_exact = lines_lost == 0 && spout.timed_out == 0;
-    let latency_measured = args.run.ackers > 0;
+    // Measured over acked trees only: none with zero ackers, and none when no tree was acked
+    // (an empty input), where a 0 would read as a measurement.
+    let latency_measured = args.run.ackers > 0 && spout.acked > 0;
     let peak_mb = peak_rss_mb();
     let mut out = io::stdout().lock();
     if args.json {
@@ -619,7 +621,12 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
         } else {
             writeln!(
                 out,
-                "complete latency: not measured (at-most-once: no acker tracks the trees)"
+                "complete latency: not measured ({})",
+                if args.run.ackers == 0 {
+                    "at-most-once: no acker tracks the trees"
+                } else {
+                    "no tree was acked"
+                }
             )?;
         }
         if let Some(mb) = peak_mb {
