@@ -363,6 +363,17 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
     let mut out = io::stdout().lock();
     writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
+    // A fault whose trigger lies past the run's end never fires: say so instead of letting
+    // `faults: none` read as if the spec had been applied (found by the new-user trial).
+    let not_fired = sc.faults.len().saturating_sub(o.fired.len());
+    if not_fired > 0 {
+        writeln!(
+            out,
+            "note: {not_fired} scheduled fault(s) did not fire: the run ended at {:.3} ms of \
+             simulated time (more --tuples, or an earlier trigger)",
+            o.end_ns as f64 / 1e6
+        )?;
+    }
     writeln!(
         out,
         "input {}  distinct {}  lost {}  duplicates {}  absorbed {}",

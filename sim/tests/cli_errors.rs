@@ -292,3 +292,21 @@ fn a_task_slower_than_the_timeout_and_huge_fault_counts_are_refused() {
         "bad fault count `99999999999999`: expected an integer from 1 to 1000000",
     );
 }
+
+/// A fault triggered after the run has ended does not fire, and the run says so with the
+/// simulated end time instead of a bare `faults: none` (found by the new-user trial: the default
+/// 1000-tuple run ends after a few simulated milliseconds, long before `acker-crash@1s`).
+#[test]
+fn faults_past_the_end_of_the_run_are_reported_as_not_fired() {
+    let out = run_ok(&["run", "--seed", "7", "--faults", "acker-crash@1s"]);
+    assert_eq!(line(&out, "faults:"), " none", "{out}");
+    let note = line(&out, "note:");
+    assert!(
+        note.starts_with(" 1 scheduled fault(s) did not fire: the run ended at ")
+            && note.contains(" ms of simulated time"),
+        "{out}"
+    );
+    // A fault early enough to fire leaves no note.
+    let out = run_ok(&["run", "--seed", "7", "--faults", "acker-crash@#10"]);
+    assert!(!out.contains("did not fire"), "{out}");
+}
