@@ -555,14 +555,28 @@ fn an_init_of_an_existing_root_in_a_full_window_takes_no_overflow_slot() {
     let (overflow, probe) = (table.overflow_len(), table.probe_len());
     assert!(overflow > 0, "no window overflowed");
     let done = std::sync::atomic::AtomicBool::new(false);
+    let started = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         let watcher = s.spawn(|| {
             let mut seen = std::collections::BTreeSet::new();
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            loop {
                 seen.insert((table.overflow_len(), table.probe_len()));
+                started.store(true, std::sync::atomic::Ordering::Relaxed);
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    break seen;
+                }
             }
-            seen
         });
+        // The inits start once the watcher has sampled (on a loaded machine a new thread may
+        // not run before 20,000 inits are over: the watcher then saw nothing at all).
+        let t0 = std::time::Instant::now();
+        while !started.load(std::sync::atomic::Ordering::Relaxed) {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "the watcher thread did not start within 10 s"
+            );
+            std::thread::yield_now();
+        }
         for _ in 0..20 {
             for k in 1..=1000 {
                 assert_eq!(table.init(root(k), 2, 5), Err(TableError::DuplicateInit));
