@@ -405,9 +405,10 @@ impl RedisStreamSpout {
         }
     }
 
-    /// Appends `(id, reason, deliveries)` rows to the dead-letter stream and acks the ids, in one
-    /// `MULTI`.
-    fn dead_letter(&mut self, rows: &[(String, String, i64)], now: Instant) -> bool {
+    /// Appends `(id, reason, deliveries)` rows to the dead-letter stream; with `ack`, also acks
+    /// the ids, in one `MULTI` (a Redis error then marks the connection lost). Without `ack`
+    /// (at-most-once: the entries were read with `NOACK`) the rows are only appended.
+    fn dead_letter(&mut self, rows: &[(String, String, i64)], ack: bool, now: Instant) -> bool {
         if rows.is_empty() {
             return true;
         }
@@ -420,7 +421,9 @@ impl RedisStreamSpout {
             return false;
         };
         let mut p = redis::pipe();
-        p.atomic();
+        if ack {
+            p.atomic();
+        }
         for (id, reason, deliveries) in rows {
             p.cmd("XADD")
                 .arg(&dead)
@@ -432,7 +435,9 @@ impl RedisStreamSpout {
                 .arg("deliveries")
                 .arg(*deliveries)
                 .ignore();
-            p.cmd("XACK").arg(&stream).arg(&group).arg(id).ignore();
+            if ack {
+                p.cmd("XACK").arg(&stream).arg(&group).arg(id).ignore();
+            }
         }
         match p.query::<()>(con) {
             Ok(()) => {
@@ -442,7 +447,9 @@ impl RedisStreamSpout {
                 true
             }
             Err(_) => {
-                self.lost(now);
+                if ack {
+                    self.lost(now);
+                }
                 false
             }
         }
@@ -471,41 +478,12 @@ impl RedisStreamSpout {
             self.counters
                 .malformed
                 .fetch_add(bad.len() as u64, Ordering::Relaxed);
-            if !self.cfg.at_most_once {
-                // Not acked if Redis is gone now: the entries stay pending and come back.
-                self.dead_letter(&bad, now);
-            } else {
-                let _ = self.dead_letter_no_ack(&bad, now);
-            }
+            // At-least-once: not acked if Redis is gone now; the entries stay pending and come
+            // back. At-most-once: read with NOACK, only appended.
+            let ack = !self.cfg.at_most_once;
+            let _ = self.dead_letter(&bad, ack, now);
         }
         n
-    }
-
-    fn dead_letter_no_ack(&mut self, rows: &[(String, String, i64)], now: Instant) -> bool {
-        let dead = self.cfg.dead_stream();
-        let Some(con) = self.con(now) else {
-            return false;
-        };
-        let mut p = redis::pipe();
-        for (id, reason, deliveries) in rows {
-            p.cmd("XADD")
-                .arg(&dead)
-                .arg("*")
-                .arg("id")
-                .arg(id)
-                .arg("reason")
-                .arg(reason)
-                .arg("deliveries")
-                .arg(*deliveries)
-                .ignore();
-        }
-        let ok = p.query::<()>(con).is_ok();
-        if ok {
-            self.counters
-                .dead_lettered
-                .fetch_add(rows.len() as u64, Ordering::Relaxed);
-        }
-        ok
     }
 
     /// Claims `rows` (`(id, consumer, deliveries)` from `XPENDING`, all this consumer's) again:
@@ -527,7 +505,7 @@ impl RedisStreamSpout {
                 )
             })
             .collect();
-        if !self.dead_letter(&over, now) {
+        if !self.dead_letter(&over, true, now) {
             return false;
         }
         if again.is_empty() {
@@ -728,7 +706,7 @@ impl RedisStreamSpout {
                 keep.push(e);
             }
         }
-        self.dead_letter(&over, now);
+        self.dead_letter(&over, true, now);
         let k = keep.len();
         self.counters.claimed.fetch_add(k as u64, Ordering::Relaxed);
         self.accept(keep, now);
