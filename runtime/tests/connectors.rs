@@ -264,7 +264,7 @@ fn exactly_once_two_workers_one_killed_and_restarted() {
         .expect("XLEN");
     assert_eq!(dead, 0, "dead letters");
     let records: i64 = pg(&pu)
-        .query_one("SELECT count(*) FROM word_count_applied", &[])
+        .query_one("SELECT count(*) FROM word_count_applied_entries", &[])
         .expect("count records")
         .get(0);
     assert_eq!(

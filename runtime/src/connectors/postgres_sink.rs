@@ -8,16 +8,22 @@
 //! the same order and do not deadlock each other.
 //!
 //! ## Guarantees
-//! - [`SinkMode::Accumulate`] (at-least-once, and at-most-once where nothing is replayed): one
-//!   multi-row `INSERT ... ON CONFLICT (word) DO UPDATE SET count = count + excluded.count`. A
-//!   replayed line counts again.
-//! - [`SinkMode::ExactlyOnce`]: the same statement first records each contribution in
-//!   `word_count_applied(stream, entry_ms, entry_seq, pos)` with `ON CONFLICT DO NOTHING`, and
-//!   adds only the contributions whose record is new. A contribution is one word position of
-//!   one entry, so however the fields grouping spreads a line over count tasks and however
-//!   batches are cut, a replay (after a fail, a timeout, a crash or a restart, in this worker or
-//!   another) finds its records and adds nothing; and because record and count change in one
-//!   transaction, either both happen or neither does.
+//! - [`SinkMode::Accumulate`] (at-least-once, and at-most-once where nothing is replayed): the
+//!   bolt totals its batch per word and adds the totals with one multi-row
+//!   `INSERT ... ON CONFLICT (word) DO UPDATE SET count = count + excluded.count`. A replayed
+//!   line counts again.
+//! - [`SinkMode::ExactlyOnce`]: in the same transaction, before adding, the bolt records the
+//!   word positions of each entry in its batch in
+//!   `word_count_applied_entries(stream, entry_ms, entry_seq, positions int[], added int[])`
+//!   (one row per entry, `INSERT ... ON CONFLICT DO UPDATE`, which locks an existing record and
+//!   returns the positions it did not hold yet), and adds only the words at those new positions.
+//!   A contribution is one word position of one entry, so however the fields grouping spreads
+//!   a line over count tasks and however batches are cut, a replay (after a fail, a timeout, a
+//!   crash or a restart, in this worker or another) finds its positions recorded and adds
+//!   nothing; two workers applying the same entry at once are serialised on its record's row;
+//!   and because record and counts change in one transaction, either both happen or neither
+//!   does. One record per entry rather than per word (this crate's first version) cut the
+//!   database's CPU time per run by about two thirds (`benches/RESULTS.md`, connectors).
 //!
 //! This is Trident's transactional state keyed by source position instead of batch id: Trident
 //! stores the last applied txid with each value and skips a batch whose txid it has already
@@ -40,6 +46,7 @@
 //! entry's delivery count in Redis, so an outage longer than about `max_retries` message
 //! timeouts dead-letters entries.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -125,7 +132,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Creates `word_counts` and `word_count_applied` unless they exist (under an advisory lock, so
+/// Creates `word_counts` and `word_count_applied_entries` unless they exist (under an advisory lock, so
 /// workers starting together do not race).
 ///
 /// # Errors
@@ -135,35 +142,33 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), postgres::Error> {
     tx.batch_execute(
         "SELECT pg_advisory_xact_lock(4242001);
          CREATE TABLE IF NOT EXISTS word_counts (word text PRIMARY KEY, count bigint NOT NULL);
-         CREATE TABLE IF NOT EXISTS word_count_applied (
+         CREATE TABLE IF NOT EXISTS word_count_applied_entries (
              stream text NOT NULL, entry_ms bigint NOT NULL, entry_seq bigint NOT NULL,
-             pos int NOT NULL, PRIMARY KEY (stream, entry_ms, entry_seq, pos));",
+             positions int[] NOT NULL, added int[] NOT NULL,
+             PRIMARY KEY (stream, entry_ms, entry_seq));",
     )?;
     tx.commit()
 }
 
-const ACCUMULATE_SQL: &str = "INSERT INTO word_counts (word, count)
-    SELECT w, count(*) FROM unnest($1::text[]) AS w GROUP BY w ORDER BY w
+/// Adds `$2[i]` to the count of word `$1[i]` (the words distinct and sorted by the caller).
+const ADD_COUNTS_SQL: &str = "INSERT INTO word_counts (word, count)
+    SELECT w, c FROM unnest($1::text[], $2::bigint[]) AS t(w, c)
     ON CONFLICT (word) DO UPDATE SET count = word_counts.count + EXCLUDED.count";
 
-const EXACTLY_ONCE_SQL: &str = "WITH input AS (
-        SELECT DISTINCT ON (entry_ms, entry_seq, pos) entry_ms, entry_seq, pos, word
-        FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::text[])
-             AS t(entry_ms, entry_seq, pos, word)
-        ORDER BY entry_ms, entry_seq, pos),
-    ins AS (
-        INSERT INTO word_count_applied (stream, entry_ms, entry_seq, pos)
-        SELECT $1, entry_ms, entry_seq, pos FROM input
-        ON CONFLICT DO NOTHING
-        RETURNING entry_ms, entry_seq, pos),
-    agg AS (
-        SELECT i.word, count(*) AS c FROM input i JOIN ins USING (entry_ms, entry_seq, pos)
-        GROUP BY i.word),
-    up AS (
-        INSERT INTO word_counts (word, count) SELECT word, c FROM agg ORDER BY word
-        ON CONFLICT (word) DO UPDATE SET count = word_counts.count + EXCLUDED.count
-        RETURNING 1)
-    SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM input), (SELECT count(*) FROM up)";
+/// Records the word positions `$4[i]` (an `int[]` literal) of entry `($2[i], $3[i])` of stream
+/// `$1` (entries distinct and sorted by the caller) and returns, for each entry, the positions
+/// that were not recorded before (`added`). `ON CONFLICT DO UPDATE` locks an existing record and
+/// reads its latest committed version, so two workers applying the same entry at once are
+/// serialised on its row: whichever commits second finds the first's positions and adds none.
+const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
+        (stream, entry_ms, entry_seq, positions, added)
+    SELECT $1, ms, seq, p::int[], p::int[]
+    FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS t(ms, seq, p)
+    ON CONFLICT (stream, entry_ms, entry_seq) DO UPDATE SET
+        added = ARRAY(SELECT x FROM unnest(EXCLUDED.positions) x WHERE x <> ALL (a.positions)),
+        positions = a.positions
+            || ARRAY(SELECT x FROM unnest(EXCLUDED.positions) x WHERE x <> ALL (a.positions))
+    RETURNING entry_ms, entry_seq, added";
 
 /// Deletes the exactly-once records of `stream` below `bound` (`(ms, seq)`, exclusive): the
 /// entries no consumer of the group can be delivered again (see the module docs). Returns the
@@ -177,9 +182,87 @@ pub fn prune_applied(
     bound: (i64, i64),
 ) -> Result<u64, postgres::Error> {
     client.execute(
-        "DELETE FROM word_count_applied WHERE stream = $1 AND (entry_ms, entry_seq) < ($2, $3)",
+        "DELETE FROM word_count_applied_entries WHERE stream = $1 AND (entry_ms, entry_seq) < ($2, $3)",
         &[&stream, &bound.0, &bound.1],
     )
+}
+
+/// One input's contribution: its word, and its entry id and word position (`(0, 0)` and 0 when
+/// missing, as the split bolt always sets them).
+fn contribution(input: &Input) -> (&str, (i64, i64), i32) {
+    let v = input.values();
+    let word = v.first().and_then(|x| x.as_str()).unwrap_or_default();
+    let entry = v
+        .get(1)
+        .and_then(|x| x.as_str())
+        .and_then(parse_entry_id)
+        .unwrap_or((0, 0));
+    let pos = v.get(2).and_then(|x| x.as_int()).unwrap_or(0) as i32;
+    (word, entry, pos)
+}
+
+/// Applies `buf` in one transaction and returns how many contributions it added. The counting
+/// is done here, not in SQL: the database only records positions and adds per-word totals, the
+/// two things that must be transactional. Words are sorted, so concurrent workers lock
+/// `word_counts` rows in the same order and cannot deadlock; entries are sorted for the same
+/// reason.
+fn apply_batch<'a>(
+    client: &mut Client,
+    mode: SinkMode,
+    stream: &str,
+    buf: impl Iterator<Item = (&'a str, (i64, i64), i32)> + Clone,
+) -> Result<usize, postgres::Error> {
+    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut tx = client.transaction()?;
+    let applied = match mode {
+        SinkMode::Accumulate => {
+            let mut n = 0;
+            for (word, _, _) in buf {
+                *counts.entry(word).or_default() += 1;
+                n += 1;
+            }
+            n
+        }
+        SinkMode::ExactlyOnce => {
+            let mut entries: BTreeMap<(i64, i64), Vec<i32>> = BTreeMap::new();
+            for (_, entry, pos) in buf.clone() {
+                entries.entry(entry).or_default().push(pos);
+            }
+            let (mut ms, mut seq, mut lists) = (Vec::new(), Vec::new(), Vec::new());
+            for ((m, sq), mut positions) in entries {
+                positions.sort_unstable();
+                positions.dedup();
+                let list: Vec<String> = positions.iter().map(i32::to_string).collect();
+                ms.push(m);
+                seq.push(sq);
+                lists.push(format!("{{{}}}", list.join(",")));
+            }
+            let rows = tx.query(RECORD_ENTRIES_SQL, &[&stream, &ms, &seq, &lists])?;
+            let mut new: BTreeSet<((i64, i64), i32)> = BTreeSet::new();
+            for row in rows {
+                let entry = (row.get::<_, i64>(0), row.get::<_, i64>(1));
+                for pos in row.get::<_, Vec<i32>>(2) {
+                    new.insert((entry, pos));
+                }
+            }
+            let mut applied = 0;
+            for (word, entry, pos) in buf {
+                // `remove`: a position twice in one batch (a replay meeting its original) counts
+                // once.
+                if new.remove(&(entry, pos)) {
+                    *counts.entry(word).or_default() += 1;
+                    applied += 1;
+                }
+            }
+            applied
+        }
+    };
+    if !counts.is_empty() {
+        let (words, adds): (Vec<&str>, Vec<i64>) = counts.into_iter().unzip();
+        tx.execute(ADD_COUNTS_SQL, &[&words, &adds])?;
+    }
+    tx.commit()?;
+    Ok(applied)
 }
 
 /// The sink bolt (see the module docs).
@@ -258,42 +341,20 @@ impl PostgresSinkBolt {
         let Some(client) = self.client.as_mut() else {
             return false;
         };
-        let words: Vec<&str> = self
-            .buf
-            .iter()
-            .map(|i| i.values()[0].as_str().unwrap_or_default())
-            .collect();
-        let r = match self.mode {
-            SinkMode::Accumulate => client
-                .execute(ACCUMULATE_SQL, &[&words])
-                .map(|_| (words.len() as i64, words.len() as i64)),
-            SinkMode::ExactlyOnce => {
-                let (mut ms, mut seq, mut pos) = (Vec::new(), Vec::new(), Vec::new());
-                for i in &self.buf {
-                    let v = i.values();
-                    let (m, s) = v
-                        .get(1)
-                        .and_then(|x| x.as_str())
-                        .and_then(parse_entry_id)
-                        .unwrap_or((0, 0));
-                    ms.push(m);
-                    seq.push(s);
-                    pos.push(v.get(2).and_then(|x| x.as_int()).unwrap_or(0) as i32);
-                }
-                client
-                    .query_one(EXACTLY_ONCE_SQL, &[&self.stream, &ms, &seq, &pos, &words])
-                    .map(|row| (row.get::<_, i64>(0), row.get::<_, i64>(1)))
-            }
-        };
+        let r = apply_batch(
+            client,
+            self.mode,
+            &self.stream,
+            self.buf.iter().map(contribution),
+        );
         match r {
-            Ok((applied, distinct)) => {
+            Ok(applied) => {
                 self.counters.commits.fetch_add(1, Ordering::Relaxed);
                 self.counters
                     .applied
                     .fetch_add(applied as u64, Ordering::Relaxed);
-                let _ = distinct;
                 self.counters.duplicates.fetch_add(
-                    (self.buf.len() as i64 - applied).max(0) as u64,
+                    (self.buf.len() as u64).saturating_sub(applied as u64),
                     Ordering::Relaxed,
                 );
                 true
@@ -345,5 +406,91 @@ impl Bolt for PostgresSinkBolt {
         if self.commit_on_cleanup && !self.buf.is_empty() && self.commit(Instant::now()) {
             self.buf.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connectors::local::PostgresServer;
+
+    fn counts(client: &mut Client) -> Vec<(String, i64)> {
+        client
+            .query("SELECT word, count FROM word_counts ORDER BY word", &[])
+            .expect("read word_counts")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    }
+
+    fn owned(v: &[(&str, (i64, i64), i32)]) -> Vec<(String, (i64, i64), i32)> {
+        v.iter().map(|&(w, e, p)| (w.to_string(), e, p)).collect()
+    }
+
+    fn apply(client: &mut Client, batch: &[(String, (i64, i64), i32)]) -> usize {
+        apply_batch(
+            client,
+            SinkMode::ExactlyOnce,
+            "s",
+            batch.iter().map(|(w, e, p)| (w.as_str(), *e, *p)),
+        )
+        .expect("apply a batch")
+    }
+
+    /// The exactly-once records against a real PostgreSQL: a position twice in one batch, a
+    /// replay split differently over batches, and two transactions applying the same entry at
+    /// once each add a contribution exactly once.
+    #[test]
+    fn exactly_once_records_add_each_position_once() {
+        let server = PostgresServer::start().expect("start PostgreSQL (package postgresql)");
+        let mut a = connect(&server.url()).expect("connect");
+        ensure_schema(&mut a).expect("schema");
+        // Entry 1-0 has words a b c at positions 0 1 2; position 0 arrives twice.
+        let first = owned(&[("a", (1, 0), 0), ("a", (1, 0), 0), ("b", (1, 0), 1)]);
+        assert_eq!(apply(&mut a, &first), 2);
+        // The replay of the whole entry, cut differently: only position 2 is new.
+        let replay = owned(&[("c", (1, 0), 2), ("a", (1, 0), 0)]);
+        assert_eq!(apply(&mut a, &replay), 1);
+        assert_eq!(apply(&mut a, &owned(&[("b", (1, 0), 1)])), 0);
+        assert_eq!(
+            counts(&mut a),
+            [("a".into(), 1), ("b".into(), 1), ("c".into(), 1)]
+        );
+
+        // Two workers apply entry 2-0 at once: the second waits on the first's record and,
+        // once it commits, finds its positions and adds nothing.
+        let mut b = connect(&server.url()).expect("connect");
+        let batch = owned(&[("d", (2, 0), 0), ("e", (2, 0), 1)]);
+        let mut tx = a.transaction().expect("begin");
+        tx.execute(
+            "INSERT INTO word_count_applied_entries VALUES ('s', 2, 0, '{0,1}', '{0,1}')",
+            &[],
+        )
+        .expect("record entry 2-0 in an open transaction");
+        let other = std::thread::spawn(move || {
+            let added = apply(&mut b, &batch);
+            (added, b)
+        });
+        // Give the other transaction time to block on the record's row lock (if it did not
+        // block, it would add 2 and the assertion below fails either way).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        tx.execute("INSERT INTO word_counts VALUES ('d', 1), ('e', 1)", &[])
+            .expect("the first worker's counts");
+        tx.commit().expect("commit");
+        let (added, _b) = other.join().expect("the second worker");
+        assert_eq!(
+            added, 0,
+            "a concurrent replay of a committed entry adds nothing"
+        );
+        assert_eq!(
+            counts(&mut a),
+            [
+                ("a".into(), 1),
+                ("b".into(), 1),
+                ("c".into(), 1),
+                ("d".into(), 1),
+                ("e".into(), 1)
+            ]
+        );
     }
 }
