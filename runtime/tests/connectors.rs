@@ -769,3 +769,73 @@ fn at_most_once_without_faults_counts_every_word() {
     assert_eq!(counts.values().sum::<i64>(), 202_651, "words in PostgreSQL");
     assert_eq!(counts, expected, "every word's count");
 }
+
+/// `counts` on a database no word count wrote to reads as empty and creates nothing; `--top`
+/// beyond PostgreSQL's bigint asks for every word instead of failing; `load` of a file that is
+/// not UTF-8 names the offset of the first bad byte and appends nothing.
+#[test]
+fn counts_and_load_edge_cases() {
+    let (r, p) = servers();
+    let (ru, pu) = (r.url(), p.url());
+    let out = run_ok(
+        "counts on an empty database",
+        &["counts", "--postgres", &pu, "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("counts --json");
+    assert_eq!(v["words_total"], 0);
+    assert_eq!(v["distinct_words"], 0);
+    assert_eq!(v["top"], serde_json::json!([]));
+    let tables: i64 = pg(&pu)
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+            &[],
+        )
+        .expect("list tables")
+        .get(0);
+    assert_eq!(tables, 0, "counts created tables");
+
+    pg(&pu)
+        .batch_execute(
+            "CREATE TABLE word_counts (word text PRIMARY KEY, count bigint NOT NULL);
+             INSERT INTO word_counts VALUES ('a', 3), ('b', 1), ('c', 3);",
+        )
+        .expect("write counts");
+    let top = u64::MAX.to_string();
+    let out = run_ok(
+        "counts --top u64::MAX",
+        &["counts", "--postgres", &pu, "--top", &top],
+    );
+    assert_eq!(
+        out,
+        "words total 7, distinct 3\n         3 a\n         3 c\n         1 b\n"
+    );
+
+    let dir = std::env::temp_dir().join(format!("acker-load-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("bad.txt");
+    std::fs::write(&file, b"first line\nsecond \xff line\n").expect("write input");
+    let (status, _, err) = Proc::spawn(
+        "load of a file that is not UTF-8",
+        &[
+            "load",
+            "--input",
+            file.to_str().expect("utf-8 path"),
+            "--redis",
+            &ru,
+            "--stream",
+            "bad",
+        ],
+    )
+    .wait(Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(2), "exit status; stderr: {err}");
+    assert!(
+        err.contains("not UTF-8: invalid byte at offset 18"),
+        "stderr: {err}"
+    );
+    let len: i64 = redis::cmd("XLEN")
+        .arg("bad")
+        .query(&mut redis_con(&ru))
+        .expect("XLEN");
+    assert_eq!(len, 0, "entries appended from a file that was refused");
+}

@@ -441,8 +441,15 @@ pub fn run(
 /// [`CliError::Run`] when the file cannot be read or Redis cannot be reached (naming the
 /// address); [`CliError::Stdout`] when the summary cannot be written.
 pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(input)
-        .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
+    let bytes =
+        std::fs::read(input).map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "input {} is not UTF-8: invalid byte at offset {} (0-based); nothing was loaded",
+            input.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     let mut con = redis_stream::connect(url).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
@@ -470,39 +477,55 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
 }
 
 /// `acker-run counts`: the total, the number of distinct words and the top `top` (count
-/// descending, then word ascending) from `word_counts`; one JSON object with `json`.
+/// descending, then word ascending) from `word_counts`; one JSON object with `json`. A database
+/// without the table reads as empty (0, 0, no words) and is left unchanged.
 ///
 /// # Errors
 /// [`CliError::Run`] when PostgreSQL cannot be reached (naming the address) or the query fails;
 /// [`CliError::Stdout`] when the output cannot be written.
 pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let mut client = postgres_sink::connect(url).map_err(|e| e.to_string())?;
-    postgres_sink::ensure_schema(&mut client)
-        .map_err(|e| format!("at {url}: {}", postgres_sink::error_chain(&e)))?;
+    let read_err = |e: postgres::Error| {
+        format!(
+            "reading word_counts at {url}: {}",
+            postgres_sink::error_chain(&e)
+        )
+    };
+    // A database no word count has written to yet has nothing to count; reading it must not
+    // create the tables.
+    let exists: bool = client
+        .query_one("SELECT to_regclass('word_counts') IS NOT NULL", &[])
+        .map_err(read_err)?
+        .get(0);
+    if !exists {
+        return write_counts(out, json, 0, 0, &[]);
+    }
     let row = client
         .query_one(
             "SELECT coalesce(sum(count), 0)::bigint, count(*) FROM word_counts",
             &[],
         )
-        .map_err(|e| {
-            format!(
-                "reading word_counts at {url}: {}",
-                postgres_sink::error_chain(&e)
-            )
-        })?;
+        .map_err(read_err)?;
     let (total, distinct): (i64, i64) = (row.get(0), row.get(1));
     let rows = client
         .query(
             "SELECT word, count FROM word_counts ORDER BY count DESC, word ASC LIMIT $1",
-            &[&(top as i64)],
+            // `LIMIT` takes a bigint: a larger `--top` asks for every word anyway.
+            &[&i64::try_from(top).unwrap_or(i64::MAX)],
         )
-        .map_err(|e| {
-            format!(
-                "reading word_counts at {url}: {}",
-                postgres_sink::error_chain(&e)
-            )
-        })?;
+        .map_err(read_err)?;
     let top: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    write_counts(out, json, total, distinct, &top)
+}
+
+/// Prints what [`counts`] read.
+fn write_counts(
+    out: &mut dyn Write,
+    json: bool,
+    total: i64,
+    distinct: i64,
+    top: &[(String, i64)],
+) -> Result<(), CliError> {
     if json {
         let v = serde_json::json!({
             "words_total": total,
@@ -512,7 +535,7 @@ pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<
         writeln!(out, "{v}")?;
     } else {
         writeln!(out, "words total {total}, distinct {distinct}")?;
-        for (w, c) in &top {
+        for (w, c) in top {
             writeln!(out, "{c:>10} {w}")?;
         }
     }
