@@ -348,37 +348,7 @@ fn malformed_entries_and_exhausted_retries_are_dead_lettered() {
     assert_eq!(v["dead_lettered"], 3, "{out}");
     assert_eq!(v["malformed"], 2, "{out}");
 
-    let dead: redis::Value = redis::cmd("XRANGE")
-        .arg("s:dead")
-        .arg("-")
-        .arg("+")
-        .query(&mut con)
-        .expect("XRANGE");
-    let rows = match dead {
-        redis::Value::Array(rows) => rows,
-        other => panic!("XRANGE: {other:?}"),
-    };
-    let mut got: Vec<(String, String, String)> = rows
-        .iter()
-        .map(|r| {
-            let redis::Value::Array(r) = r else {
-                panic!("{r:?}")
-            };
-            let redis::Value::Array(kv) = &r[1] else {
-                panic!("{r:?}")
-            };
-            let s = |v: &redis::Value| match v {
-                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                other => format!("{other:?}"),
-            };
-            let f: HashMap<String, String> = kv.chunks(2).map(|c| (s(&c[0]), s(&c[1]))).collect();
-            (
-                f["id"].clone(),
-                f["reason"].clone(),
-                f["deliveries"].clone(),
-            )
-        })
-        .collect();
+    let mut got = dead_rows(&mut con, "s:dead");
     got.sort();
     let mut want = vec![
         (
@@ -838,4 +808,114 @@ fn counts_and_load_edge_cases() {
         .query(&mut redis_con(&ru))
         .expect("XLEN");
     assert_eq!(len, 0, "entries appended from a file that was refused");
+}
+
+/// The dead-letter stream `key` as `(id, reason, deliveries)` rows, in stream order.
+fn dead_rows(con: &mut redis::Connection, key: &str) -> Vec<(String, String, String)> {
+    let dead: redis::Value = redis::cmd("XRANGE")
+        .arg(key)
+        .arg("-")
+        .arg("+")
+        .query(con)
+        .expect("XRANGE");
+    let rows = match dead {
+        redis::Value::Array(rows) => rows,
+        other => panic!("XRANGE: {other:?}"),
+    };
+    rows.iter()
+        .map(|r| {
+            let redis::Value::Array(r) = r else {
+                panic!("{r:?}")
+            };
+            let redis::Value::Array(kv) = &r[1] else {
+                panic!("{r:?}")
+            };
+            let s = |v: &redis::Value| match v {
+                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            };
+            let f: HashMap<String, String> = kv.chunks(2).map(|c| (s(&c[0]), s(&c[1]))).collect();
+            (
+                f["id"].clone(),
+                f["reason"].clone(),
+                f["deliveries"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Entries the topology fails on every delivery (`--poison-rate`) are retried by the running
+/// worker up to `--max-retries`, then dead-lettered with the reason and the server's delivery
+/// count; every other entry is counted exactly once. Checked from outside: the dead-letter
+/// stream and the word counts against the words of the loaded lines.
+#[test]
+fn poison_entries_are_retried_then_dead_lettered_by_a_running_worker() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut con = redis_con(&ru);
+    let (text, _) = shakespeare_counts();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).take(400).collect();
+    let mut ids = Vec::new();
+    for l in &lines {
+        let id: String = redis::cmd("XADD")
+            .arg("p")
+            .arg("*")
+            .arg("line")
+            .arg(*l)
+            .query(&mut con)
+            .expect("XADD");
+        ids.push(id);
+    }
+    let mut args = worker_args(&ru, &pu, "p", "w");
+    args.extend([
+        "--max-retries",
+        "2",
+        "--poison-rate",
+        "0.05",
+        "--seed",
+        "11",
+    ]);
+    let out = run_ok("worker with poison entries", &args);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+
+    let dead = dead_rows(&mut con, "p:dead");
+    assert!(
+        (2..=60).contains(&dead.len()),
+        "about 5 % of 400 entries poisoned, got {}: {out}",
+        dead.len()
+    );
+    assert_eq!(v["dead_lettered"], dead.len(), "{out}");
+    for (id, reason, deliveries) in &dead {
+        assert!(ids.contains(id), "dead letter for an unknown entry {id}");
+        assert_eq!(reason, "failed after 3 deliveries (--max-retries 2)");
+        assert_eq!(deliveries, "3");
+    }
+    let dead_ids: std::collections::HashSet<&str> =
+        dead.iter().map(|(id, _, _)| id.as_str()).collect();
+    let mut want: HashMap<String, i64> = HashMap::new();
+    for (id, l) in ids.iter().zip(&lines) {
+        if !dead_ids.contains(id.as_str()) {
+            for w in l.split_whitespace() {
+                *want.entry(w.to_string()).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(
+        db_counts(&pu),
+        want,
+        "word counts of the entries not dead-lettered"
+    );
+    let pending: redis::Value = redis::cmd("XPENDING")
+        .arg("p")
+        .arg("acker-wordcount")
+        .query(&mut con)
+        .expect("XPENDING");
+    let redis::Value::Array(p) = pending else {
+        panic!("XPENDING: {pending:?}")
+    };
+    assert_eq!(
+        p.first(),
+        Some(&redis::Value::Int(0)),
+        "group pending count"
+    );
 }

@@ -27,8 +27,8 @@ use super::redis_stream::{
 use crate::cli::CliError;
 use crate::shell::{self, ShellOptions};
 use crate::{
-    values, BasicBolt, BasicOutputCollector, Config, FailedException, Grouping, Input,
-    TopologyBuilder,
+    task_seed, values, BasicBolt, BasicOutputCollector, Config, FailedException, Grouping, Input,
+    TopologyBuilder, TopologyContext,
 };
 
 /// The delivery guarantee of a connector run.
@@ -95,6 +95,12 @@ pub struct ConnectorArgs {
     /// Seconds between progress lines on stderr (0: none).
     #[arg(long, default_value_t = 5)]
     pub progress_secs: u64,
+    /// Fraction of entries, in [0, 1], that the split bolt treats as poison: it fails them on
+    /// every delivery, so they end in the dead-letter stream after `--max-retries` (a fault to
+    /// try that path with; 0, the default, is none). Which entries: a uniform draw fixed by the
+    /// topology seed (`--seed`) and the entry id.
+    #[arg(long, default_value_t = 0.0)]
+    pub poison_rate: f64,
 }
 
 impl ConnectorArgs {
@@ -106,10 +112,44 @@ impl ConnectorArgs {
 }
 
 /// The `split` bolt of the connector word count: `(entry, line)` → one `(word, entry, pos)` per
-/// whitespace-separated word, `pos` its 0-based position in the line.
-pub struct EntrySplitBolt;
+/// whitespace-separated word, `pos` its 0-based position in the line. With a poison rate, it
+/// fails the entries [`EntrySplitBolt::is_poison`] picks, on every delivery.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EntrySplitBolt {
+    poison_rate: f64,
+    topology_seed: u64,
+}
+
+impl EntrySplitBolt {
+    /// A split bolt failing a fraction `poison_rate` (in [0, 1]) of the entries on every
+    /// delivery (0: none).
+    pub fn new(poison_rate: f64) -> Self {
+        Self {
+            poison_rate,
+            topology_seed: 0,
+        }
+    }
+
+    /// Whether `entry` (an entry id `<ms>-<seq>`) is poison for a topology seed and rate: a
+    /// uniform draw in `[0, 1)` from the seed and the id's two numbers, below the rate. The same
+    /// on every delivery and in every worker process of the same seed.
+    pub fn is_poison(topology_seed: u64, rate: f64, entry: &str) -> bool {
+        if rate <= 0.0 {
+            return false;
+        }
+        let (ms, seq) = super::parse_entry_id(entry).unwrap_or((0, 0));
+        let h = task_seed(topology_seed ^ 0x9015_0be7_0000_0000, 0) ^ ms as u64;
+        let h = task_seed(h, 1) ^ seq as u64;
+        let h = task_seed(h, 2);
+        ((h >> 11) as f64 / (1u64 << 53) as f64) < rate
+    }
+}
 
 impl BasicBolt for EntrySplitBolt {
+    fn prepare(&mut self, context: &TopologyContext) {
+        self.topology_seed = context.topology_seed;
+    }
+
     fn execute(
         &mut self,
         input: &Input,
@@ -122,6 +162,9 @@ impl BasicBolt for EntrySplitBolt {
         ) else {
             return Err(FailedException::new("expected (entry, line)"));
         };
+        if Self::is_poison(self.topology_seed, self.poison_rate, entry) {
+            return Err(FailedException::new("poison entry (--poison-rate)"));
+        }
         for (pos, w) in line.split_whitespace().enumerate() {
             c.emit(values![w, entry, pos as i64])
                 .map_err(|e| FailedException::new(e.to_string()))?;
@@ -218,6 +261,9 @@ pub fn run(
             .to_string()
             .into());
     };
+    if !(0.0..=1.0).contains(&args.poison_rate) {
+        return Err(format!("--poison-rate must be in [0, 1], got {}", args.poison_rate).into());
+    }
     let guarantee = args.guarantee.unwrap_or(Guarantee::ExactlyOnce);
     match guarantee {
         Guarantee::AtMostOnce => config.num_ackers = 0,
@@ -296,9 +342,14 @@ pub fn run(
         .output_fields(&["entry", "line"])
         .output_stream(FLUSH_STREAM, &["flush"]);
     }
-    b.set_basic_bolt("split", || EntrySplitBolt, parallelism)
-        .shuffle_grouping("entries")
-        .output_fields(&["word", "entry", "pos"]);
+    let poison_rate = args.poison_rate;
+    b.set_basic_bolt(
+        "split",
+        move || EntrySplitBolt::new(poison_rate),
+        parallelism,
+    )
+    .shuffle_grouping("entries")
+    .output_fields(&["word", "entry", "pos"]);
     {
         let (url, stream, counters) = (pg_url.clone(), stream.clone(), sink_counters.clone());
         let batch = args.sink_batch as usize;
