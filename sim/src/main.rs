@@ -11,8 +11,8 @@ use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::units::parse_duration_ns;
-use acker_sim::Sim;
 use acker_sim::{experiment, search};
+use acker_sim::{Sim, SourceModel};
 use clap::{Args, Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -92,6 +92,11 @@ fn faults_line(fired: &[Fault]) -> String {
     )
 }
 
+fn source_model(s: &str) -> Result<SourceModel, String> {
+    s.parse()
+        .map_err(|e: acker_sim::source::UnknownSourceModel| e.to_string())
+}
+
 fn latency_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
@@ -147,6 +152,14 @@ struct SimArgs {
     /// How long a partition lasts.
     #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
     partition: u64,
+    /// How long the server is down in a source-outage or sink-outage fault (the spout and sink
+    /// see it back at their next reconnect attempt: 50 ms doubling to 2 s).
+    #[arg(long, default_value = "500ms", allow_hyphen_values = true, value_parser = positive_duration)]
+    outage: u64,
+    /// The source: `kafka` (a restarted spout replays everything after the committed offset) or
+    /// `redis` (a restarted spout re-delivers only its own pending entries).
+    #[arg(long, default_value = "kafka", value_parser = source_model)]
+    source_model: SourceModel,
     /// Rate-per-second faults are drawn over 0..this.
     #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
     fault_until: u64,
@@ -181,6 +194,8 @@ impl SimArgs {
         sc.acker_ns = self.acker_ns;
         sc.restart_delay_ns = self.restart_delay;
         sc.partition_ns = self.partition;
+        sc.outage_ns = self.outage;
+        sc.source_model = self.source_model;
         sc.time_limit_ns = self.time_limit;
         sc.planted_bug = match &self.planted_bug {
             Some(b) => Some(b.parse::<PlantedBug>().map_err(|e| e.to_string())?),
@@ -283,7 +298,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     })
     .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
-    let relations = experiment::relations(&rows);
+    let relations = experiment::relations_for(&rows, base.source_model);
     if let Some(path) = &a.plot {
         experiment::plot_svg(&rows, path)?;
     }
@@ -297,11 +312,12 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         )?;
     } else {
         writeln!(out,
-            "Reliability experiment: {} unique sequential numbers (the input of every row), seed {},\nmax spout pending {}, message timeout {} s, faults spread over the input",
+            "Reliability experiment: {} unique sequential numbers (the input of every row), seed {},\nmax spout pending {}, message timeout {} s, {} source model, faults spread over the input",
             base.tuples,
             base.seed,
             base.max_spout_pending,
-            base.message_timeout_ns as f64 / 1e9
+            base.message_timeout_ns as f64 / 1e9,
+            base.source_model
         )?;
         writeln!(out)?;
         write!(out, "{}", experiment::format_table(&rows))?;
