@@ -279,6 +279,9 @@ impl Sim {
                 sc.redis.max_retries as u64,
             ]);
         }
+        if sc.one_worker {
+            header.push(u64::MAX);
+        }
         if sc
             .faults
             .iter()
@@ -340,7 +343,10 @@ impl Sim {
 pub fn sim_options(sc: &Scenario) -> SimOptions {
     SimOptions {
         seed: sc.seed,
-        placement: None,
+        // Task ids: the spout, the processing bolts, the sink, then the ackers.
+        placement: sc
+            .one_worker
+            .then(|| vec![0; 2 + sc.bolts + sc.num_ackers()]),
         latency_min_ns: sc.latency_min_ns,
         latency_max_ns: sc.latency_max_ns,
         local_latency_ns: sc.local_latency_ns,

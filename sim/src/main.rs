@@ -160,6 +160,10 @@ struct SimArgs {
     /// `redis` (a restarted spout re-delivers only its own pending entries).
     #[arg(long, default_value = "kafka", value_parser = source_model)]
     source_model: SourceModel,
+    /// Place the whole topology in one worker (a worker-crash then crashes every task, as a
+    /// real worker kill does; message loss and partitions need two workers).
+    #[arg(long)]
+    one_worker: bool,
     /// Rate-per-second faults are drawn over 0..this.
     #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
     fault_until: u64,
@@ -196,6 +200,7 @@ impl SimArgs {
         sc.partition_ns = self.partition;
         sc.outage_ns = self.outage;
         sc.source_model = self.source_model;
+        sc.one_worker = self.one_worker;
         sc.time_limit_ns = self.time_limit;
         sc.planted_bug = match &self.planted_bug {
             Some(b) => Some(b.parse::<PlantedBug>().map_err(|e| e.to_string())?),

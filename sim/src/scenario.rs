@@ -239,6 +239,13 @@ pub struct Scenario {
     pub source_model: SourceModel,
     /// The Redis model's read batch and retry limit (unused by the Kafka model).
     pub redis: RedisOptions,
+    /// Place every task (spout, bolts, sink, ackers) in one worker, as the real experiment's
+    /// worker process holds the whole topology: a worker crash then crashes every task at once
+    /// (the prediction of a real `worker-kill`), and every message takes the local latency.
+    /// Message loss and partitions strike only between workers, so with one worker a
+    /// `message-loss` fault fires but drops nothing and a `partition` has no valid target.
+    /// Default `false`: the seed experiment's four workers ([`workers`]).
+    pub one_worker: bool,
     /// The concrete fault schedule.
     pub faults: Vec<Fault>,
     /// A test-only planted bug.
@@ -274,6 +281,7 @@ impl Scenario {
             outage_ns: 500_000_000,
             source_model: SourceModel::Kafka,
             redis: RedisOptions::default(),
+            one_worker: false,
             faults: Vec::new(),
             planted_bug: None,
             time_limit_ns: None,
@@ -294,7 +302,7 @@ impl Scenario {
             spouts: 1,
             bolts: self.bolts as u16,
             ackers: self.num_ackers() as u16,
-            workers: workers::COUNT,
+            workers: if self.one_worker { 1 } else { workers::COUNT },
         }
     }
 

@@ -205,3 +205,31 @@ fn redis_experiment_relations_hold() {
     // The Kafka relation (≈ max spout pending × crashes, within 25%) is a different claim.
     assert!(experiment::spout_crash_relation(SourceModel::Kafka).contains("within 25%"));
 }
+
+#[test]
+fn one_worker_worker_crash_crashes_the_whole_topology() {
+    // The prediction of a real worker kill: every task of the one worker crashes together.
+    let mut sc = base(Guarantee::AtLeastOnce, SourceModel::Redis);
+    sc.one_worker = true;
+    assert_eq!(sc.target_counts().workers, 1);
+    let (o, w) = run(sc.clone(), "worker-crash");
+    assert!(o.ok(), "{:?}", o.violations);
+    assert_eq!(o.fired.len(), 1);
+    assert_eq!(lock(&w.log).incarnation(), 1, "the spout crashed too");
+    // Trees in flight whose tuples were still queued died with the worker (replayed, no
+    // duplicate); only those already written to the sink come back as duplicates. The restarted
+    // spout took back its 100 in-flight entries and 499 read but not yet emitted.
+    assert_eq!((o.lost, o.duplicates), (0, 1));
+    assert_eq!(lock(&w.log).redelivered(), &[599]);
+    sc.guarantee = Guarantee::ExactlyOnce;
+    let (e, _) = run(sc.clone(), "worker-crash*2");
+    assert_eq!((e.lost, e.duplicates), (0, 0));
+    sc.guarantee = Guarantee::AtMostOnce;
+    let (m, _) = run(sc.clone(), "worker-crash");
+    assert_eq!(m.duplicates, 0);
+    // A partition needs two workers.
+    let mut p = sc;
+    assert!(p
+        .set_fault_specs(&parse_specs("partition@1s:0-1").unwrap(), 0)
+        .is_err());
+}
