@@ -339,7 +339,9 @@ impl Sim {
 }
 
 /// The [`SimOptions`] of `sc`: its seed, timing, network and faults, the processing bolt as the
-/// only bolt faults target, an input of `tuples` emits.
+/// only bolt faults target, an input of `tuples` emits; every task on worker 0 with
+/// [`Scenario::one_worker`]; outages as long as the clients see them
+/// ([`reconnect_ns`] of [`Scenario::outage_ns`]).
 pub fn sim_options(sc: &Scenario) -> SimOptions {
     SimOptions {
         seed: sc.seed,

@@ -24,6 +24,9 @@
 //!   `execute` is not called; *after* it runs, every ack the bolt sent for the input's roots in
 //!   that call becomes a fail (and a root it neither acked nor failed is failed), its emits
 //!   having left — Storm's `FailedException` thrown before or after the emits.
+//! - **Outages** of the outside world (source-outage, sink-outage) are handed to the user's hook
+//!   ([`Simulation::outside_world`]) when they start and [`SimOptions::outage_ns`] later when
+//!   they end; the engine then wakes the spouts and punctuates the sink bolts named there.
 //!
 //! The generic oracles of [`crate::oracle`] watch every spout from outside: the engine records
 //! each tracked emit through the runtime's outbox and each `ack` / `fail` callback through a
