@@ -264,6 +264,16 @@ impl SourceLog {
             self.incarnation += 1;
         }
         self.opened = true;
+        if self.model == SourceModel::Redis && self.at_most_once {
+            // Entries read with NOACK but not emitted are lost with the consumer: the spout has
+            // passed them, so offset-triggered faults on them fire at its next step.
+            if let Some(&last) = self.replay.iter().max() {
+                if last >= self.high_water {
+                    self.high_water = last + 1;
+                    self.newly_read = Some(last);
+                }
+            }
+        }
         self.commit_point = self.durable;
         self.next_read = self.commit_point;
         self.acked.clear();
@@ -477,8 +487,9 @@ impl SourceLog {
         }
     }
 
-    /// Takes the offset first emitted by the last spout step, if any (for offset-triggered
-    /// faults).
+    /// Takes the highest offset the spout passed for the first time since the last call, if any
+    /// (for offset-triggered faults): the offset first emitted by the last spout step, or (Redis
+    /// at-most-once) the last entry a crashed consumer had read and lost unemitted.
     pub fn take_newly_read(&mut self) -> Option<u64> {
         self.newly_read.take()
     }
@@ -495,13 +506,18 @@ impl SourceLog {
         self.durable
     }
 
-    /// Whether every offset is committed (Redis: every entry delivered and acknowledged, and
-    /// nothing read is left to emit).
+    /// Whether every offset is committed (Redis: every entry delivered and acknowledged, nothing
+    /// read is left to emit, and no passed offset waits for [`take_newly_read`](Self::take_newly_read)).
     pub fn is_done(&self) -> bool {
         match self.model {
             SourceModel::Kafka => self.durable >= self.tuples,
+            // Not before the spout has taken a step past entries a crash lost (offset-triggered
+            // faults on them are still to fire).
             SourceModel::Redis => {
-                self.durable >= self.tuples && self.replay.is_empty() && self.held_acks.is_empty()
+                self.durable >= self.tuples
+                    && self.replay.is_empty()
+                    && self.held_acks.is_empty()
+                    && self.newly_read.is_none()
             }
         }
     }
@@ -766,12 +782,17 @@ mod tests {
         assert_eq!(a.0, 0);
         assert_eq!((log.pending_entries(), log.committed()), (0, 3));
         log.ack(a.1);
+        assert_eq!(log.take_newly_read(), Some(0));
         log.open_consumer();
-        // Entries 1 and 2 were read (acknowledged) but not emitted: the crash lost them.
+        // Entries 1 and 2 were read (acknowledged) but not emitted: the crash lost them, and the
+        // spout has passed them (offset-triggered faults up to #2 are due).
+        assert_eq!(log.take_newly_read(), Some(2));
         assert_eq!(log.next_emit().unwrap().0, 3);
         assert_eq!(log.redelivered(), &[] as &[u64]);
         assert_eq!(log.next_emit().unwrap().0, 4);
         assert_eq!(log.next_emit(), None);
+        assert!(!log.is_done(), "offset 4 not yet observed");
+        assert_eq!(log.take_newly_read(), Some(4));
         assert!(log.is_done());
     }
 

@@ -233,3 +233,82 @@ fn one_worker_worker_crash_crashes_the_whole_topology() {
         .set_fault_specs(&parse_specs("partition@1s:0-1").unwrap(), 0)
         .is_err());
 }
+
+fn bin() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_acker-sim"))
+}
+
+#[test]
+fn the_command_line_selects_the_model_and_the_outage() {
+    let o = bin()
+        .args(["run", "--seed", "1", "--source-model", "rabbit"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unknown source model `rabbit`; known: kafka, redis"),
+        "{err}"
+    );
+    let o = bin()
+        .args(["run", "--seed", "1", "--outage", "0s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    // The command line's run is the library's run of the same scenario.
+    let faults = "spout-crash,source-outage@#200,sink-outage@#700";
+    let o = bin()
+        .args([
+            "run",
+            "--seed",
+            "7",
+            "--source-model",
+            "redis",
+            "--outage",
+            "3s",
+            "--timeout",
+            "2s",
+            "--faults",
+            faults,
+            "--check-determinism",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let mut sc = Scenario::new(7, Guarantee::AtLeastOnce).with_source_model(SourceModel::Redis);
+    sc.outage_ns = 3_000_000_000;
+    sc.message_timeout_ns = 2_000_000_000;
+    sc.set_fault_specs(&parse_specs(faults).unwrap(), 2_000_000_000)
+        .unwrap();
+    let lib = Sim::run(sc, None).unwrap();
+    assert!(
+        out.contains(&format!("trace hash {:016x}", lib.trace_hash)),
+        "{out}"
+    );
+    assert_eq!((lib.lost, lib.fired.len()), (0, 3));
+    // The experiment prints the Redis spout-crash relation, and every relation holds.
+    let o = bin()
+        .args([
+            "experiment",
+            "--source-model",
+            "redis",
+            "--tuples",
+            "2000",
+            "--max-spout-pending",
+            "50",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("redis source model"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "[holds] {}",
+            experiment::spout_crash_relation(SourceModel::Redis)
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("FAILS"), "{out}");
+}
