@@ -531,7 +531,9 @@ fn bad_target_text(spec: &FaultSpec, n: u16) -> String {
 
 /// Expands specs into a concrete schedule, sorted by trigger, drawing rate times and unspecified
 /// targets from `rng`. A kind with no candidate (an acker crash with zero ackers) still gets its
-/// instances: they fire as no-ops, so the injected count is what was asked.
+/// instances: they fire as no-ops, so the injected count is what was asked; except a partition
+/// at a rate in a topology of fewer than two workers, which draws no fault (a partition at a
+/// time or offset there is refused with [`FaultError::BadTarget`] by [`check_schedule`]).
 ///
 /// # Errors
 /// [`FaultError::BadTarget`] for a fixed target with no such task or worker,
@@ -553,6 +555,11 @@ pub fn expand(
             if !ok {
                 return Err(FaultError::BadTarget(bad_target_text(spec, n)));
             }
+        }
+        if spec.rate.is_some() && spec.kind == FaultKind::Partition && n < 2 {
+            // A partition needs two workers: a rate (swarm mode, say) draws none in a topology
+            // of one worker.
+            continue;
         }
         let mut triggers = Vec::new();
         match (spec.rate, spec.trigger) {

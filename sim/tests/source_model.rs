@@ -227,11 +227,15 @@ fn one_worker_worker_crash_crashes_the_whole_topology() {
     sc.guarantee = Guarantee::AtMostOnce;
     let (m, _) = run(sc.clone(), "worker-crash");
     assert_eq!(m.duplicates, 0);
-    // A partition needs two workers.
+    // A partition needs two workers: refused at a time, none drawn at a rate (swarm mode).
     let mut p = sc;
     assert!(p
         .set_fault_specs(&parse_specs("partition@1s:0-1").unwrap(), 0)
         .is_err());
+    p.set_fault_specs(&parse_specs("partition~5/kt,worker-crash~3/kt").unwrap(), 0)
+        .unwrap();
+    assert!(!p.faults.is_empty());
+    assert!(p.faults.iter().all(|f| f.kind == FaultKind::WorkerCrash));
 }
 
 fn bin() -> std::process::Command {
