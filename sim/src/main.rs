@@ -379,7 +379,7 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
         }
     };
     let start = Instant::now();
-    let o = Sim::run(sc.clone(), open_trace()?).map_err(|e| e.to_string())?;
+    let (o, world) = Sim::run_world(sc.clone(), open_trace()?).map_err(|e| e.to_string())?;
     let wall = start.elapsed().as_secs_f64();
     let mut out = io::stdout().lock();
     writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
@@ -400,6 +400,16 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
         "input {}  distinct {}  lost {}  duplicates {}  absorbed {}",
         o.input, o.distinct, o.lost, o.duplicates, o.absorbed
     )?;
+    if sc.source_model == SourceModel::Redis {
+        let log = acker_sim::engine::lock(&world.log);
+        writeln!(
+            out,
+            "redis: pending {}  redelivered after restarts {:?}  dead-lettered {}",
+            log.pending_entries(),
+            log.redelivered(),
+            log.dead_lettered().len()
+        )?;
+    }
     writeln!(out,
         "spout: acked {} failed {} timed out {} ignored {}  acker: completed {} failed {} max roots {}",
         o.spout.acked,

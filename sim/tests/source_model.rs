@@ -291,6 +291,11 @@ fn the_command_line_selects_the_model_and_the_outage() {
         "{out}"
     );
     assert_eq!((lib.lost, lib.fired.len()), (0, 3));
+    assert!(
+        out.contains("redis: pending 0  redelivered after restarts [")
+            && out.contains("dead-lettered 0"),
+        "{out}"
+    );
     // The experiment prints the Redis spout-crash relation, and every relation holds.
     let o = bin()
         .args([
