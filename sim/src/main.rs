@@ -262,7 +262,8 @@ struct SearchArgs {
     /// Fix the guarantee (default: the three in turn by seed).
     #[arg(long)]
     guarantee: Option<String>,
-    /// Faults of every seed without --swarm (default: every kind at 1 per thousand tuples).
+    /// Faults of every seed without --swarm (default: every kind but the outages, at 0.5 to 1 per
+    /// thousand tuples).
     #[arg(long)]
     faults: Option<String>,
     /// Swarm mode's base rate, in faults per thousand tuples.
