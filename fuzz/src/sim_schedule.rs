@@ -24,7 +24,7 @@ pub const MAX_FAULTS: usize = 12;
 /// One fault as the fuzzer picks it.
 #[derive(Arbitrary, Clone, Copy, Debug)]
 pub struct FuzzFault {
-    /// `FaultKind::ALL[kind % 8]`.
+    /// `FaultKind::ALL[kind % FaultKind::ALL.len()]` (10 kinds).
     pub kind: u8,
     /// When it fires.
     pub trigger: FuzzTrigger,
@@ -104,7 +104,7 @@ impl SimInput {
                     | FaultKind::BoltCrash => counts.bolts,
                     FaultKind::AckerCrash => counts.ackers.max(1),
                     FaultKind::WorkerCrash | FaultKind::Partition => counts.workers,
-                    FaultKind::MessageLoss => 1,
+                    FaultKind::MessageLoss | FaultKind::SourceOutage | FaultKind::SinkOutage => 1,
                 }
                 .max(1);
                 let target = u16::from(f.target) % n;

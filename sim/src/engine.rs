@@ -24,6 +24,9 @@
 //!   `execute` is not called; *after* it runs, every ack the bolt sent for the input's roots in
 //!   that call becomes a fail (and a root it neither acked nor failed is failed), its emits
 //!   having left — Storm's `FailedException` thrown before or after the emits.
+//! - **Outages** of the outside world (source-outage, sink-outage) are handed to the user's hook
+//!   ([`Simulation::outside_world`]) when they start and [`SimOptions::outage_ns`] later when
+//!   they end; the engine then wakes the spouts and punctuates the sink bolts named there.
 //!
 //! The generic oracles of [`crate::oracle`] watch every spout from outside: the engine records
 //! each tracked emit through the runtime's outbox and each `ack` / `fail` callback through a
@@ -42,7 +45,8 @@ use crate::trace::Trace;
 use acker_core::{AckerMessage, TaskId};
 use acker_runtime::{
     Config, Envelope, Executor, ExecutorCounters, Message, MessageId, Notice, Outbox, Placement,
-    Plan, Spout, SpoutOutputCollector, TaskKind, Topology, TopologyContext,
+    Plan, Spout, SpoutOutputCollector, TaskKind, Topology, TopologyContext, Tuple, TupleAnchors,
+    Values,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -84,6 +88,8 @@ pub struct SimOptions {
     pub restart_delay_ns: u64,
     /// How long a partition lasts before it heals, in ns.
     pub partition_ns: u64,
+    /// How long a source or sink outage lasts, in ns (see [`Simulation::outside_world`]).
+    pub outage_ns: u64,
     /// Stop the run here even if the spouts are not done (a liveness violation); `None`:
     /// derived from the schedule and `input_len` (see [`time_limit_ns`]). `Some(0)` is refused.
     pub time_limit_ns: Option<u64>,
@@ -108,8 +114,8 @@ pub struct SimOptions {
 impl SimOptions {
     /// The seed experiment's defaults: default placement, 50–150 µs between workers, 1 µs inside
     /// one, spout 500 ns per call, bolts 2 µs per input, acker 200 ns per message, restarts after
-    /// 1 s, partitions of 2 s, derived time limit, no fault, every bolt a fault target, an input
-    /// of 1000 emits, no spout declared reliable.
+    /// 1 s, partitions of 2 s, outages of 500 ms, derived time limit, no fault, every bolt a fault
+    /// target, an input of 1000 emits, no spout declared reliable.
     pub fn new(seed: u64) -> Self {
         Self {
             seed,
@@ -122,6 +128,7 @@ impl SimOptions {
             acker_ns: 200,
             restart_delay_ns: 1_000_000_000,
             partition_ns: 2_000_000_000,
+            outage_ns: 500_000_000,
             time_limit_ns: None,
             faults: Vec::new(),
             fault_bolts: None,
@@ -133,8 +140,9 @@ impl SimOptions {
 }
 
 /// The simulated time by which a run must have finished, when no limit is given: after the last
-/// time-triggered fault (or 0), a restart delay, a partition, four message timeouts (a lost tuple
-/// is failed T to 2T after emit; its replay then needs at most as long again), plus a time per
+/// time-triggered fault (or 0), the outage duration per source or sink outage, a restart delay,
+/// a partition, four message timeouts (a lost tuple is failed T to 2T after emit; its replay then
+/// needs at most as long again), plus a time per
 /// input tuple and three timeouts and a restart delay per fault. The time per tuple is the larger
 /// of the processing bound (100 µs, or four bolt service times) and the throttling bound: with at
 /// most max spout pending trees in flight, each tree's critical path (spout → bolt → sink, acks to
@@ -163,7 +171,13 @@ pub fn time_limit_ns(opts: &SimOptions, message_timeout_ns: u64, max_spout_pendi
     let per_tuple = 100_000u64
         .max(opts.bolt_ns.saturating_mul(4))
         .max(throttled);
+    let outages = opts
+        .faults
+        .iter()
+        .filter(|f| matches!(f.kind, FaultKind::SourceOutage | FaultKind::SinkOutage))
+        .count() as u64;
     last_time
+        .saturating_add(outages.saturating_mul(opts.outage_ns))
         .saturating_add(opts.restart_delay_ns)
         .saturating_add(opts.partition_ns)
         .saturating_add(message_timeout_ns.saturating_mul(4))
@@ -351,6 +365,11 @@ struct Invariant {
 /// experiment's source log reports it; the default counts tracked emits).
 pub type ProgressProbe = Box<dyn FnMut() -> Option<u64>>;
 
+/// Told when a source or sink outage starts (`true`) and ends (`false`): the fault kind
+/// ([`FaultKind::SourceOutage`] or [`FaultKind::SinkOutage`]), whether it is down, and the
+/// simulated time in ns. Overlapping outages of one kind make one longer outage.
+pub type OutageHook = Box<dyn FnMut(FaultKind, bool, u64)>;
+
 /// The callbacks the spout wrappers saw since the engine last looked: (task, message id, acked).
 type CallbackLog = Arc<Mutex<Vec<(TaskId, MessageId, bool)>>>;
 
@@ -395,6 +414,8 @@ pub struct Simulation {
     probe: Option<ProgressProbe>,
     trace_out: Option<Box<dyn std::io::Write>>,
     header: Option<Vec<u64>>,
+    outage_hook: Option<OutageHook>,
+    punctuate: Vec<String>,
 }
 
 impl Simulation {
@@ -410,6 +431,8 @@ impl Simulation {
             probe: None,
             trace_out: None,
             header: None,
+            outage_hook: None,
+            punctuate: Vec::new(),
         }
     }
 
@@ -475,6 +498,20 @@ impl Simulation {
     /// Replaces the default progress count (tracked emits) that offset triggers use.
     pub fn progress_probe(&mut self, probe: ProgressProbe) -> &mut Self {
         self.probe = Some(probe);
+        self
+    }
+
+    /// Connects the outside world (the user's source and sink) to the outage faults:
+    /// [`FaultKind::SourceOutage`] and [`FaultKind::SinkOutage`] call `hook` when they start and
+    /// when they end, [`SimOptions::outage_ns`] later. When an outage ends, every spout task is
+    /// woken (a spout that found the source down is polled again at once, as the real spout
+    /// polls every few ms), and after a sink outage every task of the `punctuate` bolt
+    /// components is sent one unanchored tuple with no values, from itself: the punctuation a
+    /// batching sink commits on (the runtime's Redis spout emits one every 20 ms on its `flush`
+    /// stream; bolts get no ticks). Without a hook the outage faults fire as no-ops.
+    pub fn outside_world(&mut self, hook: OutageHook, punctuate: &[&str]) -> &mut Self {
+        self.outage_hook = Some(hook);
+        self.punctuate = punctuate.iter().map(|s| s.to_string()).collect();
         self
     }
 
@@ -796,6 +833,10 @@ enum Ev {
         a: u16,
         b: u16,
     },
+    /// An outage of the source (`sink == false`) or sink ends.
+    OutageEnd {
+        sink: bool,
+    },
 }
 
 struct InFlight {
@@ -838,6 +879,7 @@ const T_RESTART: u64 = 5;
 const T_EMIT: u64 = 6;
 const T_TICK: u64 = 7;
 const T_HEAL: u64 = 8;
+const T_OUTAGE_END: u64 = 9;
 
 // Drop reasons.
 const DROP_LOSS: u64 = 1;
@@ -890,6 +932,11 @@ struct Engine {
     emits_seen: u64,
     tick_ns: u64,
     num_ackers: usize,
+    outage_hook: Option<OutageHook>,
+    /// Outages of the source and of the sink going on now.
+    outages: [u32; 2],
+    /// Bolt tasks punctuated after a sink outage.
+    punctuate: Vec<TaskId>,
 }
 
 fn msg_words(m: &Message, w: &mut [u64; 16]) -> usize {
@@ -1059,6 +1106,21 @@ impl Engine {
             ]
         });
         let every_event = sim.invariants.iter().any(|i| i.every_event);
+        let mut punctuate = Vec::new();
+        for name in &sim.punctuate {
+            let tasks: Vec<TaskId> = infos
+                .iter()
+                .filter(|i| i.kind == TaskKind::Bolt && i.component == *name)
+                .map(|i| i.task)
+                .collect();
+            if tasks.is_empty() {
+                return Err(RunError::UnknownComponent {
+                    what: "outside_world (bolts to punctuate)".into(),
+                    component: name.clone(),
+                });
+            }
+            punctuate.extend(tasks);
+        }
         let mut out = Outbox::with_capacity(16);
         out.record_tracked_emits();
         Ok(Self {
@@ -1102,6 +1164,9 @@ impl Engine {
             every_event,
             probe: sim.probe,
             emits_seen: 0,
+            outage_hook: sim.outage_hook,
+            outages: [0, 0],
+            punctuate,
             opts,
         })
     }
@@ -1152,6 +1217,7 @@ impl Engine {
                 Ev::Tick { task, inc } => self.on_tick(task, inc),
                 Ev::Fault(i) => self.fire(i),
                 Ev::Restart { task } => self.on_restart(task),
+                Ev::OutageEnd { sink } => self.on_outage_end(sink),
                 Ev::Heal { a, b } => {
                     self.trace.event(&[self.now, T_HEAL, a as u64, b as u64]);
                     let w = self.workers;
@@ -1677,6 +1743,46 @@ impl Engine {
 
     // ---- faults -----------------------------------------------------------------------------
 
+    /// The end of one outage: when the last one of its kind ends, the world hears of it, the
+    /// spouts are woken, and after a sink outage the punctuated bolts get their punctuation.
+    fn on_outage_end(&mut self, sink: bool) {
+        self.restarts_pending -= 1;
+        let n = &mut self.outages[sink as usize];
+        *n = n.saturating_sub(1);
+        self.trace
+            .event(&[self.now, T_OUTAGE_END, sink as u64, *n as u64]);
+        if *n > 0 {
+            return;
+        }
+        let kind = if sink {
+            FaultKind::SinkOutage
+        } else {
+            FaultKind::SourceOutage
+        };
+        if self.trace.writing() {
+            let now = self.now;
+            self.trace.line(format_args!("{now} {kind} ends"));
+        }
+        if let Some(hook) = self.outage_hook.as_mut() {
+            hook(kind, false, self.now);
+        }
+        if sink {
+            for task in self.punctuate.clone() {
+                let tuple = Tuple {
+                    stream: 0,
+                    source_task: task,
+                    values: Values::new(),
+                    anchors: TupleAnchors::new(),
+                };
+                self.send(task, task, Message::Tuple(tuple));
+            }
+        }
+        for task in self.targets.spouts.clone() {
+            self.tasks[task as usize].idle = false;
+            self.maybe_schedule(task);
+        }
+    }
+
     fn fire_offset_faults(&mut self, offset: u64) {
         while let Some(&i) = self.offset_faults.front() {
             match self.opts.faults[i as usize].trigger {
@@ -1737,6 +1843,18 @@ impl Engine {
             FaultKind::BoltExceptionBeforeEmit => self.arm(f.target, ExceptionPoint::Before),
             FaultKind::BoltExceptionAfterEmit => self.arm(f.target, ExceptionPoint::After),
             FaultKind::MessageLoss => self.drop_next += 1,
+            FaultKind::SourceOutage | FaultKind::SinkOutage => {
+                let sink = f.kind == FaultKind::SinkOutage;
+                self.outages[sink as usize] += 1;
+                if self.outages[sink as usize] == 1 {
+                    if let Some(hook) = self.outage_hook.as_mut() {
+                        hook(f.kind, true, self.now);
+                    }
+                }
+                self.restarts_pending += 1;
+                self.queue
+                    .push(self.now + self.opts.outage_ns, Ev::OutageEnd { sink });
+            }
             FaultKind::Partition => {
                 let w = self.workers;
                 let (a, b) = (f.target as usize, f.peer as usize);

@@ -20,6 +20,12 @@
 //! | `bolt-crash@1s:1` | targets task 1 of its kind (bolt index 1); `partition@1s:0-2` cuts workers 0 and 2 |
 //!
 //! A rate must be a finite number ≥ 0; counts must be ≥ 1.
+//!
+//! `source-outage` and `sink-outage` (the predictions of the real experiment's `redis-restart`
+//! and `postgres-restart`) take the server down for the scenario's outage duration
+//! (`--outage`, default 500 ms of simulated time); like `message-loss` they take no target.
+//! They are in [`FaultKind::ALL`] (so in swarm mode) but not in the simulated experiment's
+//! matrix [`FaultKind::EXPERIMENT`].
 
 use crate::rng::{self, SimRng};
 use crate::units::{format_ns, parse_duration_ns};
@@ -47,11 +53,20 @@ pub enum FaultKind {
     MessageLoss,
     /// The links between two workers drop everything for the partition duration, then heal.
     Partition,
+    /// The source server is down for the outage duration (the prediction of a Redis restart):
+    /// nothing can be read or acknowledged; acks issued meanwhile are held by the spout and
+    /// applied when it is back (see [`crate::source`]). No target (only `:0`).
+    SourceOutage,
+    /// The sink's database is down for the outage duration (the prediction of a PostgreSQL
+    /// restart): the sink bolt cannot commit, holds its inputs unacked and writes and acks them
+    /// when it is back; trees may time out meanwhile and be replayed (see
+    /// [`crate::components`]). No target (only `:0`).
+    SinkOutage,
 }
 
 impl FaultKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::BoltExceptionBeforeEmit,
         FaultKind::BoltExceptionAfterEmit,
         FaultKind::SpoutCrash,
@@ -60,6 +75,8 @@ impl FaultKind {
         FaultKind::WorkerCrash,
         FaultKind::MessageLoss,
         FaultKind::Partition,
+        FaultKind::SourceOutage,
+        FaultKind::SinkOutage,
     ];
 
     /// The kinds of the reliability experiment (after "none"), in its column order.
@@ -83,7 +100,17 @@ impl FaultKind {
             FaultKind::WorkerCrash => "worker-crash",
             FaultKind::MessageLoss => "message-loss",
             FaultKind::Partition => "partition",
+            FaultKind::SourceOutage => "source-outage",
+            FaultKind::SinkOutage => "sink-outage",
         }
+    }
+
+    /// Whether it takes no target (message loss and the outages: only `:0` is accepted).
+    pub fn untargeted(self) -> bool {
+        matches!(
+            self,
+            FaultKind::MessageLoss | FaultKind::SourceOutage | FaultKind::SinkOutage
+        )
     }
 
     /// A fixed small code for the trace encoding.
@@ -222,7 +249,7 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}@{}", self.kind, self.trigger)?;
         match self.kind {
-            FaultKind::MessageLoss => Ok(()),
+            k if k.untargeted() => Ok(()),
             FaultKind::Partition => write!(f, ":{}-{}", self.target, self.peer),
             _ => write!(f, ":{}", self.target),
         }
@@ -372,7 +399,7 @@ impl TargetCounts {
             | FaultKind::BoltCrash => self.bolts,
             FaultKind::AckerCrash => self.ackers,
             FaultKind::WorkerCrash | FaultKind::Partition => self.workers,
-            FaultKind::MessageLoss => 1,
+            FaultKind::MessageLoss | FaultKind::SourceOutage | FaultKind::SinkOutage => 1,
         }
     }
 }
@@ -474,7 +501,7 @@ fn bad_target_text(spec: &FaultSpec, n: u16) -> String {
         | FaultKind::BoltCrash => "processing bolt task(s)",
         FaultKind::AckerCrash => "acker task(s)",
         FaultKind::WorkerCrash | FaultKind::Partition => "worker(s)",
-        FaultKind::MessageLoss => "",
+        FaultKind::MessageLoss | FaultKind::SourceOutage | FaultKind::SinkOutage => "",
     };
     let range = if n == 0 {
         String::new()
@@ -482,7 +509,7 @@ fn bad_target_text(spec: &FaultSpec, n: u16) -> String {
         format!(" (targets 0..={})", n - 1)
     };
     let why = match spec.kind {
-        FaultKind::MessageLoss => "message-loss takes no target (only :0 is accepted)".to_string(),
+        k if k.untargeted() => format!("{k} takes no target (only :0 is accepted)"),
         FaultKind::Partition if a == b => {
             format!("a partition needs two different workers, got {a}-{b}")
         }
@@ -504,7 +531,9 @@ fn bad_target_text(spec: &FaultSpec, n: u16) -> String {
 
 /// Expands specs into a concrete schedule, sorted by trigger, drawing rate times and unspecified
 /// targets from `rng`. A kind with no candidate (an acker crash with zero ackers) still gets its
-/// instances: they fire as no-ops, so the injected count is what was asked.
+/// instances: they fire as no-ops, so the injected count is what was asked; except a partition
+/// at a rate in a topology of fewer than two workers, which draws no fault (a partition at a
+/// time or offset there is refused with [`FaultError::BadTarget`] by [`check_schedule`]).
 ///
 /// # Errors
 /// [`FaultError::BadTarget`] for a fixed target with no such task or worker,
@@ -520,12 +549,17 @@ pub fn expand(
         if let Some((a, b)) = spec.target {
             let ok = match spec.kind {
                 FaultKind::Partition => a < n && b < n && a != b,
-                FaultKind::MessageLoss => a == 0 && b == 0,
+                k if k.untargeted() => a == 0 && b == 0,
                 _ => a < n.max(1) && b == 0,
             };
             if !ok {
                 return Err(FaultError::BadTarget(bad_target_text(spec, n)));
             }
+        }
+        if spec.rate.is_some() && spec.kind == FaultKind::Partition && n < 2 {
+            // A partition needs two workers: a rate (swarm mode, say) draws none in a topology
+            // of one worker.
+            continue;
         }
         let mut triggers = Vec::new();
         match (spec.rate, spec.trigger) {
@@ -624,7 +658,7 @@ pub fn expand(
 
 fn draw_target(kind: FaultKind, n: u16, rng: &mut SimRng) -> (u16, u16) {
     match kind {
-        FaultKind::MessageLoss => (0, 0),
+        k if k.untargeted() => (0, 0),
         FaultKind::Partition if n >= 2 => {
             let a = rng::below(rng, n as u64) as u16;
             let mut b = rng::below(rng, n as u64 - 1) as u16;

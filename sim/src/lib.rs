@@ -102,7 +102,7 @@
 //! | [`units`] | durations on the command line (`2ms`, `1.5s`) |
 //! | [`fault`] | fault kinds, triggers, `--faults` specs, expansion into a schedule, swarm mode |
 //! | [`scenario`] | [`Scenario`]: guarantee, input, topology sizes, timing, network, faults |
-//! | [`source`] | the reliable source log (committed offsets) and the sink (exactly-once state) |
+//! | [`source`] | the reliable source in two models ([`SourceModel`]: Kafka committed offsets, Redis pending entries), source and sink outages, and the sink (exactly-once state) |
 //! | [`components`] | the built-in experiment's topology (reliable spout, processing bolt, sink bolt) and [`Sim`], which runs a [`Scenario`] through the generic engine |
 //! | [`engine`] | [`Simulation`] of any topology: [`SimOptions`], links, tasks, crashes, exceptions, the event loop; [`Outcome`] |
 //! | [`oracle`] | the generic spout oracles (callbacks, liveness, at-least-once), acker capacity, and the experiment's delivery-guarantee oracles |
@@ -129,4 +129,5 @@ pub use fault::{Fault, FaultKind, FaultSpec, Trigger};
 pub use oracle::{Callbacks, SpoutCallbacks, Violation};
 pub use queue::EventQueue;
 pub use scenario::{Guarantee, PlantedBug, Scenario, ScenarioError};
+pub use source::{RedisOptions, SourceModel};
 pub use trace::Trace;

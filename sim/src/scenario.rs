@@ -3,6 +3,7 @@
 
 use crate::fault::{self, ExpandContext, Fault, FaultError, FaultSpec, TargetCounts};
 use crate::rng;
+use crate::source::{RedisOptions, SourceModel};
 use std::fmt;
 use std::str::FromStr;
 
@@ -227,6 +228,24 @@ pub struct Scenario {
     pub restart_delay_ns: u64,
     /// How long a partition lasts before it heals, in ns.
     pub partition_ns: u64,
+    /// How long the server is down in a source or sink outage
+    /// ([`FaultKind::SourceOutage`](crate::FaultKind::SourceOutage),
+    /// [`FaultKind::SinkOutage`](crate::FaultKind::SinkOutage)), in simulated ns. The spout and
+    /// sink notice it is back at their next reconnect attempt (the runtime's backoff: 50 ms
+    /// doubling to 2 s, see [`reconnect_ns`]), so the outage they see is a little longer.
+    pub outage_ns: u64,
+    /// Which source the spout reads: [`SourceModel::Kafka`] (the default, the seed experiment)
+    /// or [`SourceModel::Redis`] (the real-components experiment; see [`crate::source`]).
+    pub source_model: SourceModel,
+    /// The Redis model's read batch and retry limit (unused by the Kafka model).
+    pub redis: RedisOptions,
+    /// Place every task (spout, bolts, sink, ackers) in one worker, as the real experiment's
+    /// worker process holds the whole topology: a worker crash then crashes every task at once
+    /// (the prediction of a real `worker-kill`), and every message takes the local latency.
+    /// Message loss and partitions strike only between workers, so with one worker a
+    /// `message-loss` fault fires but drops nothing and a `partition` has no valid target.
+    /// Default `false`: the seed experiment's four workers ([`workers`]).
+    pub one_worker: bool,
     /// The concrete fault schedule.
     pub faults: Vec<Fault>,
     /// A test-only planted bug.
@@ -239,7 +258,8 @@ pub struct Scenario {
 impl Scenario {
     /// Defaults: 1000 tuples, max spout pending 1000, T = 30 s, ticks every second, 1 acker,
     /// 1 processing bolt, 50–150 µs between workers, 1 µs inside one, spout 500 ns per call, bolts
-    /// 2 µs per input, acker 200 ns per message, restarts after 1 s, partitions of 2 s, no fault.
+    /// 2 µs per input, acker 200 ns per message, restarts after 1 s, partitions of 2 s, outages of
+    /// 500 ms, the Kafka source model, no fault.
     pub fn new(seed: u64, guarantee: Guarantee) -> Self {
         Self {
             seed,
@@ -258,6 +278,10 @@ impl Scenario {
             acker_ns: 200,
             restart_delay_ns: 1_000_000_000,
             partition_ns: 2_000_000_000,
+            outage_ns: 500_000_000,
+            source_model: SourceModel::Kafka,
+            redis: RedisOptions::default(),
+            one_worker: false,
             faults: Vec::new(),
             planted_bug: None,
             time_limit_ns: None,
@@ -278,7 +302,7 @@ impl Scenario {
             spouts: 1,
             bolts: self.bolts as u16,
             ackers: self.num_ackers() as u16,
-            workers: workers::COUNT,
+            workers: if self.one_worker { 1 } else { workers::COUNT },
         }
     }
 
@@ -309,6 +333,12 @@ impl Scenario {
         }
         if self.time_limit_ns == Some(0) {
             return Err(ScenarioError::ZeroTime("the time limit"));
+        }
+        if self.outage_ns == 0 {
+            return Err(ScenarioError::ZeroTime("the outage duration"));
+        }
+        if self.redis.read_batch == 0 {
+            return Err(ScenarioError::ZeroTime("the Redis read batch"));
         }
         if self.tick_interval_ns < 1_000 {
             return Err(ScenarioError::TickTooShort);
@@ -368,10 +398,35 @@ impl Scenario {
         )
     }
 
+    /// The same scenario reading from `model` (a setter for [`Scenario::source_model`]).
+    pub fn with_source_model(mut self, model: SourceModel) -> Self {
+        self.source_model = model;
+        self
+    }
+
     /// The generic simulation options of this scenario (see
     /// [`crate::components::sim_options`]).
     pub fn sim_options(&self) -> crate::engine::SimOptions {
         crate::components::sim_options(self)
+    }
+}
+
+/// When a client that lost its server at time 0 is connected again, for a server down
+/// `outage_ns`: the first reconnect attempt at or after `outage_ns`, with the runtime connectors'
+/// backoff (Redis spout and PostgreSQL sink alike: attempts 50 ms after the failure, then after
+/// waits doubling up to 2 s: at 50, 150, 350, 750, 1550, 3150, 5150, ... ms). A 500 ms outage is
+/// seen as 750 ms. The first failure is taken at the moment the server goes down (the spout
+/// polls every few ms and the sink commits every 20 ms, so the real first failure comes a few ms
+/// later at most).
+pub fn reconnect_ns(outage_ns: u64) -> u64 {
+    let mut at = 0u64;
+    let mut wait = 50_000_000u64;
+    loop {
+        at = at.saturating_add(wait);
+        if at >= outage_ns || at == u64::MAX {
+            return at;
+        }
+        wait = (wait * 2).min(2_000_000_000);
     }
 }
 
