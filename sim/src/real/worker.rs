@@ -139,8 +139,8 @@ pub struct NumberSinkCounters {
 }
 
 /// The experiment's sink: `(entry, line)` inputs, `line` a number; one row of `out_<tag>` per
-/// output. Buffers inputs and commits them in one transaction at `batch` inputs or at the
-/// spout's flush punctuation; acks them only after the commit. Exactly-once: the same statement
+/// output. Buffers inputs and commits them in one transaction at `batch` inputs (a tenth of max
+/// spout pending) or at the spout's flush punctuation; acks them only after the commit. Exactly-once: the same statement
 /// records each entry in `applied_<tag>` (`ON CONFLICT DO NOTHING`) and inserts the rows of the
 /// entries whose record is new, so a replay adds nothing. A failed commit drops the connection
 /// (reconnect with a capped backoff, retry at the next flush); beyond 16 batches the oldest
@@ -327,7 +327,11 @@ pub fn run(a: &WorkerArgs) -> Result<String, String> {
     cfg.drain = true;
     cfg.at_most_once = at_most_once || bug == Some(WorkerBug::SpoutAcksOnRead);
     cfg.max_in_flight = msp;
-    cfg.batch = 500.min(msp);
+    // Reads and sink commits of a tenth of max spout pending: trees complete in small steps,
+    // so the spout stays near max spout pending, saturated, as in the seed's experiment (with
+    // batches of max spout pending / 2 the trees in flight swing between half and all of it).
+    let batch = (msp / 10).clamp(1, 500);
+    cfg.batch = batch;
     cfg.max_retries = 1000;
     cfg.claim_after_ms = 2 * a.timeout_ms.max(1);
     let config = Config {
@@ -432,7 +436,7 @@ pub fn run(a: &WorkerArgs) -> Result<String, String> {
                 exactly_once,
                 commit_on_cleanup: at_most_once,
                 bug,
-                batch: 500,
+                batch,
                 client: None,
                 reconnect_at: None,
                 backoff_ms: 50,
