@@ -1,7 +1,8 @@
 //! The driver of `acker-sim experiment --real`: starts a private `redis-server` and PostgreSQL
 //! (the runtime's [`local`](acker_runtime::connectors::local) helpers), runs each cell's worker
 //! process (`acker-sim worker`, through the current executable's path) on fresh state, injects
-//! the faults it owns (SIGKILL of the worker, hard restarts of the servers), counts the sink's
+//! the faults it owns (SIGKILL of the worker, hard restarts of the servers: when the sink holds
+//! the fault's offset in rows, or the group has read max spout pending past it), counts the sink's
 //! rows with SQL, and sets the simulator's prediction for the same cell beside each measurement.
 //!
 //! Per cell: a new stream `numbers:c<i>` holding `tuples` entries `line=<n>` (`n` = 0, 1, ...),
@@ -253,6 +254,35 @@ fn load(url: &str, stream: &str, tuples: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// Entries of `stream` the group `experiment` has read (`entries-read` of `XINFO GROUPS`,
+/// Redis 7), `None` when unknown (the server restarting, say).
+fn entries_read(url: &str, stream: &str) -> Option<u64> {
+    let mut con = redis_stream::connect(url).ok()?;
+    let v: redis::Value = redis::cmd("XINFO")
+        .arg("GROUPS")
+        .arg(stream)
+        .query(&mut con)
+        .ok()?;
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        redis::Value::SimpleString(s) => Some(s.clone()),
+        redis::Value::Int(i) => Some(i.to_string()),
+        _ => None,
+    };
+    let redis::Value::Array(groups) = v else {
+        return None;
+    };
+    groups.iter().find_map(|g| {
+        let redis::Value::Array(kv) = g else {
+            return None;
+        };
+        kv.chunks_exact(2)
+            .find(|c| text(&c[0]).as_deref() == Some("entries-read"))
+            .and_then(|c| text(&c[1]))
+            .and_then(|n| n.parse().ok())
+    })
+}
+
 /// `(rows, distinct numbers in 0..tuples)` of the sink of `tag`.
 fn count(client: &mut postgres::Client, tag: &str, tuples: u64) -> Result<(u64, u64), String> {
     let row = client
@@ -404,7 +434,13 @@ impl Ctx<'_> {
             }
             if let Some(&at) = pending.last() {
                 let rows = self.pg().and_then(|c| count(c, &tag, o.tuples).ok());
-                if rows.is_some_and(|(rows, _)| rows >= at) {
+                // Normally the sink's rows reach the offset first; when the sink lost rows (an
+                // at-most-once outage) they never may, so the spout's progress past the offset
+                // by more than max spout pending fires the fault too.
+                let read_past = || {
+                    entries_read(&redis_url, &stream).is_some_and(|r| r >= at + o.max_spout_pending)
+                };
+                if rows.is_some_and(|(rows, _)| rows >= at) || read_past() {
                     pending.pop();
                     driver_injected += 1;
                     let r = match fault {
