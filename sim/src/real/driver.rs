@@ -994,3 +994,101 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
         Ok(ExitCode::from(1))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(g: &str, f: &str, n: u64, lost: u64, dup: u64) -> RealRow {
+        RealRow {
+            guarantee: g.into(),
+            fault: f.into(),
+            injected: n,
+            input: 1_000_000,
+            distinct: 1_000_000 - lost,
+            lost,
+            duplicates: dup,
+            max_spout_pending: 1000,
+            predicted_lost: lost,
+            predicted_duplicates: dup,
+            trace_hash: "0123456789abcdef".into(),
+            elapsed_ms: 123_456,
+            requested: n,
+            status: CellStatus::TimedOut,
+            model: "test",
+        }
+    }
+
+    #[test]
+    fn cells_parse_and_bad_cells_are_named() {
+        assert_eq!(
+            parse_cells("at-least-once/worker-kill/1, exactly-once/none/0").unwrap(),
+            vec![
+                (Guarantee::AtLeastOnce, Some(RealFault::WorkerKill), 1),
+                (Guarantee::ExactlyOnce, None, 0)
+            ]
+        );
+        for (bad, says) in [
+            ("at-least-once/worker-kill", "GUARANTEE/FAULT/COUNT"),
+            ("sometimes/none/0", "sometimes"),
+            ("at-least-once/worker-crash/1", "worker-crash"),
+            ("at-least-once/worker-kill/x", "`x`"),
+            ("at-least-once/none/2", "count 0"),
+            (",", "no cell"),
+        ] {
+            let e = parse_cells(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        // The matrices: 3 × (none + 8 faults × counts).
+        assert_eq!(cells(true).len(), 27);
+        assert_eq!(cells(false).len(), 75);
+    }
+
+    #[test]
+    fn the_table_fits_in_100_columns_at_a_million_tuples() {
+        let rows = vec![
+            row(
+                "at-least-once",
+                "bolt-exception-before-emit",
+                5,
+                999_999,
+                999_999,
+            ),
+            row("exactly-once", "postgres-restart", 5, 0, 0),
+        ];
+        let t = format_table(&rows);
+        for line in t.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "{} columns: {line}",
+                line.len()
+            );
+        }
+        assert!(t.lines().nth(2).unwrap().ends_with("123.5 CUT"), "{t}");
+    }
+
+    #[test]
+    fn relations_fail_on_a_loss_at_least_once_and_a_duplicate_exactly_once() {
+        let mut ok = row("at-least-once", "worker-kill", 1, 0, 100);
+        ok.status = CellStatus::Done;
+        let hold = |rows: &[RealRow]| relations(rows).iter().all(|r| r.holds);
+        assert!(hold(std::slice::from_ref(&ok)));
+        let mut lost = ok.clone();
+        lost.lost = 1;
+        assert!(!hold(&[lost]));
+        let mut eo = ok.clone();
+        eo.guarantee = "exactly-once".into();
+        assert!(!hold(&[eo.clone()]));
+        eo.duplicates = 0;
+        assert!(hold(&[eo]));
+        // An acker crash: 0 < duplicates ≤ max spout pending × crashes.
+        let mut acker = ok.clone();
+        acker.fault = "acker-crash".into();
+        assert!(hold(std::slice::from_ref(&acker)));
+        acker.duplicates = 1001;
+        assert!(!hold(std::slice::from_ref(&acker)));
+        acker.duplicates = 0;
+        assert!(!hold(&[acker]));
+        assert_eq!(differences(&[ok]).len(), 0);
+    }
+}
