@@ -13,8 +13,8 @@
 //! | [`api`] | what a user implements and calls: the [`Spout`], [`Bolt`], [`BasicBolt`] traits, the output collectors, [`Input`], [`TopologyContext`], [`EmitError`], [`ExecutorCounters`] |
 //! | [`executor`] | the machinery: the [`Executor`] state machines (spout, bolt, acker) and the router; builds them from a [`Plan`] |
 //! | [`ring`] | the bounded lock-free SPSC [`ring`](ring::ring) joining two cores of the shell |
-//! | [`shell`] | the thread-per-core shell: [`run`](shell::run) a plan on pinned cores joined by SPSC rings, [`RunReport`](shell::RunReport) metrics |
-//! | [`bolts`] | stock bolts: [`IdentityBolt`](bolts::IdentityBolt), [`NullBolt`](bolts::NullBolt) |
+//! | [`shell`] | the thread-per-core shell: [`run`](shell::run) a plan on pinned cores joined by SPSC rings, [`RunReport`](shell::RunReport) metrics, [`TaskControl`](shell::TaskControl) to kill and restart one task while it runs |
+//! | [`bolts`] | stock bolts: [`IdentityBolt`](bolts::IdentityBolt), [`NullBolt`](bolts::NullBolt), [`ThrowingBolt`](bolts::ThrowingBolt) (throws before or after its emit) |
 //! | [`wordcount`] | the word-count topology behind `acker-run wordcount` |
 //! | [`local`] | [`LocalShell`](local::LocalShell): a minimal single-threaded FIFO shell for tests |
 //! | [`connectors`] | the Redis Streams spout, the PostgreSQL sink, the connector word count and private local servers (features `redis`, `postgres`, on by default) |

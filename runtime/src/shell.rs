@@ -45,12 +45,26 @@
 //!   spout has a pending tree (each was completed, failed or timed out) and no envelope is in
 //!   flight anywhere (two identical quiet snapshots), then call `close` / `cleanup` and report.
 //!
+//! - **Killing and restarting a task.** [`run_with_control`] takes a [`TaskControl`]; anyone
+//!   holding a clone (user code on a core thread, a fault schedule on another thread) may ask for
+//!   a task to be restarted ([`TaskControl::restart`]). The task's thread applies the request at
+//!   the start of its next loop turn: the old executor is dropped without `close` / `cleanup` (a
+//!   crash: its spout pending set, acker table, or the inputs its bolt holds are lost) and a fresh
+//!   one is built from the topology's factory ([`Plan::restart_executor`], a new incarnation
+//!   with its own root and edge ids, then `open` / `prepare`). Messages still in flight to the
+//!   task reach the new executor. This is Storm's executor restart: a restarted acker has no
+//!   entries, so the trees it held never complete and time out at their spouts, which replay
+//!   them; a restarted spout ignores (and counts) notices for its predecessor's roots, whose
+//!   user `ack` / `fail` are never called; a restarted bolt's open inputs time out and are
+//!   replayed. The report's counters of a task sum all its incarnations.
+//!
 //! In steady state the shell allocates nothing per tuple: rings, staging queues, local FIFOs and
 //! outboxes keep their buffers, and the latency histogram is preallocated.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::ring::{ring, Consumer, Producer};
@@ -150,6 +164,111 @@ pub struct RunReport {
     pub undecided_roots: u64,
     /// Configuration warnings (also printed to stderr).
     pub warnings: Vec<String>,
+    /// Task restarts applied ([`TaskControl::restart`] requests that took effect).
+    pub restarts: u64,
+}
+
+/// Why [`TaskControl::restart`] refused a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlError {
+    /// The plan the control was made for has no such task.
+    UnknownTask(TaskId),
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControlError::UnknownTask(t) => write!(f, "no task {t} in the plan"),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+#[derive(Debug, Default)]
+struct ControlInner {
+    /// Task ids of the plan of the run using the control (0: no run yet, any id is accepted).
+    tasks: AtomicUsize,
+    /// Tasks asked to restart, not yet applied (in request order).
+    requested: Mutex<Vec<TaskId>>,
+    /// `requested.len()`, read by every core thread once a loop turn without taking the lock.
+    pending: AtomicUsize,
+    /// Restarts applied so far.
+    done: AtomicU64,
+    /// Requests dropped because the plan of the run had no such task.
+    refused: AtomicU64,
+}
+
+/// Kills and restarts tasks of a running threaded shell (see the [module docs](self)): make one,
+/// clone it into user code (a factory's closure) or a fault thread, call
+/// [`restart`](Self::restart), and hand it to [`run_with_control`]. Requests are applied in order
+/// by the task's own thread at the start of its next loop turn (within one turn: microseconds,
+/// or the time a user call in progress on that thread takes). A request made before any run
+/// waits for the next run; one for a task id the run's plan does not have is refused.
+#[derive(Clone, Debug, Default)]
+pub struct TaskControl {
+    inner: Arc<ControlInner>,
+}
+
+impl TaskControl {
+    /// A control with no request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks for task `task` to be killed and restarted empty (its executor rebuilt from the
+    /// topology's factory).
+    ///
+    /// # Errors
+    /// [`ControlError::UnknownTask`] for a task id beyond the plan of the run using this control
+    /// (nothing is queued). Before any run every id is queued; at the start of the run the ids
+    /// its plan lacks are dropped and counted ([`restarts_refused`](Self::restarts_refused)).
+    pub fn restart(&self, task: TaskId) -> Result<(), ControlError> {
+        let tasks = self.inner.tasks.load(Ordering::Acquire);
+        if tasks > 0 && task as usize >= tasks {
+            self.inner.refused.fetch_add(1, Ordering::AcqRel);
+            return Err(ControlError::UnknownTask(task));
+        }
+        let mut q = self.lock();
+        q.push(task);
+        self.inner.pending.store(q.len(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Restarts applied so far, over every run that used this control.
+    pub fn restarts_done(&self) -> u64 {
+        self.inner.done.load(Ordering::Acquire)
+    }
+
+    /// Requests not applied yet.
+    pub fn restarts_pending(&self) -> usize {
+        self.inner.pending.load(Ordering::Acquire)
+    }
+
+    /// Requests refused for naming a task the run's plan does not have.
+    pub fn restarts_refused(&self) -> u64 {
+        self.inner.refused.load(Ordering::Acquire)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TaskId>> {
+        self.inner
+            .requested
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Binds the control to a plan of `tasks` tasks: earlier requests for other ids are dropped
+    /// and counted.
+    fn bind(&self, tasks: usize) {
+        self.inner.tasks.store(tasks, Ordering::Release);
+        let mut q = self.lock();
+        let before = q.len();
+        q.retain(|&t| (t as usize) < tasks);
+        self.inner
+            .refused
+            .fetch_add((before - q.len()) as u64, Ordering::AcqRel);
+        self.inner.pending.store(q.len(), Ordering::Release);
+    }
 }
 
 impl RunReport {
@@ -354,6 +473,15 @@ struct Core<'a> {
     tick_interval_ns: u64,
     /// (spin turns, yield turns) of the idle policy.
     idle: (u32, u32),
+    plan: &'a Plan,
+    placement: &'a Placement,
+    control: &'a TaskControl,
+    /// Incarnation of each executor (same index as `executors`).
+    incarnations: Vec<u64>,
+    /// Counters and latencies of executors replaced by a restart.
+    retired: Vec<(TaskId, ExecutorCounters)>,
+    retired_latency: Histogram<u64>,
+    build_error: &'a Mutex<Option<BuildError>>,
 }
 
 impl Core<'_> {
@@ -479,6 +607,49 @@ impl Core<'_> {
         self.data.staged() + self.ctrl.staged()
     }
 
+    /// Applies the restart requests for this thread's tasks (see [`TaskControl`]): each old
+    /// executor is dropped without `close` / `cleanup` and replaced by a fresh incarnation.
+    #[cold]
+    fn apply_restarts(&mut self) {
+        let inner = &self.control.inner;
+        let mine: Vec<TaskId> = {
+            let mut q = inner.requested.lock().unwrap_or_else(|p| p.into_inner());
+            let me = self.me;
+            let where_is = self.where_is;
+            let mine = q
+                .iter()
+                .copied()
+                .filter(|&t| where_is.get(t as usize).is_some_and(|w| w.0 == me))
+                .collect();
+            q.retain(|&t| where_is.get(t as usize).is_none_or(|w| w.0 != me));
+            inner.pending.store(q.len(), Ordering::Release);
+            mine
+        };
+        for task in mine {
+            let (_, idx) = self.where_is[task as usize];
+            self.incarnations[idx] += 1;
+            match self
+                .plan
+                .restart_executor(task, self.placement, self.incarnations[idx])
+            {
+                Ok(fresh) => {
+                    let old = std::mem::replace(&mut self.executors[idx], fresh);
+                    if let Some(h) = old.complete_latency_ns() {
+                        let _ = self.retired_latency.add(h);
+                    }
+                    // Dropped here, without close / cleanup: a crash.
+                    self.retired.push((task, old.crash()));
+                    inner.done.fetch_add(1, Ordering::AcqRel);
+                }
+                Err(e) => {
+                    *self.build_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    self.shared.finish.store(true, Ordering::Release);
+                    self.shared.stop_spouts.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
     fn publish(&self) {
         let s = &self.shared.status[self.me];
         s.sent.store(self.sent, Ordering::Release);
@@ -511,6 +682,9 @@ impl Core<'_> {
             // drain timeout (or a topology that never goes quiet) whatever is in flight is left.
             if self.shared.finish.load(Ordering::Acquire) {
                 break;
+            }
+            if self.control.inner.pending.load(Ordering::Acquire) > 0 {
+                self.apply_restarts();
             }
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
             self.now_ns = now_ns;
@@ -578,8 +752,8 @@ impl Core<'_> {
                 idle_turns = 0;
             }
         }
-        let mut latency = latency_histogram();
-        let mut tasks = Vec::with_capacity(self.executors.len());
+        let mut latency = std::mem::replace(&mut self.retired_latency, latency_histogram());
+        let mut tasks = std::mem::take(&mut self.retired);
         for e in &mut self.executors {
             e.shutdown();
             if let Some(h) = e.complete_latency_ns() {
@@ -598,6 +772,21 @@ impl Core<'_> {
 /// [`ShellError::BadOptions`] for zero cores / ring capacity / batch, [`ShellError::Build`] if an
 /// executor cannot be built, [`ShellError::Panicked`] if user code panicked on a core thread.
 pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError> {
+    run_with_control(plan, options, &TaskControl::new())
+}
+
+/// [`run`], with `control` able to kill and restart tasks while the plan runs (see
+/// [`TaskControl`]).
+///
+/// # Errors
+/// As [`run`]; also [`ShellError::Build`] if a restarted executor cannot be built.
+pub fn run_with_control(
+    plan: &Plan,
+    options: &ShellOptions,
+    control: &TaskControl,
+) -> Result<RunReport, ShellError> {
+    let restarts_before = control.restarts_done();
+    control.bind(plan.tasks().len());
     let available = core_affinity::get_core_ids().unwrap_or_default();
     let cores = match options.cores {
         Some(0) => return Err(ShellError::BadOptions("cores must be at least 1")),
@@ -668,10 +857,14 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
                 // of leaving the other threads waiting for spouts that will never finish.
                 let body = || {
                     let mut executors = Vec::new();
+                    let mut incarnations = Vec::new();
                     for (t, &(c, _)) in where_is.iter().enumerate() {
                         if c == me {
                             match plan.build_executor(t as TaskId, placement) {
-                                Ok(e) => executors.push(e),
+                                Ok(e) => {
+                                    executors.push(e);
+                                    incarnations.push(0);
+                                }
                                 Err(e) => {
                                     *build_error.lock().unwrap_or_else(|p| p.into_inner()) =
                                         Some(e);
@@ -697,6 +890,13 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
                         now_ns: 0,
                         tick_interval_ns,
                         idle,
+                        plan,
+                        placement,
+                        control,
+                        incarnations,
+                        retired: Vec::new(),
+                        retired_latency: latency_histogram(),
+                        build_error,
                     };
                     core.run()
                 };
@@ -726,7 +926,7 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
         match r {
             Ok(r) => {
                 for (t, c) in r.tasks {
-                    per_task[t as usize] = c;
+                    per_task[t as usize].add(&c);
                 }
                 let _ = latency.add(&r.latency);
             }
@@ -759,6 +959,7 @@ pub fn run(plan: &Plan, options: &ShellOptions) -> Result<RunReport, ShellError>
         complete_latency_ns: latency,
         undecided_roots: undecided,
         warnings,
+        restarts: control.restarts_done() - restarts_before,
     })
 }
 

@@ -108,6 +108,7 @@
 //! | [`oracle`] | the generic spout oracles (callbacks, liveness, at-least-once), acker capacity, and the experiment's delivery-guarantee oracles |
 //! | [`search`] | many seeds, swarm mode, shrinking a violation to a minimal schedule, replay; for scenarios and for any [`Simulation`] |
 //! | [`experiment`] | the reliability experiment of the seed document: table, JSON, SVG plot |
+//! | `real` | (feature `real`, on by default) the same experiment on a private redis-server and PostgreSQL with real crashes, beside the simulator's prediction: `acker-sim experiment --real` |
 #![deny(missing_docs)]
 
 pub mod components;
@@ -116,6 +117,8 @@ pub mod experiment;
 pub mod fault;
 pub mod oracle;
 pub mod queue;
+#[cfg(feature = "real")]
+pub mod real;
 pub mod rng;
 pub mod scenario;
 pub mod search;

@@ -38,6 +38,10 @@ enum Command {
     Run(RunArgs),
     /// Run many seeds; report every oracle violation, shrunk, with replay commands.
     Search(SearchArgs),
+    /// One worker process of `experiment --real` (started by the driver).
+    #[cfg(feature = "real")]
+    #[command(hide = true)]
+    Worker(acker_sim::real::worker::WorkerArgs),
 }
 
 /// The exit statuses, shown under `--help`.
@@ -119,9 +123,10 @@ struct SimArgs {
     /// Max spout pending (topology.max.spout.pending).
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = at_least::<1>)]
     max_spout_pending: u64,
-    /// Message timeout T (topology.message.timeout.secs), e.g. 30s.
-    #[arg(long, default_value = "30s", allow_hyphen_values = true, value_parser = duration)]
-    timeout: u64,
+    /// Message timeout T (topology.message.timeout.secs), e.g. 30s [default: 30s; 2s with
+    /// `experiment --real`].
+    #[arg(long, allow_hyphen_values = true, value_parser = duration)]
+    timeout: Option<u64>,
     /// Tick interval fed to spouts and ackers.
     #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = duration)]
     tick: u64,
@@ -187,7 +192,7 @@ impl SimArgs {
         let mut sc = Scenario::new(seed, guarantee);
         sc.tuples = self.tuples.unwrap_or(default_tuples);
         sc.max_spout_pending = self.max_spout_pending as usize;
-        sc.message_timeout_ns = self.timeout;
+        sc.message_timeout_ns = self.timeout.unwrap_or(30_000_000_000);
         sc.tick_interval_ns = self.tick;
         sc.ackers = self.ackers;
         sc.bolts = self.bolts;
@@ -219,9 +224,27 @@ struct ExperimentArgs {
     /// Print `{"rows": [...]}` instead of the table.
     #[arg(long)]
     json: bool,
-    /// Also draw loss and duplicates against injected faults into this SVG file.
+    /// Also draw loss and duplicates against injected faults into this SVG file (with `--real`:
+    /// measured against predicted).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<std::path::PathBuf>,
+    /// Run each cell on a private redis-server and PostgreSQL with real processes and crashes,
+    /// beside the simulator's prediction (message timeout 2 s unless `--timeout`).
+    #[arg(long)]
+    real: bool,
+    /// With --real: 10,000 tuples (unless --tuples) and counts 0 and 1.
+    #[arg(long, requires = "real")]
+    quick: bool,
+    /// With --real: only these cells, `GUARANTEE/FAULT/COUNT,...` (FAULT `none` with count 0).
+    #[arg(long, requires = "real", value_name = "CELLS")]
+    cells: Option<String>,
+    /// With --real: cut a cell after this long [default: 60 s + 1 s per 1000 tuples].
+    #[arg(long, requires = "real", allow_hyphen_values = true, value_parser = positive_duration)]
+    cell_limit: Option<u64>,
+    /// With --real, test only: plant a bug in the worker (spout-acks-on-read,
+    /// sink-without-dedup, bolt-swallows-exception).
+    #[arg(long, requires = "real", hide = true)]
+    real_planted_bug: Option<String>,
     #[command(flatten)]
     sim: SimArgs,
 }
@@ -285,11 +308,69 @@ fn main() -> ExitCode {
         Command::Experiment(a) => cmd_experiment(a),
         Command::Run(a) => cmd_run(a),
         Command::Search(a) => cmd_search(a),
+        #[cfg(feature = "real")]
+        Command::Worker(a) => match acker_sim::real::worker::run(&a) {
+            Ok(summary) => {
+                println!("{summary}");
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => Err(e.into()),
+        },
     };
     exit_status("acker-sim", r)
 }
 
+/// `experiment --real` (feature `real`).
+#[cfg(feature = "real")]
+fn cmd_real_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
+    use acker_sim::real::driver;
+    let tuples = a
+        .sim
+        .tuples
+        .unwrap_or(if a.quick { 10_000 } else { 100_000 });
+    let cells = match &a.cells {
+        Some(c) => driver::parse_cells(c)?,
+        None => driver::cells(a.quick),
+    };
+    if let Some(b) = &a.real_planted_bug {
+        b.parse::<acker_sim::real::worker::WorkerBug>()?;
+    }
+    let timeout_ms = a.sim.timeout.unwrap_or(2_000_000_000) / 1_000_000;
+    if timeout_ms == 0 {
+        return Err("--timeout must be at least 1ms with --real"
+            .to_string()
+            .into());
+    }
+    let o = driver::RealOptions {
+        tuples,
+        timeout_ms,
+        max_spout_pending: a.sim.max_spout_pending,
+        seed: a.seed,
+        cells,
+        cell_limit: std::time::Duration::from_nanos(
+            a.cell_limit
+                .unwrap_or(60_000_000_000 + tuples.saturating_mul(1_000_000)),
+        ),
+        planted_bug: a.real_planted_bug.clone(),
+    };
+    driver::command(&o, a.json, a.plot.as_deref())
+}
+
+/// `experiment --real` without the `real` feature.
+#[cfg(not(feature = "real"))]
+fn cmd_real_experiment(_a: ExperimentArgs) -> Result<ExitCode, CliError> {
+    Err(
+        "this acker-sim was built without the `real` feature (cargo build -p acker-sim \
+         --features real)"
+            .to_string()
+            .into(),
+    )
+}
+
 fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
+    if a.real {
+        return cmd_real_experiment(a);
+    }
     let base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
     let start = Instant::now();
     let cells = experiment::cells().len() as u64;

@@ -248,6 +248,28 @@ impl Executor {
         }
     }
 
+    /// Drops the executor as a crash does (no `close` / `cleanup`), its user instance first, and
+    /// returns its final counters: for a bolt they include the inputs its user code held, which
+    /// are dropped unacked here (`inputs_dropped_unacked`; their trees time out and are replayed).
+    pub fn crash(self) -> ExecutorCounters {
+        match self {
+            Executor::Bolt(e) => {
+                let BoltExecutor {
+                    user,
+                    ledger,
+                    counters,
+                    ..
+                } = e;
+                drop(user);
+                ExecutorCounters {
+                    inputs_dropped_unacked: ledger.dropped.get(),
+                    ..counters
+                }
+            }
+            other => other.counters(),
+        }
+    }
+
     /// Calls the user's `close` / `cleanup` (nothing for ackers).
     pub fn shutdown(&mut self) {
         match self {
