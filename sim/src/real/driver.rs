@@ -28,6 +28,7 @@ use serde::Serialize;
 use super::{offsets, prediction_model, worker, RealFault};
 use crate::experiment::{self, Relation};
 use crate::scenario::{Guarantee, Scenario};
+use crate::source::{RedisOptions, SourceModel};
 
 /// One cell: guarantee, fault (`None`: no fault), injected count.
 pub type Cell = (Guarantee, Option<RealFault>, u32);
@@ -187,15 +188,42 @@ fn server_error(e: LocalServerError) -> DriverError {
     }
 }
 
-/// The scenario the simulator predicts a cell from: the simulated experiment's defaults with the
-/// real cell's tuples, max spout pending and message timeout.
-///
-/// wired at merge: set `sc.source_model = SourceModel::Redis` here once the simulator has it.
-pub fn prediction_base(o: &RealOptions, guarantee: Guarantee) -> Scenario {
-    let mut sc = Scenario::new(o.seed, guarantee);
+/// The scenario the simulator predicts a cell with `fault` from: the simulated experiment's
+/// defaults with the real cell's tuples, max spout pending and message timeout, the Redis-style
+/// source read as the worker reads it, the whole topology in one worker, restarts as long as
+/// the real ones, and a server restart's outage as long as the one measured in the cell
+/// (`measured_down_ns`, stop to answering again, rounded up to 100 ms; 0 when none was
+/// measured) or else [`REDIS_RESTART_OUTAGE_NS`](super::REDIS_RESTART_OUTAGE_NS) /
+/// [`POSTGRES_RESTART_OUTAGE_NS`](super::POSTGRES_RESTART_OUTAGE_NS).
+pub fn prediction_base(
+    o: &RealOptions,
+    guarantee: Guarantee,
+    fault: Option<RealFault>,
+    measured_down_ns: u64,
+) -> Scenario {
+    let mut sc = Scenario::new(o.seed, guarantee).with_source_model(SourceModel::Redis);
     sc.tuples = o.tuples;
     sc.max_spout_pending = o.max_spout_pending as usize;
     sc.message_timeout_ns = o.timeout_ms * 1_000_000;
+    // As the worker reads (`worker::run`): a tenth of max spout pending a read, and a retry
+    // limit the experiment never reaches.
+    sc.redis = RedisOptions {
+        read_batch: (o.max_spout_pending as usize / 10).clamp(1, 500),
+        max_retries: 1000,
+    };
+    // The worker process holds the whole topology: a kill crashes every task at once.
+    sc.one_worker = true;
+    sc.restart_delay_ns = match fault {
+        Some(RealFault::WorkerKill) => super::WORKER_RESTART_NS,
+        _ => super::TASK_RESTART_NS,
+    };
+    sc.outage_ns = if measured_down_ns > 0 {
+        measured_down_ns.div_ceil(100_000_000) * 100_000_000
+    } else if fault == Some(RealFault::PostgresRestart) {
+        super::POSTGRES_RESTART_OUTAGE_NS
+    } else {
+        super::REDIS_RESTART_OUTAGE_NS
+    };
     sc
 }
 
@@ -398,6 +426,8 @@ impl Ctx<'_> {
         };
         pending.reverse();
         let mut driver_injected = 0u64;
+        // The longest server restart of the cell (stop to answering again), for its prediction.
+        let mut down_ns = 0u64;
         let t0 = Instant::now();
         let mut status = CellStatus::Done;
         let mut summary = String::new();
@@ -449,11 +479,17 @@ impl Ctx<'_> {
                             self.spawn(&args, &log).map(|c| w.child = Some(c))
                         }
                         Some(RealFault::RedisRestart) => {
-                            self.servers.redis.restart().map_err(|e| e.to_string())
+                            let t = Instant::now();
+                            let r = self.servers.redis.restart().map_err(|e| e.to_string());
+                            down_ns = down_ns.max(t.elapsed().as_nanos() as u64);
+                            r
                         }
                         Some(RealFault::PostgresRestart) => {
                             self.pg = None;
-                            self.servers.postgres.restart().map_err(|e| e.to_string())
+                            let t = Instant::now();
+                            let r = self.servers.postgres.restart().map_err(|e| e.to_string());
+                            down_ns = down_ns.max(t.elapsed().as_nanos() as u64);
+                            r
                         }
                         _ => Ok(()),
                     };
@@ -488,8 +524,11 @@ impl Ctx<'_> {
             let _: redis::RedisResult<i64> = redis::cmd("DEL").arg(&stream).query(&mut con);
         }
         let model = prediction_model(fault);
-        let (pred, _) = experiment::run_cell(&prediction_base(o, g), g, model.fault, n)
-            .map_err(|e| format!("prediction of {}/{}/{n}: {e}", g.name(), fault_name(fault)))?;
+        let (pred, _) =
+            experiment::run_cell(&prediction_base(o, g, fault, down_ns), g, model.fault, n)
+                .map_err(|e| {
+                    format!("prediction of {}/{}/{n}: {e}", g.name(), fault_name(fault))
+                })?;
         Ok(RealRow {
             guarantee: g.name().to_string(),
             fault: fault_name(fault).to_string(),

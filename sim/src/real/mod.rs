@@ -113,27 +113,52 @@ pub struct PredictionModel {
 
 /// The simulated counterpart of a real fault, and the source model the prediction uses.
 ///
-/// wired at merge: this branch predates the simulator's Redis-style source model
-/// (`Scenario::source_model = SourceModel::Redis`) and its `source-outage` / `sink-outage` fault
-/// kinds. Meanwhile every cell is predicted with the Kafka-style source, and the two server
-/// restarts with no fault; after merging, set `source_model` in
-/// [`driver::prediction_base`] and map `RedisRestart` → `FaultKind::SourceOutage`,
-/// `PostgresRestart` → `FaultKind::SinkOutage` here, and change the notes.
+/// The outage a `redis-restart` is predicted with when the cell measured none: SIGKILL, a new
+/// `redis-server` replaying its append-only file and answering `PING` took 0.1 to 0.3 s on the
+/// 2-core machine of `benches/RESULTS.md`. A cell predicts with its own measured restart time.
+pub const REDIS_RESTART_OUTAGE_NS: u64 = 300_000_000;
+
+/// The outage a `postgres-restart` is predicted with when the cell measured none: `pg_ctl stop
+/// -m immediate` and a start with crash recovery, about 1 s for the experiment's small tables.
+pub const POSTGRES_RESTART_OUTAGE_NS: u64 = 1_000_000_000;
+
+/// The restart delay of a task restarted in place (`TaskControl::restart`): the task's own
+/// thread rebuilds it at its next loop turn, so the prediction uses 1 ms, not the simulator's
+/// default of a restarted worker process.
+pub const TASK_RESTART_NS: u64 = 1_000_000;
+
+/// The restart delay after a worker kill: a new `acker-sim worker` process starting and
+/// connecting to both servers, about 0.3 s on the machine of `benches/RESULTS.md`.
+pub const WORKER_RESTART_NS: u64 = 300_000_000;
+
+/// Every real cell is predicted with the Redis-style source model (see
+/// [`driver::prediction_base`]); the in-process faults are the simulator's faults of the same
+/// name, a worker kill is a `worker-crash` of the one worker that holds the whole topology, and
+/// the server restarts are a `source-outage` / `sink-outage` of
+/// [`REDIS_RESTART_OUTAGE_NS`] / [`POSTGRES_RESTART_OUTAGE_NS`].
 pub fn prediction_model(fault: Option<RealFault>) -> PredictionModel {
-    let kafka = "kafka source model (redis model not merged yet)";
+    let redis = "redis source model";
     let (fault, note) = match fault {
-        None => (None, kafka),
+        None => (None, redis),
         Some(RealFault::BoltExceptionBeforeEmit) => {
-            (Some(FaultKind::BoltExceptionBeforeEmit), kafka)
+            (Some(FaultKind::BoltExceptionBeforeEmit), redis)
         }
-        Some(RealFault::BoltExceptionAfterEmit) => (Some(FaultKind::BoltExceptionAfterEmit), kafka),
-        Some(RealFault::SpoutCrash) => (Some(FaultKind::SpoutCrash), kafka),
-        Some(RealFault::AckerCrash) => (Some(FaultKind::AckerCrash), kafka),
-        Some(RealFault::BoltCrash) => (Some(FaultKind::BoltCrash), kafka),
-        Some(RealFault::WorkerKill) => (Some(FaultKind::WorkerCrash), kafka),
-        // wired at merge: FaultKind::SourceOutage / FaultKind::SinkOutage.
-        Some(RealFault::RedisRestart) => (None, "no fault (source-outage model not merged yet)"),
-        Some(RealFault::PostgresRestart) => (None, "no fault (sink-outage model not merged yet)"),
+        Some(RealFault::BoltExceptionAfterEmit) => (Some(FaultKind::BoltExceptionAfterEmit), redis),
+        Some(RealFault::SpoutCrash) => (Some(FaultKind::SpoutCrash), redis),
+        Some(RealFault::AckerCrash) => (Some(FaultKind::AckerCrash), redis),
+        Some(RealFault::BoltCrash) => (Some(FaultKind::BoltCrash), redis),
+        Some(RealFault::WorkerKill) => (
+            Some(FaultKind::WorkerCrash),
+            "redis source model, worker-crash of the one worker",
+        ),
+        Some(RealFault::RedisRestart) => (
+            Some(FaultKind::SourceOutage),
+            "redis source model, source-outage",
+        ),
+        Some(RealFault::PostgresRestart) => (
+            Some(FaultKind::SinkOutage),
+            "redis source model, sink-outage",
+        ),
     };
     PredictionModel { fault, note }
 }
