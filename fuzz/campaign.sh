@@ -16,7 +16,15 @@
 # Environment: FUZZ_TIMEOUT (seconds one input may take before it counts as a hang, default 20),
 # FUZZ_RSS_MB (memory limit, default 2048), FUZZ_SANITIZER=none, FUZZ_COMMIT (the commit to name
 # in the summary when the checkout is an exported snapshot without .git).
+#
+# Mutation campaign: `fuzz/campaign.sh --shard k/n [--target core|executors|oracles]` (or
+# `fuzz/campaign.sh mutants ...`) runs cargo-mutants instead, see fuzz/mutants.sh.
 set -uo pipefail
+
+case ${1:-} in
+mutants) shift; exec "$(dirname "$0")/mutants.sh" "$@" ;;
+--shard | --target) exec "$(dirname "$0")/mutants.sh" "$@" ;;
+esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here" || exit 2

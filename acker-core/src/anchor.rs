@@ -166,6 +166,7 @@ impl<const R: usize> InputAnchors<R> {
         let mut out = InputMessages::new();
         let ack_val = self.ack_val.get();
         for &(root, edge) in self.anchors.pairs() {
+            planted!(AckToWrongRoot => let _ = out.push(AckerMessage::Ack { root: self.anchors.pairs()[0].0, xor: edge ^ ack_val }); continue);
             let _ = out.push(AckerMessage::Ack {
                 root,
                 xor: edge ^ ack_val,

@@ -20,6 +20,7 @@
 //! | [`routing`] | [`acker_index`]: which acker task owns a root |
 //! | [`anchor`] | bolt side: [`Anchors`] carried by a tuple; [`InputAnchors`] (state kept in the input) or the [`InputTracker`] (a bounded table) anchor emits and ack inputs |
 //! | [`pending`] | spout side: [`SpoutPending`], max spout pending, timeouts and complete latency |
+//! | `planted` | only with the feature `planted-bugs` (never in a normal build): bugs planted at run time, to check that each verification layer catches its own |
 //!
 //! ## Embedding
 //!
@@ -30,10 +31,31 @@
 // One audited `unsafe` block: the prefetch hint of both tables' `apply_batch` (table.rs, `prefetch`).
 #![deny(unsafe_code)]
 
+/// A planted-bug hook (see `planted`, feature `planted-bugs`): `planted!(Plant => statements)`
+/// runs the statements when that plant is selected, `planted!(Plant)` says whether it is. Without
+/// the feature the first is nothing and the second is `false`: no cost in a normal build.
+macro_rules! planted {
+    ($plant:ident) => {{
+        #[cfg(feature = "planted-bugs")]
+        let on = $crate::planted::active($crate::planted::Plant::$plant);
+        #[cfg(not(feature = "planted-bugs"))]
+        let on = false;
+        on
+    }};
+    ($plant:ident => $($then:tt)*) => {
+        #[cfg(feature = "planted-bugs")]
+        if $crate::planted::active($crate::planted::Plant::$plant) {
+            $($then)*
+        }
+    };
+}
+
 pub mod anchor;
 pub mod ids;
 pub mod message;
 pub mod pending;
+#[cfg(feature = "planted-bugs")]
+pub mod planted;
 pub mod routing;
 pub mod shared;
 mod sync;

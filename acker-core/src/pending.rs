@@ -223,6 +223,7 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
         let mut xor = 0;
         for c in copies.iter_mut() {
             *c = self.ids.next_id();
+            planted!(InitOrOverCopies => xor |= *c; continue);
             xor ^= *c;
         }
         let entry = PendingEntry {
@@ -364,6 +365,7 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
         let mut hole = i;
         let mut j = self.next(i);
         loop {
+            planted!(PendingWrapLosesEntry => if j < hole { break });
             let home = match &self.slots.as_ref()[j].0 {
                 None => break,
                 Some(e) => self.home(e.root),

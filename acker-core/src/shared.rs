@@ -1071,17 +1071,22 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     #[inline]
     fn lock_live(&self, j: usize) -> Option<u32> {
         let meta = self.meta(j);
-        let mut m = meta.load(Acquire);
+        let acquire = if planted!(SharedWeakAcquire) {
+            Relaxed
+        } else {
+            Acquire
+        };
+        let mut m = meta.load(acquire);
         loop {
             if m & LOCKED != 0 {
                 spin_hint();
-                m = meta.load(Acquire);
+                m = meta.load(acquire);
                 continue;
             }
             if state(m) != LIVE {
                 return None;
             }
-            match meta.compare_exchange_weak(m, m | LOCKED, Acquire, Acquire) {
+            match meta.compare_exchange_weak(m, m | LOCKED, acquire, acquire) {
                 Ok(_) => return Some(m),
                 Err(now) => m = now,
             }

@@ -33,8 +33,21 @@ fn table<const N: usize>() -> Arc<Table<N>> {
     Arc::new(SharedAckerTable::new(SharedArrays::<N>::arrays(), T).unwrap())
 }
 
+/// With the feature `planted-bugs`: selects the planted bug named by `ACKER_PLANTED_BUG` (see
+/// `acker_core::planted`), so CI's `.ci/planted` can check that these tests catch it. Without
+/// the feature, or without the variable, nothing.
+fn plant_from_env() {
+    #[cfg(feature = "planted-bugs")]
+    if let Ok(name) = std::env::var("ACKER_PLANTED_BUG") {
+        let plant = acker_core::planted::Plant::from_name(&name)
+            .unwrap_or_else(|| panic!("ACKER_PLANTED_BUG={name}: no such planted bug"));
+        acker_core::planted::select(Some(plant));
+    }
+}
+
 /// Runs `f` under loom with the preemption bound from `LOOM_MAX_PREEMPTIONS` (3 in CI).
 fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+    plant_from_env();
     let mut builder = loom::model::Builder::new();
     builder.max_branches = 100_000;
     builder.check(f);
@@ -43,6 +56,7 @@ fn model<F: Fn() + Sync + Send + 'static>(f: F) {
 /// Runs `f` under loom with at most `bound` preemptions, whatever `LOOM_MAX_PREEMPTIONS` says
 /// (for a model that does not finish in minutes at the CI bound; each says why).
 fn model_bounded<F: Fn() + Sync + Send + 'static>(bound: usize, f: F) {
+    plant_from_env();
     let mut builder = loom::model::Builder::new();
     builder.max_branches = 100_000;
     builder.preemption_bound = Some(bound);

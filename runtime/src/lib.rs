@@ -38,6 +38,25 @@
 //! | bolt inputs | none: no table; each [`Input`] carries its own anchoring state | a bolt holds inputs for ever, drops them unacked, or acks them after their trees timed out | nothing to recover: a held input costs only its own memory and blocks nothing; a dropped one is counted (`inputs_dropped_unacked`) and its tree times out and is replayed; one held past twice the message timeout is refused when acked or failed late ([`EmitError::InputExpired`], nothing sent, `inputs_expired`) | `misbehaving::*` |
 #![deny(missing_docs)]
 
+/// A planted-bug hook (see `acker_core::planted`, feature `planted-bugs`): `planted!(Plant => statements)`
+/// runs the statements when that plant is selected, `planted!(Plant)` says whether it is. Without
+/// the feature the first is nothing and the second is `false`: no cost in a normal build.
+macro_rules! planted {
+    ($plant:ident) => {{
+        #[cfg(feature = "planted-bugs")]
+        let on = acker_core::planted::active(acker_core::planted::Plant::$plant);
+        #[cfg(not(feature = "planted-bugs"))]
+        let on = false;
+        on
+    }};
+    ($plant:ident => $($then:tt)*) => {
+        #[cfg(feature = "planted-bugs")]
+        if acker_core::planted::active(acker_core::planted::Plant::$plant) {
+            $($then)*
+        }
+    };
+}
+
 pub mod api;
 pub mod bolts;
 #[doc(hidden)]

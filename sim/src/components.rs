@@ -364,5 +364,6 @@ pub fn sim_options(sc: &Scenario) -> SimOptions {
         input_len: sc.tuples,
         reliable_spouts: Vec::new(),
         planted_bug: sc.planted_bug,
+        fails_only_under_faults: true,
     }
 }

@@ -109,6 +109,11 @@ pub struct SimOptions {
     pub reliable_spouts: Vec<String>,
     /// A test-only planted bug of the simulated system.
     pub planted_bug: Option<PlantedBug>,
+    /// The topology fails a tree only because of a fault (its bolts never fail an input
+    /// themselves, and its service times keep every tree well inside the message timeout): in a
+    /// run where no fault fired, a `fail` callback is a [`Violation::FailedWithoutFault`]. The
+    /// seed experiment's delivery guarantees say so: no fault, nothing replayed.
+    pub fails_only_under_faults: bool,
 }
 
 impl SimOptions {
@@ -135,6 +140,7 @@ impl SimOptions {
             input_len: 1000,
             reliable_spouts: Vec::new(),
             planted_bug: None,
+            fails_only_under_faults: false,
         }
     }
 }
@@ -650,6 +656,12 @@ impl Simulation {
     /// past [`MAX_WORKERS`]), [`RunError::Runtime`] if the runtime refuses the config. After the
     /// run, [`RunError::Io`] if the trace could not be written.
     pub fn run(self) -> Result<Outcome, RunError> {
+        // acker-core's and the runtime's plants are process-wide: select this run's (or none).
+        #[cfg(feature = "planted-bugs")]
+        acker_core::planted::select(self.opts.planted_bug.and_then(PlantedBug::core_plant));
+        if let Some(b) = self.opts.planted_bug.filter(|b| !b.available()) {
+            return Err(RunError::BadOption(b.needs_feature()));
+        }
         let mut engine = Engine::new(self)?;
         let outcome = engine.execute();
         engine.trace.finish().map_err(RunError::Io)?;
@@ -1277,6 +1289,14 @@ impl Engine {
         self.now = end;
         self.check_invariants(false);
         self.violations.extend(self.watch.check_end(end));
+        if self.opts.fails_only_under_faults && self.fired.is_empty() {
+            for (component, cb) in self.watch.callbacks() {
+                if let Some((msg_id, _)) = cb.iter().find(|(_, c)| c.fails > 0) {
+                    self.violations
+                        .push(Violation::FailedWithoutFault { component, msg_id });
+                }
+            }
+        }
         let mut spout = ExecutorCounters::default();
         let mut acker = ExecutorCounters::default();
         let mut per: Vec<ComponentCounters> = self

@@ -106,6 +106,7 @@
 //! | [`components`] | the built-in experiment's topology (reliable spout, processing bolt, sink bolt) and [`Sim`], which runs a [`Scenario`] through the generic engine |
 //! | [`engine`] | [`Simulation`] of any topology: [`SimOptions`], links, tasks, crashes, exceptions, the event loop; [`Outcome`] |
 //! | [`oracle`] | the generic spout oracles (callbacks, liveness, at-least-once), acker capacity, and the experiment's delivery-guarantee oracles |
+//! | [`shapes`] | issue 16's topology shapes (join with multi-anchoring, all grouping, fields-grouped chains, several ackers) as ready [`Simulation`]s |
 //! | [`search`] | many seeds, swarm mode, shrinking a violation to a minimal schedule, replay; for scenarios and for any [`Simulation`] |
 //! | [`experiment`] | the reliability experiment of the seed document: table, JSON, SVG plot |
 //! | `real` | (feature `real`, on by default) the same experiment on a private redis-server and PostgreSQL with real crashes, beside the simulator's prediction: `acker-sim experiment --real` |
@@ -122,6 +123,7 @@ pub mod real;
 pub mod rng;
 pub mod scenario;
 pub mod search;
+pub mod shapes;
 pub mod source;
 pub mod trace;
 pub mod units;

@@ -10,9 +10,10 @@
 use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
+use acker_sim::shapes::Shape;
 use acker_sim::units::parse_duration_ns;
 use acker_sim::{experiment, search};
-use acker_sim::{Sim, SourceModel};
+use acker_sim::{RunError, Sim, Simulation, SourceModel};
 use clap::{Args, Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -176,13 +177,21 @@ struct SimArgs {
     /// the schedule.
     #[arg(long, allow_hyphen_values = true, value_parser = positive_duration)]
     time_limit: Option<u64>,
-    /// Test only: plant a bug (acker-acks-first-failure, restart-reuses-seed, sink-without-dedup;
-    /// `search --planted-bug list` prints them one a line).
+    /// Test only: plant a bug (`search --planted-bug list` prints the names this build takes,
+    /// one a line: the simulator's own always, acker-core's and the runtime's only in a build
+    /// with `--features planted-bugs`).
     #[arg(long)]
     planted_bug: Option<String>,
 }
 
 impl SimArgs {
+    fn planted(&self) -> Result<Option<PlantedBug>, String> {
+        match &self.planted_bug {
+            Some(b) => Ok(Some(b.parse::<PlantedBug>().map_err(|e| e.to_string())?)),
+            None => Ok(None),
+        }
+    }
+
     fn scenario(
         &self,
         seed: u64,
@@ -207,10 +216,7 @@ impl SimArgs {
         sc.source_model = self.source_model;
         sc.one_worker = self.one_worker;
         sc.time_limit_ns = self.time_limit;
-        sc.planted_bug = match &self.planted_bug {
-            Some(b) => Some(b.parse::<PlantedBug>().map_err(|e| e.to_string())?),
-            None => None,
-        };
+        sc.planted_bug = self.planted()?;
         sc.validate().map_err(|e| e.to_string())?;
         Ok(sc)
     }
@@ -266,6 +272,11 @@ struct RunArgs {
     /// Run twice and fail unless both trace hashes are equal.
     #[arg(long)]
     check_determinism: bool,
+    /// The topology shape (experiment, join, all-grouping, fields-chain, ackers, combined; see
+    /// `acker_sim::shapes`). Shapes other than the experiment are at-least-once user topologies
+    /// of their own sizes: --guarantee and the size and timing options do not apply to them.
+    #[arg(long, default_value = "experiment")]
+    shape: String,
     #[command(flatten)]
     sim: SimArgs,
 }
@@ -279,7 +290,10 @@ struct SearchArgs {
     /// The first seed.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
     first_seed: u64,
-    /// Pick a random subset of fault kinds with random weights per seed.
+    /// Pick a random subset of fault kinds with random weights per seed, and a topology shape
+    /// (the experiment, or one of `acker_sim::shapes`' at-least-once topologies, which draw
+    /// their faults at 30 × --rate: their input is 40 or 80 keys) unless --guarantee names
+    /// at-most-once or exactly-once (then every seed runs the experiment).
     #[arg(long)]
     swarm: bool,
     /// Fix the guarantee (default: the three in turn by seed).
@@ -446,6 +460,10 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
         .guarantee
         .parse()
         .map_err(|e: acker_sim::ScenarioError| e.to_string())?;
+    let shape: Shape = a.shape.parse::<Shape>()?;
+    if shape != Shape::Experiment {
+        return run_shape(&a, shape);
+    }
     let mut sc = a.sim.scenario(a.seed, g, 1000)?;
     let specs = fault::parse_specs(&a.faults).map_err(|e| e.to_string())?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
@@ -545,9 +563,170 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
     })
 }
 
+/// Swarm mode's fault rate for the shapes, as a multiple of --rate (their input is 40 or 80
+/// keys, the experiment's 1000 tuples).
+const SHAPE_RATE_FACTOR: f64 = 30.0;
+
+/// The simulation of `shape` for `seed` with `planted`, without faults.
+fn shape_sim(shape: Shape, seed: u64, planted: Option<PlantedBug>) -> Result<Simulation, RunError> {
+    shape
+        .simulation(seed, planted)
+        .ok_or_else(|| RunError::BadOption("the experiment shape has no user simulation".into()))
+}
+
+/// `acker-sim run --shape S` for a user-topology shape.
+fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
+    let planted = a.sim.planted()?;
+    let build = || -> Result<Simulation, String> {
+        let mut sim = shape_sim(shape, a.seed, planted).map_err(|e| e.to_string())?;
+        sim.set_fault_specs(&a.faults, a.sim.fault_until)
+            .map_err(|e| e.to_string())?;
+        Ok(sim)
+    };
+    let mut sim = build()?;
+    if let Some(p) = &a.trace {
+        let f = std::fs::File::create(p)
+            .map_err(|e| format!("cannot create trace file {}: {e}", p.display()))?;
+        sim.trace_to(Box::new(std::io::BufWriter::new(f)));
+    }
+    let o = sim.run().map_err(|e| e.to_string())?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "seed {} (shape {shape}, at-least-once)", a.seed)?;
+    writeln!(out, "faults: {}", faults_line(&o.fired))?;
+    for (spout, cb) in &o.callbacks {
+        let (acks, fails) = cb.iter().fold((0u64, 0u64), |(x, y), (_, c)| {
+            (x + c.acks as u64, y + c.fails as u64)
+        });
+        writeln!(
+            out,
+            "spout {spout}: {} message ids, {acks} acks, {fails} fails",
+            cb.len()
+        )?;
+    }
+    writeln!(
+        out,
+        "events {}  messages delivered {}  dropped {}  simulated {:.6} s",
+        o.events,
+        o.delivered,
+        o.dropped,
+        o.end_ns as f64 / 1e9
+    )?;
+    if o.ok() {
+        writeln!(out, "verdict: ok (every oracle held)")?;
+    } else {
+        writeln!(out, "verdict: VIOLATION")?;
+        for v in &o.violations {
+            writeln!(out, "  {v}")?;
+        }
+    }
+    writeln!(out, "trace hash {:016x}", o.trace_hash)?;
+    if a.check_determinism {
+        let again = build()?.run().map_err(|e| e.to_string())?;
+        if again.trace_hash != o.trace_hash {
+            eprintln!(
+                "acker-sim: NONDETERMINISM: seed {} gave trace hash {:016x}, then {:016x}",
+                a.seed, o.trace_hash, again.trace_hash
+            );
+            return Ok(ExitCode::from(3));
+        }
+        writeln!(out, "determinism: ok (second run gave the same trace hash)")?;
+    }
+    out.flush()?;
+    Ok(if o.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The command line that replays a shape's run with `faults`.
+fn shape_replay(shape: Shape, seed: u64, planted: Option<PlantedBug>, faults: &[Fault]) -> String {
+    let mut s = format!("acker-sim run --shape {shape} --seed {seed}");
+    if let Some(b) = planted {
+        s.push_str(&format!(" --planted-bug {}", b.name()));
+    }
+    if !faults.is_empty() {
+        s.push_str(&format!(" --faults '{}'", fault::format_schedule(faults)));
+    }
+    s
+}
+
+/// One swarm seed that runs a user-topology shape: its run, shrunk on a violation. Returns
+/// (messages delivered, violated).
+fn search_shape(
+    a: &SearchArgs,
+    shape: Shape,
+    seed: u64,
+    out: &mut impl Write,
+    bar: &indicatif::ProgressBar,
+) -> Result<(u64, bool), CliError> {
+    let planted = a.sim.planted()?;
+    let rate = a.rate * SHAPE_RATE_FACTOR;
+    let make = |seed: u64| -> Result<Simulation, RunError> {
+        let mut sim = shape_sim(shape, seed, planted)?;
+        sim.set_swarm_faults(rate)?;
+        Ok(sim)
+    };
+    let sim = make(seed).map_err(|e| e.to_string())?;
+    let faults = sim.options().faults.clone();
+    if a.list {
+        writeln!(out, "{}", shape_replay(shape, seed, planted, &faults))?;
+        return Ok((0, false));
+    }
+    let o = sim.run().map_err(|e| e.to_string())?;
+    if o.ok() {
+        return Ok((o.delivered, false));
+    }
+    bar.suspend(|| {
+        writeln!(
+            out,
+            "seed {seed} (shape {shape}, at-least-once): {} fault(s) fired",
+            o.fired.len()
+        )?;
+        for v in &o.violations {
+            writeln!(out, "  violation: {v}")?;
+        }
+        writeln!(
+            out,
+            "  replay: {}",
+            shape_replay(shape, seed, planted, &faults)
+        )?;
+        io::Result::Ok(())
+    })?;
+    if !a.no_shrink {
+        let class = o.violations[0].class();
+        let shrunk =
+            search::shrink_schedule(&faults, class, |f| search::replay(make, seed, f).ok());
+        bar.suspend(|| -> io::Result<()> {
+            match shrunk {
+                Some(s) => {
+                    writeln!(
+                        out,
+                        "  shrunk ({} runs) to {} fault(s): {}",
+                        s.runs,
+                        s.faults.len(),
+                        fault::format_schedule(&s.faults)
+                    )?;
+                    for v in &s.outcome.violations {
+                        writeln!(out, "    violation: {v}")?;
+                    }
+                    writeln!(
+                        out,
+                        "  shrunk replay: {}",
+                        shape_replay(shape, seed, planted, &s.faults)
+                    )?;
+                }
+                None => writeln!(out, "  (could not shrink: the violation did not reproduce)")?,
+            }
+            Ok(())
+        })?;
+    }
+    Ok((o.delivered, true))
+}
+
 fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     if a.sim.planted_bug.as_deref() == Some("list") {
-        for b in PlantedBug::ALL {
+        for b in PlantedBug::ALL.into_iter().filter(|b| b.available()) {
             println!("{}", b.name());
         }
         return Ok(ExitCode::SUCCESS);
@@ -599,8 +778,26 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     let mut violating = 0u64;
     let mut messages = 0u64;
     let mut done = 0u64;
+    let shapes = a.swarm && matches!(fixed, None | Some(Guarantee::AtLeastOnce));
     for seed in a.first_seed..=last_seed {
         done += 1;
+        let shape = if shapes {
+            Shape::for_seed(seed)
+        } else {
+            Shape::Experiment
+        };
+        if shape != Shape::Experiment {
+            let (delivered, violated) = search_shape(&a, shape, seed, &mut out, &bar)?;
+            if !a.list {
+                bar.inc(1);
+            }
+            messages += delivered;
+            if violated {
+                violating += 1;
+                bar.set_message(format!("{violating} violating"));
+            }
+            continue;
+        }
         let sc = plan.scenario(seed).map_err(|e| e.to_string())?;
         let g = sc.guarantee;
         if a.list {

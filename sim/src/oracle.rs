@@ -108,6 +108,15 @@ pub enum Violation {
         /// The smallest such message id.
         first: MessageId,
     },
+    /// A tree failed in a run where no fault fired, in a topology that fails trees only under
+    /// faults ([`SimOptions::fails_only_under_faults`](crate::SimOptions::fails_only_under_faults)):
+    /// an ack was lost inside the system.
+    FailedWithoutFault {
+        /// The spout component.
+        component: String,
+        /// The smallest message id that got a `fail`.
+        msg_id: MessageId,
+    },
     /// A user invariant failed.
     Invariant {
         /// Its name.
@@ -130,6 +139,7 @@ impl Violation {
             Violation::Undecided { .. } => "undecided",
             Violation::NotFinished { .. } => "not-finished",
             Violation::NotAcked { .. } => "not-acked",
+            Violation::FailedWithoutFault { .. } => "failed-without-fault",
             Violation::Invariant { .. } => "invariant",
         }
     }
@@ -177,6 +187,11 @@ impl fmt::Display for Violation {
                 f,
                 "at-least-once: reliable spout `{component}` never saw {count} message id(s) \
                  acked (first: {first})"
+            ),
+            Violation::FailedWithoutFault { component, msg_id } => write!(
+                f,
+                "failed-without-fault: spout `{component}` got a fail for message id {msg_id} \
+                 though no fault fired (an ack was lost inside the system)"
             ),
             Violation::Invariant {
                 name,

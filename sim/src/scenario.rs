@@ -66,15 +66,75 @@ pub enum PlantedBug {
     /// The exactly-once sink skips its de-duplication check: a replayed write is applied twice
     /// (the sink's own applied-set still says "applied once"; the oracle reads the result).
     SinkWithoutDedup,
+    /// The runtime's spout executor drops a timed-out tree without `fail`
+    /// (`acker_core::planted`; needs the feature `planted-bugs`).
+    SpoutIgnoresTimeout,
+    /// The runtime's acker executor drops the acks of one root in 16 (needs `planted-bugs`).
+    AckerDropsAck,
+    /// A bolt's ack sends every root's XOR to the input's first root (acker-core's
+    /// `InputAnchors::ack`; needs `planted-bugs`).
+    AckToWrongRoot,
+    /// The spout's init XOR over several copies uses `|=` for `^=` (acker-core's
+    /// `SpoutPending::emit`; needs `planted-bugs`).
+    InitOrOverCopies,
+    /// acker-core's spout pending loses an entry when a removal's backward shift wraps past the
+    /// end of the table (needs `planted-bugs`).
+    PendingWrapLosesEntry,
 }
 
 impl PlantedBug {
     /// Every planted bug, in a fixed order.
-    pub const ALL: [PlantedBug; 3] = [
+    pub const ALL: [PlantedBug; 8] = [
         PlantedBug::AckerAcksFirstFailure,
         PlantedBug::RestartReusesSeed,
         PlantedBug::SinkWithoutDedup,
+        PlantedBug::SpoutIgnoresTimeout,
+        PlantedBug::AckerDropsAck,
+        PlantedBug::AckToWrongRoot,
+        PlantedBug::InitOrOverCopies,
+        PlantedBug::PendingWrapLosesEntry,
     ];
+
+    /// Whether the bug lives in acker-core or the runtime (selected through
+    /// `acker_core::planted`, which only a build with the feature `planted-bugs` has), rather
+    /// than in the simulator's own components.
+    pub fn in_core(self) -> bool {
+        !matches!(
+            self,
+            PlantedBug::AckerAcksFirstFailure
+                | PlantedBug::RestartReusesSeed
+                | PlantedBug::SinkWithoutDedup
+        )
+    }
+
+    /// Whether this build can plant it: the simulator's own always, acker-core's and the
+    /// runtime's only when built with the feature `planted-bugs`.
+    pub fn available(self) -> bool {
+        !self.in_core() || cfg!(feature = "planted-bugs")
+    }
+
+    /// The message for planting a bug this build cannot plant.
+    pub fn needs_feature(self) -> String {
+        format!(
+            "planted bug `{}` lives in acker-core or the runtime: it needs acker-sim built with \
+             `--features planted-bugs`",
+            self.name()
+        )
+    }
+
+    /// acker-core's plant for this bug, if it is one of acker-core's or the runtime's.
+    #[cfg(feature = "planted-bugs")]
+    pub fn core_plant(self) -> Option<acker_core::planted::Plant> {
+        use acker_core::planted::Plant;
+        match self {
+            PlantedBug::SpoutIgnoresTimeout => Some(Plant::SpoutIgnoresTimeout),
+            PlantedBug::AckerDropsAck => Some(Plant::AckerDropsAck),
+            PlantedBug::AckToWrongRoot => Some(Plant::AckToWrongRoot),
+            PlantedBug::InitOrOverCopies => Some(Plant::InitOrOverCopies),
+            PlantedBug::PendingWrapLosesEntry => Some(Plant::PendingWrapLosesEntry),
+            _ => None,
+        }
+    }
 
     /// The kebab-case name.
     pub fn name(self) -> &'static str {
@@ -82,6 +142,11 @@ impl PlantedBug {
             PlantedBug::AckerAcksFirstFailure => "acker-acks-first-failure",
             PlantedBug::RestartReusesSeed => "restart-reuses-seed",
             PlantedBug::SinkWithoutDedup => "sink-without-dedup",
+            PlantedBug::SpoutIgnoresTimeout => "spout-ignores-timeout",
+            PlantedBug::AckerDropsAck => "acker-drops-ack",
+            PlantedBug::AckToWrongRoot => "ack-to-wrong-root",
+            PlantedBug::InitOrOverCopies => "init-or-over-copies",
+            PlantedBug::PendingWrapLosesEntry => "pending-wrap-loses-entry",
         }
     }
 }
@@ -93,6 +158,13 @@ impl FromStr for PlantedBug {
             .into_iter()
             .find(|b| b.name() == s.trim())
             .ok_or_else(|| ScenarioError::UnknownBug(s.to_string()))
+            .and_then(|b| {
+                if b.available() {
+                    Ok(b)
+                } else {
+                    Err(ScenarioError::PlantNeedsFeature(b))
+                }
+            })
     }
 }
 
@@ -118,6 +190,9 @@ pub enum ScenarioError {
     UnknownGuarantee(String),
     /// Not a planted bug name.
     UnknownBug(String),
+    /// A planted bug of acker-core or the runtime, in a build without the feature
+    /// `planted-bugs`.
+    PlantNeedsFeature(PlantedBug),
     /// A fault spec or schedule error.
     Fault(FaultError),
     /// A per-message processing time is not shorter than the message timeout: no tuple could
@@ -151,11 +226,11 @@ impl fmt::Display for ScenarioError {
                 f,
                 "unknown guarantee `{g}`; known: at-most-once, at-least-once, exactly-once"
             ),
-            ScenarioError::UnknownBug(b) => write!(
-                f,
-                "unknown planted bug `{b}`; known: acker-acks-first-failure, restart-reuses-seed, \
-                 sink-without-dedup"
-            ),
+            ScenarioError::UnknownBug(b) => {
+                let names: Vec<&str> = PlantedBug::ALL.iter().map(|b| b.name()).collect();
+                write!(f, "unknown planted bug `{b}`; known: {}", names.join(", "))
+            }
+            ScenarioError::PlantNeedsFeature(b) => f.write_str(&b.needs_feature()),
             ScenarioError::Fault(e) => e.fmt(f),
         }
     }

@@ -284,3 +284,56 @@ fn cli_lists_the_planted_bugs_and_a_sink_without_dedup_fails_exactly_once() {
         vec!["duplicated: 1000 extra record(s) in the sink (first: #0)"]
     );
 }
+
+#[test]
+fn cli_run_takes_a_shape_and_refuses_core_plants_without_the_feature() {
+    let out = bin()
+        .args([
+            "run",
+            "--shape",
+            "join",
+            "--seed",
+            "3",
+            "--check-determinism",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("seed 3 (shape join, at-least-once)\nfaults: none\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("spout left: 40 message ids, 40 acks, 0 fails\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("spout right: 40 message ids, 40 acks, 0 fails\n"),
+        "{text}"
+    );
+    assert!(text.contains("verdict: ok"), "{text}");
+    assert!(text.contains("determinism: ok"), "{text}");
+    if cfg!(feature = "planted-bugs") {
+        return;
+    }
+    let out = bin()
+        .args([
+            "search",
+            "--seeds",
+            "1",
+            "--planted-bug",
+            "ack-to-wrong-root",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "planted bug `ack-to-wrong-root` lives in acker-core or the runtime: it needs \
+             acker-sim built with `--features planted-bugs`"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,241 +1,21 @@
-//! Issue 16's topology shapes through the generic simulation, under swarm faults: two reliable
-//! spouts joined by a bolt that anchors each output to both inputs (two roots per tuple), the
-//! all grouping to a sink of two tasks (two copies per emit; every spout emit also goes to both
-//! tasks of an audit bolt: three copies per spout emit), a fields-grouped chain of two
-//! bolts, and three ackers. The generic oracles watch both spouts (every root of every spout
-//! decided, each acked in the end); the invariant: every key reaches every all-grouping sink task
-//! and the end of the chain.
+//! Issue 16's topology shapes ([`acker_sim::shapes`]) through the generic simulation, under
+//! swarm faults: two reliable spouts joined by a bolt that anchors each output to both inputs
+//! (two roots per tuple), the all grouping (several copies per emit: every spout emit also goes
+//! to both tasks of an audit bolt, three copies per spout emit), fields-grouped chains of bolts,
+//! and three ackers. The generic oracles watch every spout (every root of every spout decided,
+//! each key acked in the end); the shapes' invariant: every key reaches every all-grouped task
+//! and the end of the chain. Plus the fault-free oracle (no fault fired, no tree failed).
 
 use acker_runtime::{
-    values, BasicBolt, BasicOutputCollector, Bolt, Config, FailedException, Input, MessageId,
-    OutputCollector, Spout, SpoutOutputCollector, Topology, TopologyBuilder, TopologyContext,
+    values, BasicBolt, BasicOutputCollector, Config, FailedException, Input, MessageId, Spout,
+    SpoutOutputCollector, TopologyBuilder,
 };
+use acker_sim::shapes::{Shape, KEYS};
 use acker_sim::{SimOptions, Simulation};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, Mutex};
 
-const KEYS: u64 = 40;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Emits keys `0..KEYS` (message id = key), re-emits on fail; acked keys live outside.
-struct Keys {
-    acked: Arc<Mutex<BTreeSet<u64>>>,
-    todo: VecDeque<u64>,
-}
-
-impl Spout for Keys {
-    fn open(&mut self, _c: &TopologyContext) {
-        let acked = lock(&self.acked);
-        self.todo = (0..KEYS).filter(|k| !acked.contains(k)).collect();
-    }
-    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
-        if let Some(k) = self.todo.pop_front() {
-            if c.emit(values![k as i64], Some(k)).is_err() {
-                self.todo.push_front(k);
-            }
-        }
-    }
-    fn ack(&mut self, id: MessageId) {
-        lock(&self.acked).insert(id);
-    }
-    fn fail(&mut self, id: MessageId) {
-        self.todo.push_back(id);
-    }
-    fn is_done(&self) -> bool {
-        lock(&self.acked).len() as u64 == KEYS
-    }
-}
-
-/// Joins the two spouts on the key: holds the first side, and when both are there emits one
-/// tuple anchored to both (two roots), then acks both. The sides seen are kept in durable state
-/// (outside the process, as a join's state backend): a side replayed after its partner was
-/// joined and acked joins with the stored partner, anchored to itself alone. A newer copy of a
-/// held side replaces and acks the older, whose tree has already failed.
-struct Join {
-    held: BTreeMap<(i64, u16), Input>,
-    seen: Arc<Mutex<BTreeSet<(i64, u16)>>>,
-}
-
-impl Bolt for Join {
-    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
-        let k = input.values()[0].as_int().unwrap_or(-1);
-        let side = input.source_task();
-        let other = self
-            .held
-            .keys()
-            .find(|&&(hk, s)| hk == k && s != side)
-            .copied();
-        let partner_seen = lock(&self.seen).iter().any(|&(hk, s)| hk == k && s != side);
-        lock(&self.seen).insert((k, side));
-        match other {
-            Some(key) => {
-                let Some(o) = self.held.remove(&key) else {
-                    return;
-                };
-                let _ = c.emit(&[&input, &o], values![k]);
-                let _ = c.ack(input);
-                let _ = c.ack(o);
-            }
-            None if partner_seen => {
-                let _ = c.emit(&[&input], values![k]);
-                let _ = c.ack(input);
-            }
-            None => {
-                if let Some(old) = self.held.insert((k, side), input) {
-                    let _ = c.ack(old);
-                }
-            }
-        }
-    }
-}
-
-struct Relay;
-impl BasicBolt for Relay {
-    fn execute(
-        &mut self,
-        input: &Input,
-        c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        let k = input.values()[0].as_int().unwrap_or(-1);
-        c.emit(values![k])
-            .map_err(|e| FailedException::new(e.to_string()))?;
-        Ok(())
-    }
-}
-
-/// Records (its task index, key) into the store.
-struct Record {
-    store: Arc<Mutex<BTreeSet<(String, usize, i64)>>>,
-    name: String,
-    index: usize,
-}
-impl BasicBolt for Record {
-    fn prepare(&mut self, c: &TopologyContext) {
-        self.index = c.task_index;
-    }
-    fn execute(
-        &mut self,
-        input: &Input,
-        _c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        let k = input.values()[0].as_int().unwrap_or(-1);
-        lock(&self.store).insert((self.name.clone(), self.index, k));
-        Ok(())
-    }
-}
-
-type Store = Arc<Mutex<BTreeSet<(String, usize, i64)>>>;
-
-fn topology() -> (Topology, Store) {
-    let store: Store = Arc::new(Mutex::new(BTreeSet::new()));
-    let mut b = TopologyBuilder::new();
-    for name in ["left", "right"] {
-        let acked = Arc::new(Mutex::new(BTreeSet::new()));
-        b.set_spout(
-            name,
-            move || Keys {
-                acked: acked.clone(),
-                todo: VecDeque::new(),
-            },
-            1,
-        )
-        .output_fields(&["k"]);
-    }
-    let seen = Arc::new(Mutex::new(BTreeSet::new()));
-    b.set_bolt(
-        "join",
-        move || Join {
-            held: BTreeMap::new(),
-            seen: seen.clone(),
-        },
-        2,
-    )
-    .fields_grouping("left", &["k"])
-    .fields_grouping("right", &["k"])
-    .output_fields(&["k"]);
-    let s = store.clone();
-    b.set_basic_bolt(
-        "copies",
-        move || Record {
-            store: s.clone(),
-            name: "copies".into(),
-            index: 0,
-        },
-        2,
-    )
-    .all_grouping("join");
-    // Every spout emit is also copied to both tasks of `audit` (three copies per emit).
-    let s = store.clone();
-    b.set_basic_bolt(
-        "audit",
-        move || Record {
-            store: s.clone(),
-            name: "audit".into(),
-            index: 0,
-        },
-        2,
-    )
-    .all_grouping("left")
-    .all_grouping("right");
-    b.set_basic_bolt("relay", || Relay, 2)
-        .shuffle_grouping("join")
-        .output_fields(&["k"]);
-    b.set_basic_bolt("relay2", || Relay, 2)
-        .fields_grouping("relay", &["k"])
-        .output_fields(&["k"]);
-    let s = store.clone();
-    b.set_basic_bolt(
-        "end",
-        move || Record {
-            store: s.clone(),
-            name: "end".into(),
-            index: 0,
-        },
-        1,
-    )
-    .global_grouping("relay2");
-    (b.build().unwrap(), store)
-}
-
-fn simulation(seed: u64) -> Simulation {
-    let (t, store) = topology();
-    let config = Config {
-        num_ackers: 3,
-        message_timeout_ns: 2_000_000_000,
-        tick_interval_ns: 100_000_000,
-        max_spout_pending: Some(8),
-        ..Config::default()
-    };
-    let mut opts = SimOptions::new(seed);
-    opts.input_len = 2 * KEYS;
-    opts.restart_delay_ns = 50_000_000;
-    opts.partition_ns = 200_000_000;
-    opts.reliable_spouts = vec!["left".into(), "right".into()];
-    let mut sim = Simulation::new(&t, &config, opts);
+fn combined(seed: u64) -> Simulation {
+    let mut sim = Shape::Combined.simulation(seed, None).unwrap();
     sim.set_swarm_faults(60.0).unwrap();
-    sim.invariant(
-        "every key at every copy and at the end of the chain",
-        move || {
-            let s = lock(&store);
-            for k in 0..KEYS as i64 {
-                for (name, index) in [
-                    ("copies", 0),
-                    ("copies", 1),
-                    ("audit", 0),
-                    ("audit", 1),
-                    ("end", 0),
-                ] {
-                    if !s.contains(&(name.to_string(), index, k)) {
-                        return Err(format!("key {k} missing at {name}.{index}"));
-                    }
-                }
-            }
-            Ok(())
-        },
-    );
     sim
 }
 
@@ -243,7 +23,7 @@ fn simulation(seed: u64) -> Simulation {
 fn join_all_grouping_fields_chain_and_three_ackers_hold_under_swarm_faults() {
     let mut fired = 0;
     for seed in 0..60 {
-        let o = simulation(seed).run().unwrap();
+        let o = combined(seed).run().unwrap();
         assert!(
             o.ok(),
             "seed {seed}: {:?} after {:?}",
@@ -263,7 +43,7 @@ fn join_all_grouping_fields_chain_and_three_ackers_hold_under_swarm_faults() {
 
 #[test]
 fn without_faults_every_tree_of_every_root_completes_once() {
-    let o = simulation(1).with_schedule(Vec::new()).run().unwrap();
+    let o = combined(1).with_schedule(Vec::new()).run().unwrap();
     assert!(o.ok(), "{:?}", o.violations);
     for spout in ["left", "right"] {
         let cb = &o.callbacks[spout];
@@ -283,4 +63,167 @@ fn without_faults_every_tree_of_every_root_completes_once() {
     // Two copies of each join output (all grouping), three of each spout emit (join + audit).
     assert_eq!(o.component("copies").unwrap().executed, 2 * KEYS);
     assert_eq!(o.component("audit").unwrap().executed, 4 * KEYS);
+}
+
+#[test]
+fn every_shape_holds_without_faults_and_under_swarm_faults() {
+    for shape in Shape::ALL {
+        if shape == Shape::Experiment {
+            assert!(shape.simulation(1, None).is_none());
+            continue;
+        }
+        let clean = shape
+            .simulation(1, None)
+            .unwrap()
+            .with_schedule(Vec::new())
+            .run()
+            .unwrap();
+        assert!(clean.ok(), "{shape}: {:?}", clean.violations);
+        assert!(clean.fired.is_empty(), "{shape}");
+        for &spout in shape.spouts() {
+            let cb = &clean.callbacks[spout];
+            assert_eq!(cb.len() as u64, KEYS, "{shape} {spout}");
+            assert!(
+                cb.iter()
+                    .all(|(_, c)| (c.emits, c.acks, c.fails) == (1, 1, 0)),
+                "{shape} {spout}"
+            );
+        }
+        for seed in 0..15 {
+            let mut sim = shape.simulation(seed, None).unwrap();
+            sim.set_swarm_faults(60.0).unwrap();
+            let o = sim.run().unwrap();
+            assert!(
+                o.ok(),
+                "{shape} seed {seed}: {:?} after {:?}",
+                o.violations,
+                o.fired
+            );
+        }
+    }
+}
+
+#[test]
+fn the_shape_of_a_swarm_seed_is_fixed_by_the_seed_and_every_shape_is_drawn() {
+    let mut counts = [0u32; Shape::ALL.len()];
+    for seed in 1..=300 {
+        let s = Shape::for_seed(seed);
+        assert_eq!(Shape::for_seed(seed), s);
+        counts[Shape::ALL.iter().position(|&x| x == s).unwrap()] += 1;
+    }
+    // 300 draws among 6 shapes: each about 50 times.
+    assert!(counts.iter().all(|&n| (25..=75).contains(&n)), "{counts:?}");
+    for s in Shape::ALL {
+        assert_eq!(s.name().parse::<Shape>(), Ok(s));
+    }
+    assert_eq!(
+        "ring".parse::<Shape>(),
+        Err(
+            "unknown shape `ring`; known: experiment, join, all-grouping, fields-chain, ackers, \
+             combined"
+                .to_string()
+        )
+    );
+}
+
+/// Emits 0..4 (message id = value) and re-emits on fail.
+struct Four {
+    next: u64,
+    replay: Vec<MessageId>,
+    acked: u64,
+}
+impl Spout for Four {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        let id = match self.replay.pop() {
+            Some(id) => id,
+            None if self.next < 4 => {
+                self.next += 1;
+                self.next - 1
+            }
+            None => return,
+        };
+        let _ = c.emit(values![id as i64], Some(id));
+    }
+    fn ack(&mut self, _id: MessageId) {
+        self.acked += 1;
+    }
+    fn fail(&mut self, id: MessageId) {
+        self.replay.push(id);
+    }
+    fn is_done(&self) -> bool {
+        self.acked == 4
+    }
+}
+
+/// Fails the first input whose value is 2, once (a bolt that fails on its own, no fault).
+struct FailsTwoOnce(bool);
+impl BasicBolt for FailsTwoOnce {
+    fn execute(
+        &mut self,
+        input: &Input,
+        _c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        if input.values()[0].as_int() == Some(2) && !self.0 {
+            self.0 = true;
+            return Err(FailedException::new("two"));
+        }
+        Ok(())
+    }
+}
+
+fn fails_on_its_own(fails_only_under_faults: bool) -> Simulation {
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "four",
+        || Four {
+            next: 0,
+            replay: Vec::new(),
+            acked: 0,
+        },
+        1,
+    )
+    .output_fields(&["n"]);
+    b.set_basic_bolt("b", || FailsTwoOnce(false), 1)
+        .shuffle_grouping("four");
+    let mut opts = SimOptions::new(7);
+    opts.input_len = 4;
+    opts.fails_only_under_faults = fails_only_under_faults;
+    let config = Config {
+        message_timeout_ns: 1_000_000_000,
+        ..Config::default()
+    };
+    Simulation::new(&b.build().unwrap(), &config, opts)
+}
+
+#[test]
+fn a_fail_without_any_fault_is_a_violation_only_where_the_topology_says_so() {
+    let o = fails_on_its_own(true).run().unwrap();
+    assert!(o.fired.is_empty());
+    assert_eq!(
+        o.violations
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>(),
+        vec![
+            "failed-without-fault: spout `four` got a fail for message id 2 though no fault \
+             fired (an ack was lost inside the system)"
+        ]
+    );
+    assert_eq!(o.violations[0].class(), "failed-without-fault");
+    // A topology that may fail trees on its own (the default) is not judged by it.
+    let o = fails_on_its_own(false).run().unwrap();
+    assert!(o.ok(), "{:?}", o.violations);
+    assert_eq!(o.callbacks["four"][2].fails, 1);
+    // A fault that fired lifts it: the fail may be the fault's.
+    let mut sim = fails_on_its_own(true);
+    sim.set_fault_specs("message-loss@#3", 0).unwrap();
+    let o = sim.run().unwrap();
+    assert_eq!(o.fired.len(), 1);
+    assert!(
+        o.violations
+            .iter()
+            .all(|v| v.class() != "failed-without-fault"),
+        "{:?}",
+        o.violations
+    );
 }

@@ -81,6 +81,7 @@ impl SpoutExecutor {
         let counters = &mut self.counters;
         for id in self.pending.tick(now_ns) {
             counters.timed_out += 1;
+            planted!(SpoutIgnoresTimeout => continue);
             user.fail(id);
         }
     }
