@@ -46,7 +46,7 @@
 
 use crate::ids::{RootId, TaskId};
 use crate::message::{AckerMessage, Decision};
-use crate::routing::reduce;
+use crate::routing::{reduce, FIB};
 
 /// One slot of an [`AckerTable`]: exactly 20 bytes (root id 8, ack val 8, spout task + flags +
 /// timeout stamp 4).
@@ -309,8 +309,24 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     ///
     /// # Errors
     /// As the operation it dispatches to.
-    #[inline]
+    #[inline(always)]
     pub fn apply(&mut self, message: AckerMessage) -> Result<Decision, TableError> {
+        // Acks and inits (nearly every message) take their inlined fast paths; the rest is out of
+        // line so that a caller's message loop stays small.
+        match message {
+            AckerMessage::Ack { root, xor } => self.ack(root, xor),
+            AckerMessage::Init {
+                root,
+                xor,
+                spout_task,
+            } => self.init(root, xor, spout_task),
+            other => self.apply_rare(other),
+        }
+    }
+
+    /// [`apply`](Self::apply) for fails and reset-timeouts, out of line.
+    #[inline(never)]
+    fn apply_rare(&mut self, message: AckerMessage) -> Result<Decision, TableError> {
         match message {
             AckerMessage::Init {
                 root,
@@ -330,7 +346,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`] (unknown root, no free slot),
     /// [`TableError::DuplicateInit`] (spout task already recorded). Nothing changes on error.
-    #[inline]
+    #[inline(always)]
     pub fn init(
         &mut self,
         root: RootId,
@@ -342,7 +358,12 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             let slot = &mut self.slots.as_mut()[i];
             slot.ack_val = xor;
             slot.meta |= HAS_TASK | spout_task as u32;
-            return Ok(self.decide(i, false));
+            if xor == 0 {
+                // The tuple went nowhere: its tree is complete at once.
+                self.remove_live(i);
+                return Ok(Decision::Completed { spout_task });
+            }
+            return Ok(Decision::Pending);
         }
         self.init_slow(root, xor, spout_task)
     }
@@ -374,13 +395,29 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     ///
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`]. Nothing changes on error.
-    #[inline]
+    #[inline(always)]
     pub fn ack(&mut self, root: RootId, xor: u64) -> Result<Decision, TableError> {
-        if let Some(i) = self.find_live_first(root) {
-            // The root is live in its first bucket: the common case.
-            let slot = &mut self.slots.as_mut()[i];
-            slot.ack_val ^= xor;
-            return Ok(self.decide(i, false));
+        let epoch = self.epoch;
+        let nb = self.buckets;
+        let slots = self.slots.as_mut();
+        if let Some(i) = find_live(slots, nb, epoch, root) {
+            // The root is live in one of its full-width buckets: the common case.
+            let slot = &mut slots[i];
+            let ack_val = slot.ack_val ^ xor;
+            slot.ack_val = ack_val;
+            let meta = slot.meta;
+            if meta & HAS_TASK != 0 {
+                let spout_task = (meta & TASK_MASK) as TaskId;
+                if ack_val == 0 {
+                    self.remove_live(i);
+                    return Ok(Decision::Completed { spout_task });
+                }
+                if meta & FAILED != 0 {
+                    self.remove_live(i);
+                    return Ok(Decision::Failed { spout_task });
+                }
+            }
+            return Ok(Decision::Pending);
         }
         self.ack_slow(root, xor)
     }
@@ -439,8 +476,25 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         messages: &[AckerMessage],
         sink: F,
     ) {
-        let read_ahead = self.capacity() >= BATCH_READ_AHEAD_MIN_SLOTS;
-        apply_reading_ahead(self, messages, read_ahead, Self::touch, Self::apply, sink);
+        let mut sink = sink;
+        if self.capacity() < BATCH_READ_AHEAD_MIN_SLOTS {
+            for (i, m) in messages.iter().enumerate() {
+                sink(i, self.apply(*m));
+            }
+            return;
+        }
+        let mut touched = 0u64;
+        for m in messages.iter().take(BATCH_LOOKAHEAD) {
+            touched ^= self.touch(m);
+        }
+        for (i, m) in messages.iter().enumerate() {
+            if let Some(ahead) = messages.get(i + BATCH_LOOKAHEAD) {
+                touched ^= self.touch(ahead);
+            }
+            sink(i, self.apply(*m));
+        }
+        // Keep the reads (where there is no prefetch instruction): they only warm the cache.
+        core::hint::black_box(touched);
     }
 
     /// The slots of `root`'s first bucket, where a lookup starts (and where most roots are):
@@ -465,10 +519,10 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         let root = m.root();
         let slots = self.slots.as_ref();
         let nb = self.buckets();
-        let b1 = reduce(root, nb);
+        let (b1, b2) = buckets_of(root, nb);
         let mut v = warm(slots, b1 * BUCKET);
         if let AckerMessage::Init { .. } = m {
-            v ^= warm(slots, second_bucket(root, b1, nb) * BUCKET);
+            v ^= warm(slots, b2 * BUCKET);
         }
         v
     }
@@ -503,8 +557,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
 
     #[inline]
     fn is_expired(&self, meta: u32) -> bool {
-        let stamp = meta >> STAMP_SHIFT;
-        (self.stamp().wrapping_sub(stamp) & STAMP_MASK) >= EXPIRY_EPOCHS
+        stamp_expired(self.epoch, meta)
     }
 
     #[inline]
@@ -562,29 +615,6 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         self.buckets
     }
 
-    /// The slot of `root` when it is live in one of its buckets and both are full-width (the
-    /// common case of an ack); `None` sends the caller to the general path.
-    #[inline(always)]
-    fn find_live_first(&self, root: RootId) -> Option<usize> {
-        let nb = self.buckets();
-        let b1 = reduce(root, nb);
-        let slots = self.slots.as_ref();
-        let start1 = b1 * BUCKET;
-        let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
-        let (found1, _) = scan_bucket(bucket1, root);
-        let (start, found, bucket) = if found1 < BUCKET {
-            (start1, found1, bucket1)
-        } else {
-            let start2 = second_bucket(root, b1, nb) * BUCKET;
-            let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
-            let (found2, _) = scan_bucket(bucket2, root);
-            (start2, found2, bucket2)
-        };
-        let s = bucket.get(found)?;
-        // `root == 0` matches only a free slot, whose stamp 0 may look live: exclude it.
-        (root != 0 && !self.is_expired(s.meta)).then_some(start + found)
-    }
-
     /// Creates `root` (fresh entry, counted) in a free slot of one of its full-width buckets when
     /// the table holds no expired or overflow entry and `root` is absent from both; `None` (and
     /// nothing changed) otherwise.
@@ -594,15 +624,14 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             return None;
         }
         let nb = self.buckets();
-        let b1 = reduce(root, nb);
+        let (b1, b2) = buckets_of(root, nb);
         let slots = self.slots.as_ref();
-        let start1 = b1 * BUCKET;
+        let (start1, start2) = (b1 * BUCKET, b2 * BUCKET);
         let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
-        let (found1, empty1) = scan_bucket(bucket1, root);
-        let start2 = second_bucket(root, b1, nb) * BUCKET;
         let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
+        let (found1, empty1) = scan_bucket(bucket1, root);
         let (found2, empty2) = scan_bucket(bucket2, root);
-        if found1 < BUCKET || found2 < BUCKET || start1 == start2 {
+        if found1 < BUCKET || found2 < BUCKET || b1 == b2 {
             return None;
         }
         let i = if empty1 < BUCKET {
@@ -610,7 +639,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         } else if empty2 < BUCKET {
             start2 + empty2
         } else {
-            return None;
+            return self.create_moving(root, b1, b2);
         };
         self.slots.as_mut()[i] = self.fresh(root);
         self.occupied += 1;
@@ -618,17 +647,53 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         Some(i)
     }
 
+    /// [`create_fast`](Self::create_fast) when both buckets `b1`, `b2` of `root` (distinct and
+    /// full-width, every resident live and in one of its own buckets) are full: moves one resident
+    /// to a free slot of its other full-width bucket and creates `root` in its place (one cuckoo
+    /// move). `None` (nothing changed) when no resident can move so.
+    #[inline(never)]
+    fn create_moving(&mut self, root: RootId, b1: usize, b2: usize) -> Option<usize> {
+        let nb = self.buckets();
+        let fresh = self.fresh(root);
+        let slots = self.slots.as_mut();
+        for b in [b1, b2] {
+            for v in b * BUCKET..(b + 1) * BUCKET {
+                let r = slots[v].root;
+                let (c1, c2) = buckets_of(r, nb);
+                let alt = if c1 == b { c2 } else { c1 };
+                if alt == b {
+                    continue;
+                }
+                let Some(Ok(dest)) = slots
+                    .get(alt * BUCKET..(alt + 1) * BUCKET)
+                    .map(<&[Slot; BUCKET]>::try_from)
+                else {
+                    continue;
+                };
+                let (_, empty) = scan_bucket(dest, 0);
+                if empty < BUCKET {
+                    slots[alt * BUCKET + empty] = slots[v];
+                    slots[v] = fresh;
+                    self.occupied += 1;
+                    self.count_new();
+                    return Some(v);
+                }
+            }
+        }
+        None
+    }
+
     /// Where the probe for `root` ends: its slot if present (possibly expired), else where it
     /// would be created.
     #[inline]
     fn probe(&self, root: RootId) -> Probe {
         let nb = self.buckets();
-        let b1 = reduce(root, nb);
+        let (b1, b2) = buckets_of(root, nb);
         let (found1, empty1) = self.scan(b1, root);
         if let Some(i) = found1 {
             return Probe::Found(i);
         }
-        self.probe_rest(root, b1, second_bucket(root, b1, nb), empty1)
+        self.probe_rest(root, b1, b2, empty1)
     }
 
     /// The probe after a miss in the first bucket `b1`.
@@ -962,15 +1027,27 @@ pub const BATCH_READ_AHEAD_MIN_SLOTS: usize = (1 << 20) / 20;
 /// Slots per bucket: a root lives in one of two buckets of 4 slots (80 bytes).
 const BUCKET: usize = 4;
 
-/// The two buckets of `root` among `nb`: the first by the table's Fibonacci hash, the second by
-/// an independent mix (the next bucket when they coincide; the same one when `nb == 1`).
-#[inline]
+/// The two buckets of `root` among `nb`: the first by the table's Fibonacci hash ([`reduce`]), the
+/// second from the low half of the same 128-bit product (multiply-shift range reduction of the
+/// fraction the first one discards), so both come from one multiplication and a second one.
+/// When they coincide (about one root in `nb`) the second is the next bucket, wrapping; only a
+/// one-bucket table gives a root a single bucket.
+#[inline(always)]
 fn buckets_of(root: RootId, nb: usize) -> (usize, usize) {
-    let b1 = reduce(root, nb);
-    (b1, second_bucket(root, b1, nb))
+    let p = root.wrapping_mul(FIB) as u128 * nb as u128;
+    let b1 = (p >> 64) as usize;
+    let b2 = ((p as u64 as u128 * nb as u128) >> 64) as usize;
+    if b2 != b1 {
+        (b1, b2)
+    } else if b1 + 1 < nb {
+        (b1, b1 + 1)
+    } else {
+        (b1, 0)
+    }
 }
 
-/// The second bucket of `root`, whose first is `b1`.
+/// The second bucket of `root` in the shared table's layout, whose first is `b1`: an independent
+/// mix (the next bucket when they coincide; the same one when `nb == 1`).
 #[inline]
 pub(crate) fn second_bucket(root: RootId, b1: usize, nb: usize) -> usize {
     let h = (root ^ (root >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -1000,6 +1077,35 @@ fn other_bucket(root: RootId, b: usize, nb: usize) -> Option<usize> {
     } else {
         None
     }
+}
+
+/// The slot of `root` when it is live (unexpired at `epoch`, the table's stamp) in one of its
+/// buckets among `nb` and both are full-width (the common case of an ack); `None` sends the caller
+/// to the general path. Looks in the second bucket only when the first lacks the root.
+#[inline(always)]
+fn find_live(slots: &[Slot], nb: usize, epoch: u32, root: RootId) -> Option<usize> {
+    let (b1, b2) = buckets_of(root, nb);
+    let start1 = b1 * BUCKET;
+    let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
+    let (found1, _) = scan_bucket(bucket1, root);
+    let (start, found, bucket) = if found1 < BUCKET {
+        (start1, found1, bucket1)
+    } else {
+        let start2 = b2 * BUCKET;
+        let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
+        let (found2, _) = scan_bucket(bucket2, root);
+        (start2, found2, bucket2)
+    };
+    let s = bucket.get(found)?;
+    // `root == 0` matches only a free slot, whose stamp 0 may look live: exclude it.
+    (root != 0 && !stamp_expired(epoch, s.meta)).then_some(start + found)
+}
+
+/// Whether an entry with meta word `meta` has expired when the table's epoch is `epoch`.
+#[inline(always)]
+fn stamp_expired(epoch: u32, meta: u32) -> bool {
+    let stamp = meta >> STAMP_SHIFT;
+    (epoch.wrapping_sub(stamp) & STAMP_MASK) >= EXPIRY_EPOCHS
 }
 
 /// Scans one bucket for `root` and a free slot: `(index of root, index of the first free slot)`,
