@@ -446,7 +446,8 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         let bucket: &mut [Slot; BUCKET] = slots.get_mut(start..start + BUCKET)?.try_into().ok()?;
         let slot = &mut bucket[found % BUCKET];
         let meta = slot.meta;
-        if stamp_expired(self.epoch, meta) {
+        // With as many occupied slots as live roots nothing has expired: skip the stamp check.
+        if self.occupied != self.len && stamp_expired(self.epoch, meta) {
             return None;
         }
         let ack_val = slot.ack_val ^ xor;
