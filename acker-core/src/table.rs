@@ -25,8 +25,12 @@
 //!
 //! Bucketed cuckoo hashing over storage the caller provides (`[Slot; N]`, `&mut [Slot]`, a
 //! `Box<[Slot]>`...). The slots form buckets of 4 (80 bytes; the last may be shorter); a root lives
-//! in one of two buckets chosen by two fixed hashes of its id, so a lookup compares at most 8 root
-//! ids (branch-free within a bucket) and a removal just frees the slot. A new root takes a free
+//! in one of two buckets, both taken from one fixed 128-bit multiply-shift hash of its id (the
+//! first from the high half, the second from the fraction the first discards), so a lookup
+//! compares at most 8 root ids (branch-free within a bucket; an ack looks at the second bucket
+//! only when the first lacks its root) and a removal just frees the slot. Acks and inits take
+//! fast paths inlined into [`AckerTable::apply`] and [`AckerTable::apply_batch`]; fails,
+//! reset-timeouts and every unusual case go through out-of-line general paths. A new root takes a free
 //! slot of its first bucket, else of its second, else moves a resident of one of them to that
 //! resident's other bucket (searched two moves deep); when even that fails (only in a nearly full
 //! table) it takes any free slot and is counted as an overflow entry, which lookups then find by a
@@ -46,7 +50,7 @@
 
 use crate::ids::{RootId, TaskId};
 use crate::message::{AckerMessage, Decision};
-use crate::routing::reduce;
+use crate::routing::{reduce, FIB};
 
 /// One slot of an [`AckerTable`]: exactly 20 bytes (root id 8, ack val 8, spout task + flags +
 /// timeout stamp 4).
@@ -309,8 +313,44 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     ///
     /// # Errors
     /// As the operation it dispatches to.
-    #[inline]
+    #[inline(always)]
     pub fn apply(&mut self, message: AckerMessage) -> Result<Decision, TableError> {
+        let buckets = buckets_of(message.root(), self.buckets);
+        self.apply_in(message, buckets)
+    }
+
+    /// [`apply`](Self::apply) with the root's two buckets already computed (`buckets_of`).
+    #[inline(always)]
+    fn apply_in(
+        &mut self,
+        message: AckerMessage,
+        buckets: (usize, usize),
+    ) -> Result<Decision, TableError> {
+        // Acks and inits (nearly every message) take their inlined fast paths; the rest is out of
+        // line so that a caller's message loop stays small.
+        match message {
+            AckerMessage::Ack { root, xor } => match self.ack_fast(root, xor, buckets) {
+                Some(decision) => Ok(decision),
+                None => self.ack_slow(root, xor),
+            },
+            AckerMessage::Init {
+                root,
+                xor,
+                spout_task,
+            } => {
+                if xor != 0 && self.create_fast(root, xor, spout_task, buckets) {
+                    Ok(Decision::Pending)
+                } else {
+                    self.init_slow(root, xor, spout_task)
+                }
+            }
+            other => self.apply_rare(other),
+        }
+    }
+
+    /// [`apply`](Self::apply) for fails and reset-timeouts, out of line.
+    #[inline(never)]
+    fn apply_rare(&mut self, message: AckerMessage) -> Result<Decision, TableError> {
         match message {
             AckerMessage::Init {
                 root,
@@ -330,19 +370,17 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`] (unknown root, no free slot),
     /// [`TableError::DuplicateInit`] (spout task already recorded). Nothing changes on error.
-    #[inline]
+    #[inline(always)]
     pub fn init(
         &mut self,
         root: RootId,
         xor: u64,
         spout_task: TaskId,
     ) -> Result<Decision, TableError> {
-        if let Some(i) = self.create_fast(root) {
-            // A new root in a table with no expired or overflow entries: the common case.
-            let slot = &mut self.slots.as_mut()[i];
-            slot.ack_val = xor;
-            slot.meta |= HAS_TASK | spout_task as u32;
-            return Ok(self.decide(i, false));
+        if xor != 0 && self.create_fast(root, xor, spout_task, buckets_of(root, self.buckets)) {
+            // A new root in a table with no expired or overflow entries: the common case (an init
+            // with xor 0, whose tree completes at once, takes the general path).
+            return Ok(Decision::Pending);
         }
         self.init_slow(root, xor, spout_task)
     }
@@ -374,15 +412,64 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     ///
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`]. Nothing changes on error.
-    #[inline]
+    #[inline(always)]
     pub fn ack(&mut self, root: RootId, xor: u64) -> Result<Decision, TableError> {
-        if let Some(i) = self.find_live_first(root) {
-            // The root is live in its first bucket: the common case.
-            let slot = &mut self.slots.as_mut()[i];
-            slot.ack_val ^= xor;
-            return Ok(self.decide(i, false));
+        if let Some(decision) = self.ack_fast(root, xor, buckets_of(root, self.buckets)) {
+            return Ok(decision);
         }
         self.ack_slow(root, xor)
+    }
+
+    /// [`ack`](Self::ack) when `root` is live in one of its two buckets and both are full-width
+    /// (the common case); `None` (nothing changed) sends the caller to the general path. Looks in
+    /// the second bucket only when the first lacks the root.
+    #[inline(always)]
+    fn ack_fast(&mut self, root: RootId, xor: u64, (b1, b2): (usize, usize)) -> Option<Decision> {
+        if root == 0 {
+            // Root 0 would match a free slot.
+            return None;
+        }
+        let slots = self.slots.as_mut();
+        let (start1, start2) = (b1 * BUCKET, b2 * BUCKET);
+        let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
+        let (found1, _) = scan_bucket(bucket1, root);
+        let (start, found) = if found1 < BUCKET {
+            (start1, found1)
+        } else {
+            let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
+            let (found2, _) = scan_bucket(bucket2, root);
+            if found2 == BUCKET {
+                return None;
+            }
+            (start2, found2)
+        };
+        let bucket: &mut [Slot; BUCKET] = slots.get_mut(start..start + BUCKET)?.try_into().ok()?;
+        let slot = &mut bucket[found % BUCKET];
+        let meta = slot.meta;
+        // With as many occupied slots as live roots nothing has expired: skip the stamp check.
+        if self.occupied != self.len && stamp_expired(self.epoch, meta) {
+            return None;
+        }
+        let ack_val = slot.ack_val ^ xor;
+        slot.ack_val = ack_val;
+        if meta & HAS_TASK == 0 {
+            return Some(Decision::Pending);
+        }
+        let spout_task = (meta & TASK_MASK) as TaskId;
+        let decision = if ack_val == 0 {
+            Decision::Completed { spout_task }
+        } else if meta & FAILED != 0 {
+            Decision::Failed { spout_task }
+        } else {
+            return Some(Decision::Pending);
+        };
+        // Decided: the entry leaves the table (found in one of its own buckets, it is no
+        // overflow entry).
+        *slot = Slot::EMPTY;
+        self.stamp_counts[(meta >> STAMP_SHIFT) as usize % 4] -= 1;
+        self.len -= 1;
+        self.occupied -= 1;
+        Some(decision)
     }
 
     #[inline(never)]
@@ -417,10 +504,11 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     /// Applies `messages` in order, handing each result to `sink` with the message's index:
     /// exactly what calling [`apply`](Self::apply) on each would return, in the same order,
     /// leaving the table in the same state. Meant for tables larger than the CPU caches: while
-    /// it applies message `i`, it already prefetches the first bucket of message
-    /// `i + `[`BATCH_LOOKAHEAD`] (and the second bucket of an init, which always misses the
-    /// first), so that several cache misses are in flight at once instead of one after the other.
-    /// Tables under [`BATCH_READ_AHEAD_MIN_SLOTS`] slots are applied one message at a time.
+    /// it applies message `i`, it already hashes message `i + 8` and prefetches its first bucket
+    /// (and the second bucket of an init, which always scans both), so that several cache misses
+    /// are in flight at once instead of one after the other; the hashed buckets wait in a small
+    /// ring on the stack until their message's turn. Tables under [`BATCH_READ_AHEAD_MIN_SLOTS`]
+    /// slots (which stay in the core's cache) are applied one message at a time, inlined.
     ///
     /// ```
     /// use acker_core::{AckerMessage, AckerTable, Decision, Slot};
@@ -439,8 +527,46 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         messages: &[AckerMessage],
         sink: F,
     ) {
-        let read_ahead = self.capacity() >= BATCH_READ_AHEAD_MIN_SLOTS;
-        apply_reading_ahead(self, messages, read_ahead, Self::touch, Self::apply, sink);
+        let mut sink = sink;
+        let nb = self.buckets;
+        if self.capacity() < BATCH_READ_AHEAD_MIN_SLOTS {
+            for (i, m) in messages.iter().enumerate() {
+                sink(i, self.apply_in(*m, buckets_of(m.root(), nb)));
+            }
+            return;
+        }
+        // Software pipeline: the buckets of message `i + LOOKAHEAD` are computed and prefetched
+        // while message `i` is applied, and kept in a ring until their turn (hashed once).
+        const RING: usize = 2 * LOOKAHEAD;
+        let mut ring = [(0usize, 0usize); RING];
+        let mut touched = 0u64;
+        for (j, m) in messages.iter().enumerate().take(LOOKAHEAD) {
+            let buckets = buckets_of(m.root(), nb);
+            touched ^= self.warm_buckets(m, buckets);
+            ring[j % RING] = buckets;
+        }
+        for (i, m) in messages.iter().enumerate() {
+            if let Some(ahead) = messages.get(i + LOOKAHEAD) {
+                let buckets = buckets_of(ahead.root(), nb);
+                touched ^= self.warm_buckets(ahead, buckets);
+                ring[(i + LOOKAHEAD) % RING] = buckets;
+            }
+            sink(i, self.apply_in(*m, ring[i % RING]));
+        }
+        // Keep the reads (where there is no prefetch instruction): they only warm the cache.
+        core::hint::black_box(touched);
+    }
+
+    /// Brings the buckets `message` will look at towards the core (see [`warm`]): the first, and
+    /// the second for an init (which always scans both).
+    #[inline(always)]
+    fn warm_buckets(&self, message: &AckerMessage, (b1, b2): (usize, usize)) -> u64 {
+        let slots = self.slots.as_ref();
+        let mut v = warm(slots, b1 * BUCKET);
+        if let AckerMessage::Init { .. } = message {
+            v ^= warm(slots, b2 * BUCKET);
+        }
+        v
     }
 
     /// The slots of `root`'s first bucket, where a lookup starts (and where most roots are):
@@ -454,23 +580,6 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         }
         let (start, end) = self.bucket_range(reduce(root, self.buckets()));
         &self.slots.as_ref()[start..end]
-    }
-
-    /// Asks the CPU to bring in the cache lines the message's probe will need (the first bucket,
-    /// and the second for an init, which always misses the first): a prefetch instruction on
-    /// x86_64, a plain read elsewhere. Returns a value that depends on any plain reads so they
-    /// are kept.
-    #[inline(always)]
-    fn touch(&self, m: &AckerMessage) -> u64 {
-        let root = m.root();
-        let slots = self.slots.as_ref();
-        let nb = self.buckets();
-        let b1 = reduce(root, nb);
-        let mut v = warm(slots, b1 * BUCKET);
-        if let AckerMessage::Init { .. } = m {
-            v ^= warm(slots, second_bucket(root, b1, nb) * BUCKET);
-        }
-        v
     }
 
     /// Advances the table's clock to `now_ns` (the injected clock; a value earlier than the last
@@ -503,8 +612,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
 
     #[inline]
     fn is_expired(&self, meta: u32) -> bool {
-        let stamp = meta >> STAMP_SHIFT;
-        (self.stamp().wrapping_sub(stamp) & STAMP_MASK) >= EXPIRY_EPOCHS
+        stamp_expired(self.epoch, meta)
     }
 
     #[inline]
@@ -562,60 +670,100 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         self.buckets
     }
 
-    /// The slot of `root` when it is live in one of its buckets and both are full-width (the
-    /// common case of an ack); `None` sends the caller to the general path.
+    /// Creates `root` as an initialised entry (ack val `xor`, spout task `spout_task`, counted) in
+    /// a free slot of one of its full-width buckets when the table holds no expired or overflow
+    /// entry and `root` is absent from both buckets (moving one resident to its other bucket when
+    /// both are full); `false` (and nothing changed) otherwise.
     #[inline(always)]
-    fn find_live_first(&self, root: RootId) -> Option<usize> {
-        let nb = self.buckets();
-        let b1 = reduce(root, nb);
-        let slots = self.slots.as_ref();
-        let start1 = b1 * BUCKET;
-        let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
-        let (found1, _) = scan_bucket(bucket1, root);
-        let (start, found, bucket) = if found1 < BUCKET {
-            (start1, found1, bucket1)
-        } else {
-            let start2 = second_bucket(root, b1, nb) * BUCKET;
-            let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
-            let (found2, _) = scan_bucket(bucket2, root);
-            (start2, found2, bucket2)
+    fn create_fast(
+        &mut self,
+        root: RootId,
+        xor: u64,
+        spout_task: TaskId,
+        (b1, b2): (usize, usize),
+    ) -> bool {
+        if root == 0 || self.overflow != 0 || self.occupied != self.len {
+            return false;
+        }
+        let stamp = self.epoch & STAMP_MASK;
+        let entry = Slot {
+            root,
+            ack_val: xor,
+            meta: stamp << STAMP_SHIFT | HAS_TASK | spout_task as u32,
         };
-        let s = bucket.get(found)?;
-        // `root == 0` matches only a free slot, whose stamp 0 may look live: exclude it.
-        (root != 0 && !self.is_expired(s.meta)).then_some(start + found)
+        let slots = self.slots.as_mut();
+        let (start1, start2) = (b1 * BUCKET, b2 * BUCKET);
+        let i = {
+            let Some(Ok(bucket1)) = slots
+                .get(start1..start1 + BUCKET)
+                .map(<&[Slot; BUCKET]>::try_from)
+            else {
+                return false;
+            };
+            let Some(Ok(bucket2)) = slots
+                .get(start2..start2 + BUCKET)
+                .map(<&[Slot; BUCKET]>::try_from)
+            else {
+                return false;
+            };
+            if holds(bucket1, root) | holds(bucket2, root) {
+                return false;
+            }
+            let (_, empty1) = scan_bucket(bucket1, 0);
+            if empty1 < BUCKET {
+                start1 + empty1
+            } else {
+                let (_, empty2) = scan_bucket(bucket2, 0);
+                if empty2 < BUCKET {
+                    start2 + empty2
+                } else {
+                    return self.create_moving(entry, b1, b2);
+                }
+            }
+        };
+        if let Some(slot) = slots.get_mut(i) {
+            *slot = entry;
+        }
+        self.occupied += 1;
+        self.len += 1;
+        self.stamp_counts[stamp as usize % 4] += 1;
+        true
     }
 
-    /// Creates `root` (fresh entry, counted) in a free slot of one of its full-width buckets when
-    /// the table holds no expired or overflow entry and `root` is absent from both; `None` (and
-    /// nothing changed) otherwise.
-    #[inline(always)]
-    fn create_fast(&mut self, root: RootId) -> Option<usize> {
-        if root == 0 || self.overflow != 0 || self.occupied != self.len {
-            return None;
-        }
+    /// [`create_fast`](Self::create_fast) when both buckets `b1`, `b2` of `entry`'s root (full-width,
+    /// every resident live and in one of its own buckets) are full: moves one resident to a free
+    /// slot of its other full-width bucket and puts `entry` in its place (one cuckoo move).
+    /// `false` (nothing changed) when no resident can move so.
+    #[inline(never)]
+    fn create_moving(&mut self, entry: Slot, b1: usize, b2: usize) -> bool {
         let nb = self.buckets();
-        let b1 = reduce(root, nb);
-        let slots = self.slots.as_ref();
-        let start1 = b1 * BUCKET;
-        let bucket1: &[Slot; BUCKET] = slots.get(start1..start1 + BUCKET)?.try_into().ok()?;
-        let (found1, empty1) = scan_bucket(bucket1, root);
-        let start2 = second_bucket(root, b1, nb) * BUCKET;
-        let bucket2: &[Slot; BUCKET] = slots.get(start2..start2 + BUCKET)?.try_into().ok()?;
-        let (found2, empty2) = scan_bucket(bucket2, root);
-        if found1 < BUCKET || found2 < BUCKET || start1 == start2 {
-            return None;
+        let slots = self.slots.as_mut();
+        for b in [b1, b2] {
+            for v in b * BUCKET..(b + 1) * BUCKET {
+                let r = slots[v].root;
+                let (c1, c2) = buckets_of(r, nb);
+                let alt = if c1 == b { c2 } else { c1 };
+                if alt == b {
+                    continue;
+                }
+                let Some(Ok(dest)) = slots
+                    .get(alt * BUCKET..(alt + 1) * BUCKET)
+                    .map(<&[Slot; BUCKET]>::try_from)
+                else {
+                    continue;
+                };
+                let (_, empty) = scan_bucket(dest, 0);
+                if empty < BUCKET {
+                    slots[alt * BUCKET + empty] = slots[v];
+                    slots[v] = entry;
+                    self.occupied += 1;
+                    self.len += 1;
+                    self.stamp_counts[(entry.meta >> STAMP_SHIFT) as usize % 4] += 1;
+                    return true;
+                }
+            }
         }
-        let i = if empty1 < BUCKET {
-            start1 + empty1
-        } else if empty2 < BUCKET {
-            start2 + empty2
-        } else {
-            return None;
-        };
-        self.slots.as_mut()[i] = self.fresh(root);
-        self.occupied += 1;
-        self.count_new();
-        Some(i)
+        false
     }
 
     /// Where the probe for `root` ends: its slot if present (possibly expired), else where it
@@ -623,12 +771,12 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     #[inline]
     fn probe(&self, root: RootId) -> Probe {
         let nb = self.buckets();
-        let b1 = reduce(root, nb);
+        let (b1, b2) = buckets_of(root, nb);
         let (found1, empty1) = self.scan(b1, root);
         if let Some(i) = found1 {
             return Probe::Found(i);
         }
-        self.probe_rest(root, b1, second_bucket(root, b1, nb), empty1)
+        self.probe_rest(root, b1, b2, empty1)
     }
 
     /// The probe after a miss in the first bucket `b1`.
@@ -900,13 +1048,15 @@ fn unreachable_no_room() -> ! {
 #[inline(always)]
 pub(crate) fn prefetch<T>(items: &[T], start: usize, n: usize) {
     use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-    if let Some(run) = items.get(start..(start + n).min(items.len())) {
-        if let Some(last) = run.last() {
-            let p = run.as_ptr().cast::<i8>();
+    if let Some(first) = items.get(start) {
+        // The last element of `items[start..start + n]`, or of `items` when that runs past it.
+        let end = start.saturating_add(n.saturating_sub(1));
+        if let Some(last) = items.get(end).or(items.last()) {
+            let p = core::ptr::from_ref(first).cast::<i8>();
             let last = core::ptr::from_ref(last).cast::<i8>();
             // SAFETY: `_mm_prefetch` is only a cache hint: it never faults (whatever the address),
             // loads no value into the program and writes no memory. Both pointers point into
-            // `items` anyway (`run` is non-empty). SSE, which it needs, is part of the x86_64
+            // `items` anyway (they come from references to its elements). SSE, which it needs, is part of the x86_64
             // baseline. Measured: 1.44-1.60x on `AckerTable::apply_batch` at W = 1M over plain
             // reads (benches/RESULTS.md, "acker-core-prefetch").
             #[allow(unsafe_code)]
@@ -951,8 +1101,11 @@ pub(crate) fn apply_reading_ahead<T>(
     core::hint::black_box(touched);
 }
 
-/// How many messages ahead [`AckerTable::apply_batch`] reads the slots of.
+/// How many messages ahead the shared table's `apply_batch` reads the slots of.
 pub const BATCH_LOOKAHEAD: usize = 8;
+
+/// How many messages ahead [`AckerTable::apply_batch`] prefetches the buckets of (both of them).
+const LOOKAHEAD: usize = 8;
 
 /// [`AckerTable::apply_batch`] reads ahead only in tables of at least this many slots (1 MiB of
 /// slots, the L2 cache of one core of the benchmark machine); smaller ones are applied one message
@@ -962,15 +1115,27 @@ pub const BATCH_READ_AHEAD_MIN_SLOTS: usize = (1 << 20) / 20;
 /// Slots per bucket: a root lives in one of two buckets of 4 slots (80 bytes).
 const BUCKET: usize = 4;
 
-/// The two buckets of `root` among `nb`: the first by the table's Fibonacci hash, the second by
-/// an independent mix (the next bucket when they coincide; the same one when `nb == 1`).
-#[inline]
+/// The two buckets of `root` among `nb`: the first by the table's Fibonacci hash ([`reduce`]), the
+/// second from the low half of the same 128-bit product (multiply-shift range reduction of the
+/// fraction the first one discards), so both come from one multiplication and a second one.
+/// When they coincide (about one root in `nb`) the second is the next bucket, wrapping; only a
+/// one-bucket table gives a root a single bucket.
+#[inline(always)]
 fn buckets_of(root: RootId, nb: usize) -> (usize, usize) {
-    let b1 = reduce(root, nb);
-    (b1, second_bucket(root, b1, nb))
+    let p = root.wrapping_mul(FIB) as u128 * nb as u128;
+    let b1 = (p >> 64) as usize;
+    let b2 = ((p as u64 as u128 * nb as u128) >> 64) as usize;
+    if b2 != b1 {
+        (b1, b2)
+    } else if b1 + 1 < nb {
+        (b1, b1 + 1)
+    } else {
+        (b1, 0)
+    }
 }
 
-/// The second bucket of `root`, whose first is `b1`.
+/// The second bucket of `root` in the shared table's layout, whose first is `b1`: an independent
+/// mix (the next bucket when they coincide; the same one when `nb == 1`).
 #[inline]
 pub(crate) fn second_bucket(root: RootId, b1: usize, nb: usize) -> usize {
     let h = (root ^ (root >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -1000,6 +1165,19 @@ fn other_bucket(root: RootId, b: usize, nb: usize) -> Option<usize> {
     } else {
         None
     }
+}
+
+/// Whether an entry with meta word `meta` has expired when the table's epoch is `epoch`.
+#[inline(always)]
+fn stamp_expired(epoch: u32, meta: u32) -> bool {
+    let stamp = meta >> STAMP_SHIFT;
+    (epoch.wrapping_sub(stamp) & STAMP_MASK) >= EXPIRY_EPOCHS
+}
+
+/// Whether `root` is in the bucket (branch-free).
+#[inline(always)]
+fn holds(bucket: &[Slot; BUCKET], root: RootId) -> bool {
+    bucket.iter().fold(false, |any, s| any | (s.root == root))
 }
 
 /// Scans one bucket for `root` and a free slot: `(index of root, index of the first free slot)`,

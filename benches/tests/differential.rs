@@ -201,3 +201,51 @@ fn apply_all_matches_one_at_a_time() {
         flush(&mut batch, &mut one, &mut all);
     }
 }
+
+/// The read-ahead path of `apply_batch` on a large table in the regime it is built for (the
+/// `acker-bench compare` workload: fresh random roots, each an init and 4 chained acks, no
+/// expiry), where nearly every message takes the inlined fast paths with buckets hashed ahead:
+/// batches of varying size give the same results as one message at a time, and the counts the
+/// workload generator expects (completions, roots in flight), which it knows from outside the
+/// table.
+#[test]
+fn apply_batch_read_ahead_matches_one_at_a_time_on_the_compare_workload() {
+    use acker_benches::compare::capacity_for_window;
+    use acker_benches::{Workload, WorkloadConfig};
+    let window = 50_000;
+    let capacity = capacity_for_window(window);
+    assert!(capacity >= acker_core::table::BATCH_READ_AHEAD_MIN_SLOTS);
+    let w = Workload::generate(WorkloadConfig::new(window, 300_000, 11));
+    let mut one = reference(capacity);
+    let mut all = reference(capacity);
+    for m in &w.prefill {
+        assert_eq!(one.apply(*m), Ok(Decision::Pending));
+    }
+    all.apply_batch(&w.prefill, |i, r| {
+        assert_eq!(r, Ok(Decision::Pending), "prefill message {i}")
+    });
+    let mut completed = 0;
+    let mut start = 0;
+    let mut size = 1;
+    while start < w.ops.len() {
+        let batch = &w.ops[start..(start + size).min(w.ops.len())];
+        let expected: Vec<_> = batch.iter().map(|m| one.apply(*m)).collect();
+        let mut got = Vec::with_capacity(batch.len());
+        all.apply_batch(batch, |i, r| got.push((i, r)));
+        let got_results: Vec<_> = got.iter().map(|&(_, r)| r).collect();
+        assert_eq!(expected, got_results, "batch at message {start}");
+        assert!(got.iter().enumerate().all(|(k, &(i, _))| i == k));
+        completed += got_results
+            .iter()
+            .filter(|r| matches!(r, Ok(Decision::Completed { .. })))
+            .count();
+        start += batch.len();
+        // 1, 2, 4, ... 512 messages, then again: batches shorter and longer than the read-ahead.
+        size = if size >= 512 { 1 } else { size * 2 };
+    }
+    assert_eq!(completed, w.completions);
+    assert_eq!(
+        (one.len(), all.len()),
+        (w.final_in_flight, w.final_in_flight)
+    );
+}

@@ -202,6 +202,13 @@ enum BenchCommand {
         /// tuples made from it: about 4.5 × this many MB of memory at its peak.
         #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
         min_mb: usize,
+        /// Rounds, each the plain loop then the topology over the same text (alternated, so that
+        /// on a shared machine no one phase gets all the quiet moments); the JSON reports the
+        /// ratio's min, median and max over them as `ratio_to_plain_loop`, and the other figures
+        /// of the first round. The text is kept for every round: about 5.5 × `--min-mb` MB of
+        /// memory at the peak.
+        #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+        rounds: usize,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -751,6 +758,7 @@ const MAX_MIN_MB: usize = 1_000_000;
 fn bench_wordcount_cmd(
     input: std::path::PathBuf,
     min_mb: usize,
+    rounds: usize,
     run: RunArgs,
 ) -> Result<(), CliError> {
     check_run(&run)?;
@@ -771,27 +779,65 @@ fn bench_wordcount_cmd(
             text.push('\n');
         }
     }
-    // Baseline: plain single-thread split-and-count.
-    let cpu0 = process_cpu_secs();
-    let t0 = Instant::now();
-    let plain = plain_count(&text);
-    let plain_secs = t0.elapsed().as_secs_f64();
-    let plain_cpu = cpu_delta(cpu0);
-    let plain_words: u64 = plain.values().sum();
-    let plain_distinct = plain.len();
-    drop(plain);
-
-    let lines = Lines::from_text(&text);
-    drop(text);
     let n = cores(&run);
-    let (topology, outputs) = wordcount::topology(lines, n, 0.0).map_err(|e| e.to_string())?;
-    let plan = plan(&topology, &run)?;
-    let cpu1 = process_cpu_secs();
-    let report = shell::run(&plan, &shell_options(&run)).map_err(|e| e.to_string())?;
-    let topo_cpu = cpu_delta(cpu1);
-    let counts = outputs.counts.lock().unwrap_or_else(|p| p.into_inner());
-    let words: u64 = counts.values().sum();
-    let secs = report.elapsed.as_secs_f64();
+    let mut ratios = Vec::with_capacity(rounds);
+    let mut first = None;
+    for _ in 0..rounds {
+        // Baseline: plain single-thread split-and-count.
+        let cpu0 = process_cpu_secs();
+        let t0 = Instant::now();
+        let plain = plain_count(&text);
+        let plain_secs = t0.elapsed().as_secs_f64();
+        let plain_cpu = cpu_delta(cpu0);
+        let plain_words: u64 = plain.values().sum();
+        let plain_distinct = plain.len();
+        drop(plain);
+
+        let lines = Lines::from_text(&text);
+        let (topology, outputs) = wordcount::topology(lines, n, 0.0).map_err(|e| e.to_string())?;
+        let plan = plan(&topology, &run)?;
+        let cpu1 = process_cpu_secs();
+        let report = shell::run(&plan, &shell_options(&run)).map_err(|e| e.to_string())?;
+        let topo_cpu = cpu_delta(cpu1);
+        let counts = outputs.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let words: u64 = counts.values().sum();
+        let secs = report.elapsed.as_secs_f64();
+        ratios.push((words as f64 / secs) / (plain_words as f64 / plain_secs));
+        if first.is_none() {
+            first = Some((
+                plain_secs,
+                plain_cpu,
+                plain_words,
+                plain_distinct,
+                counts.len(),
+                words,
+                secs,
+                topo_cpu,
+                report,
+            ));
+        }
+    }
+    drop(text);
+    let Some((
+        plain_secs,
+        plain_cpu,
+        plain_words,
+        plain_distinct,
+        topology_distinct,
+        words,
+        secs,
+        topo_cpu,
+        report,
+    )) = first
+    else {
+        return Err("--rounds must be at least 1".to_string().into());
+    };
+    ratios.sort_by(f64::total_cmp);
+    let ratio_median = if ratios.len() % 2 == 1 {
+        ratios[ratios.len() / 2]
+    } else {
+        (ratios[ratios.len() / 2 - 1] + ratios[ratios.len() / 2]) / 2.0
+    };
     let (p50, p99, max) = percentiles_us(&report);
     let mut out = io::stdout().lock();
     writeln!(
@@ -806,11 +852,17 @@ fn bench_wordcount_cmd(
             "plain_secs": plain_secs,
             "plain_words_per_sec": plain_words as f64 / plain_secs,
             "topology_words": words,
-            "topology_distinct": counts.len(),
+            "topology_distinct": topology_distinct,
             "plain_distinct": plain_distinct,
             "topology_secs": secs,
             "topology_words_per_sec": words as f64 / secs,
             "ratio": (words as f64 / secs) / (plain_words as f64 / plain_secs),
+            "rounds": rounds,
+            "ratio_to_plain_loop": {
+                "min": ratios[0],
+                "median": ratio_median,
+                "max": ratios[ratios.len() - 1],
+            },
             "plain_cpu_s": plain_cpu,
             "topology_cpu_s": topo_cpu,
             "plain_words_per_cpu_s": plain_cpu.map(|c| plain_words as f64 / c),
@@ -831,9 +883,12 @@ fn main() -> ExitCode {
             local,
             run,
         }) => pipeline_cmd(seconds, local, run),
-        Command::Bench(BenchCommand::Wordcount { input, min_mb, run }) => {
-            bench_wordcount_cmd(input, min_mb, run)
-        }
+        Command::Bench(BenchCommand::Wordcount {
+            input,
+            min_mb,
+            rounds,
+            run,
+        }) => bench_wordcount_cmd(input, min_mb, rounds, run),
         #[cfg(all(feature = "redis", feature = "postgres"))]
         Command::Load(a) => acker_runtime::connectors::wordcount::load(
             &a.input,
