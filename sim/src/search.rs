@@ -47,12 +47,19 @@ pub fn replay_command(sc: &Scenario) -> String {
     dur("acker-ns", sc.acker_ns, d.acker_ns);
     dur("restart-delay", sc.restart_delay_ns, d.restart_delay_ns);
     dur("partition", sc.partition_ns, d.partition_ns);
+    dur("outage", sc.outage_ns, d.outage_ns);
     if (sc.latency_min_ns, sc.latency_max_ns) != (d.latency_min_ns, d.latency_max_ns) {
         s.push_str(&format!(
             " --latency {}..{}",
             format_ns(sc.latency_min_ns),
             format_ns(sc.latency_max_ns)
         ));
+    }
+    if sc.source_model != d.source_model {
+        s.push_str(&format!(" --source-model {}", sc.source_model));
+    }
+    if sc.one_worker {
+        s.push_str(" --one-worker");
     }
     if let Some(t) = sc.time_limit_ns {
         s.push_str(&format!(" --time-limit {}", format_ns(t)));
@@ -312,6 +319,21 @@ mod tests {
         assert_eq!(
             replay_command(&sc),
             "acker-sim run --seed 42 --guarantee exactly-once --tuples 500 --restart-delay 5us --faults 'spout-crash@#7:0'"
+        );
+    }
+
+    /// The source model, one worker and the outage length change what a run does: a replay
+    /// without them does not reproduce it (found by a user: `search --source-model redis`
+    /// printed replays that passed).
+    #[test]
+    fn replay_command_keeps_the_source_model_one_worker_and_outage() {
+        let mut sc = Scenario::new(28, Guarantee::AtLeastOnce)
+            .with_source_model(crate::SourceModel::Redis);
+        sc.one_worker = true;
+        sc.outage_ns = 3_000_000_000;
+        assert_eq!(
+            replay_command(&sc),
+            "acker-sim run --seed 28 --guarantee at-least-once --outage 3s --source-model redis --one-worker"
         );
     }
 }
