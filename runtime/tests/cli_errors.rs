@@ -213,3 +213,19 @@ fn acker_park_capacity_has_a_documented_limit() {
         assert!(help.contains(figure), "{figure:?} missing from {help}");
     }
 }
+
+/// Connector-only options without `--redis/--stream/--postgres` are refused instead of silently
+/// ignored (a user ran the built-in job with `--poison-rate 0.5` and `--guarantee exactly-once`
+/// and got no warning).
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn connector_options_without_the_connectors_are_refused() {
+    assert_usage_error(
+        &["wordcount", "--poison-rate", "0.5"],
+        "--poison-rate only apply with --redis URL --stream NAME --postgres URL",
+    );
+    assert_usage_error(
+        &["wordcount", "--guarantee", "exactly-once", "--drain"],
+        "--guarantee, --drain only apply with --redis URL",
+    );
+}

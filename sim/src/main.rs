@@ -381,7 +381,19 @@ fn cmd_real_experiment(_a: ExperimentArgs) -> Result<ExitCode, CliError> {
     )
 }
 
+/// Refuses a `--plot` path that cannot be written before any cell runs (a user lost a whole
+/// real run to a bad path, told only "No such file or directory"): creates the file, which the
+/// plot overwrites at the end.
+fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
+    if let Some(path) = plot {
+        std::fs::File::create(path)
+            .map_err(|e| format!("cannot write --plot {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
+    check_plot_path(a.plot.as_deref())?;
     if a.real {
         return cmd_real_experiment(a);
     }
@@ -401,7 +413,8 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     bar.finish_and_clear();
     let relations = experiment::relations_for(&rows, base.source_model);
     if let Some(path) = &a.plot {
-        experiment::plot_svg(&rows, path)?;
+        experiment::plot_svg(&rows, path)
+            .map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
     }
     let mut out = io::stdout().lock();
     if a.json {

@@ -327,8 +327,8 @@ mod tests {
     /// printed replays that passed).
     #[test]
     fn replay_command_keeps_the_source_model_one_worker_and_outage() {
-        let mut sc = Scenario::new(28, Guarantee::AtLeastOnce)
-            .with_source_model(crate::SourceModel::Redis);
+        let mut sc =
+            Scenario::new(28, Guarantee::AtLeastOnce).with_source_model(crate::SourceModel::Redis);
         sc.one_worker = true;
         sc.outage_ns = 3_000_000_000;
         assert_eq!(

@@ -310,3 +310,28 @@ fn faults_past_the_end_of_the_run_are_reported_as_not_fired() {
     let out = run_ok(&["run", "--seed", "7", "--faults", "acker-crash@#10"]);
     assert!(!out.contains("did not fire"), "{out}");
 }
+
+/// A `--plot` path that cannot be written is refused before any cell runs (a user lost a whole
+/// `experiment --real` run to it, told only "No such file or directory").
+#[test]
+fn an_unwritable_plot_path_is_refused_before_running() {
+    let t0 = std::time::Instant::now();
+    assert_usage_error(
+        &["experiment", "--plot", "/nonexistent-dir/x.svg"],
+        "cannot write --plot /nonexistent-dir/x.svg",
+    );
+    assert_usage_error(
+        &[
+            "experiment",
+            "--real",
+            "--quick",
+            "--plot",
+            "/nonexistent-dir/x.svg",
+        ],
+        "cannot write --plot /nonexistent-dir/x.svg",
+    );
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(5),
+        "the experiment ran before the path was checked"
+    );
+}

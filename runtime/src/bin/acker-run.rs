@@ -481,6 +481,29 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
         return Err(format!("--fail-rate must be in [0, 1), got {}", args.fail_rate).into());
     }
     #[cfg(all(feature = "redis", feature = "postgres"))]
+    {
+        // Connector options without the connectors would be silently ignored.
+        let c = &args.connectors;
+        let given: Vec<&str> = [
+            (c.guarantee.is_some(), "--guarantee"),
+            (c.poison_rate != 0.0, "--poison-rate"),
+            (c.consumer.is_some(), "--consumer"),
+            (c.claim_after_ms.is_some(), "--claim-after-ms"),
+            (c.drain, "--drain"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+        if !c.is_active() && !given.is_empty() {
+            return Err(format!(
+                "{} only apply with --redis URL --stream NAME --postgres URL (the built-in job's \
+                 guarantee follows --ackers: 0 is at-most-once)",
+                given.join(", ")
+            )
+            .into());
+        }
+    }
+    #[cfg(all(feature = "redis", feature = "postgres"))]
     if args.connectors.is_active() {
         if args.input.is_some() || args.fail_rate > 0.0 {
             return Err("--input and --fail-rate do not go with --redis/--postgres"

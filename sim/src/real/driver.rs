@@ -964,7 +964,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
     };
     let relations = relations(&rows);
     if let Some(path) = plot {
-        plot_svg(&rows, path)?;
+        plot_svg(&rows, path).map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
     }
     let mut out = io::stdout().lock();
     if json {
