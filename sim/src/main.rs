@@ -460,10 +460,18 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         rows.len(),
         start.elapsed().as_secs_f64()
     );
-    if relations.iter().all(|r| r.holds) {
+    let failed: Vec<&str> = relations
+        .iter()
+        .filter(|r| !r.holds)
+        .map(|r| r.text.as_str())
+        .collect();
+    if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("acker-sim: some relations do not hold");
+        eprintln!(
+            "acker-sim: relations that do not hold: {}",
+            failed.join("; ")
+        );
         Ok(ExitCode::from(1))
     }
 }
