@@ -43,6 +43,8 @@ fn bench_wordcount_reports_the_ratio_over_alternated_rounds() {
     assert_eq!(v["rounds"], 3);
     // "a b c\nb c\nc\n" is 12 bytes and 6 words, repeated to 1,000,008 bytes: 500,004 words.
     assert_eq!(v["plain_words"], 500_004);
+    // The text's real size, not the requested minimum (was 1,000,000).
+    assert_eq!(v["bytes"], 1_000_008);
     assert_eq!(v["topology_words"], 500_004);
     let r = &v["ratio_to_plain_loop"];
     let (min, median, max) = (

@@ -840,6 +840,7 @@ fn bench_wordcount_cmd(
             ));
         }
     }
+    let text_bytes = text.len();
     drop(text);
     let Some((
         plain_secs,
@@ -868,7 +869,7 @@ fn bench_wordcount_cmd(
         "{}",
         serde_json::json!({
             "bench": "wordcount",
-            "bytes": min_mb * 1_000_000,
+            "bytes": text_bytes,
             "cores": report.cores,
             "ackers": run.ackers,
             "plain_words": plain_words,
