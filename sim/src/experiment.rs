@@ -322,6 +322,50 @@ pub fn relations_for(rows: &[Row], model: SourceModel) -> Vec<Relation> {
 }
 
 /// The table as aligned text: at most 100 columns for inputs below a million tuples (the input
+/// Writes `relations` one a line: `[holds]` or `[FAILS]`, the relation, and what was measured
+/// in parentheses (the text output of `experiment` and `experiment --real`).
+///
+/// # Errors
+/// The writer's.
+pub fn write_relations(
+    out: &mut impl std::io::Write,
+    relations: &[Relation],
+) -> std::io::Result<()> {
+    for r in relations {
+        writeln!(
+            out,
+            "  [{}] {}{}",
+            if r.holds { "holds" } else { "FAILS" },
+            r.text,
+            if r.detail.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", r.detail)
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// The exit status of the experiment commands: success when every relation holds; otherwise 1,
+/// after naming the relations that fail on stderr (so `--json` runs say which).
+pub fn exit_status(relations: &[Relation]) -> std::process::ExitCode {
+    let failed: Vec<&str> = relations
+        .iter()
+        .filter(|r| !r.holds)
+        .map(|r| r.text.as_str())
+        .collect();
+    if failed.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "acker-sim: relations that do not hold: {}",
+            failed.join("; ")
+        );
+        std::process::ExitCode::from(1)
+    }
+}
+
 /// size and max spout pending, the same in every row, go in the title).
 pub fn format_table(rows: &[Row]) -> String {
     // Fits in 100 columns: the input size and max spout pending, the same in every row, are in

@@ -440,19 +440,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
             out,
             "Relations (seed experiment, DESIGN.md \"Delivery guarantees\"):"
         )?;
-        for r in &relations {
-            writeln!(
-                out,
-                "  [{}] {}{}",
-                if r.holds { "holds" } else { "FAILS" },
-                r.text,
-                if r.detail.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({})", r.detail)
-                }
-            )?;
-        }
+        experiment::write_relations(&mut out, &relations)?;
     }
     out.flush()?;
     eprintln!(
@@ -460,20 +448,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         rows.len(),
         start.elapsed().as_secs_f64()
     );
-    let failed: Vec<&str> = relations
-        .iter()
-        .filter(|r| !r.holds)
-        .map(|r| r.text.as_str())
-        .collect();
-    if failed.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!(
-            "acker-sim: relations that do not hold: {}",
-            failed.join("; ")
-        );
-        Ok(ExitCode::from(1))
-    }
+    Ok(experiment::exit_status(&relations))
 }
 
 fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {

@@ -1006,19 +1006,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
             out,
             "Relations (issue 12, DESIGN.md \"Delivery guarantees\"):"
         )?;
-        for r in &relations {
-            writeln!(
-                out,
-                "  [{}] {}{}",
-                if r.holds { "holds" } else { "FAILS" },
-                r.text,
-                if r.detail.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({})", r.detail)
-                }
-            )?;
-        }
+        experiment::write_relations(&mut out, &relations)?;
         let diffs = differences(&rows);
         writeln!(out)?;
         if diffs.is_empty() {
@@ -1036,20 +1024,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
         rows.len(),
         start.elapsed().as_secs_f64()
     );
-    let failed: Vec<&str> = relations
-        .iter()
-        .filter(|r| !r.holds)
-        .map(|r| r.text.as_str())
-        .collect();
-    if failed.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!(
-            "acker-sim: relations that do not hold: {}",
-            failed.join("; ")
-        );
-        Ok(ExitCode::from(1))
-    }
+    Ok(experiment::exit_status(&relations))
 }
 
 #[cfg(test)]
