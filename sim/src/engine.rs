@@ -930,6 +930,11 @@ struct Engine {
     delivered: u64,
     dropped: u64,
     violations: Vec<Violation>,
+    /// Every root id an init was sent for (membership only, never iterated, so its hasher
+    /// cannot reach an output): a second init of one root id is an invariant violation.
+    inited_roots: std::collections::HashSet<u64>,
+    /// Whether that violation was reported (once a run).
+    root_reuse_reported: bool,
     max_acker_roots: usize,
     acker_capacity: usize,
     max_queue_len: usize,
@@ -1165,6 +1170,8 @@ impl Engine {
             delivered: 0,
             dropped: 0,
             violations: Vec::new(),
+            inited_roots: std::collections::HashSet::new(),
+            root_reuse_reported: false,
             max_acker_roots: 0,
             acker_capacity,
             max_queue_len: 0,
@@ -1648,6 +1655,22 @@ impl Engine {
     // ---- network ----------------------------------------------------------------------------
 
     fn send(&mut self, from: TaskId, dest: TaskId, msg: Message) {
+        // Observed on the link, outside the executors: root ids are 64-bit random per emit (as
+        // Storm's), so an init for a root id already initialized means an executor reused its
+        // id sequence, e.g. a restarted spout seeded as its first incarnation (its new trees
+        // would XOR into the old ones' entries).
+        if let Message::Acker(AckerMessage::Init { root, .. }) = msg {
+            if !self.inited_roots.insert(root) && !self.root_reuse_reported {
+                self.root_reuse_reported = true;
+                self.violations.push(Violation::Invariant {
+                    name: "a root id is initialized once".to_string(),
+                    at_ns: self.now,
+                    message: format!(
+                        "task {from} sent a second init for root {root:#018x} (root ids reused)"
+                    ),
+                });
+            }
+        }
         let Some(dst) = self.tasks.get(dest as usize) else {
             self.dropped += 1;
             return;

@@ -337,3 +337,52 @@ fn cli_run_takes_a_shape_and_refuses_core_plants_without_the_feature() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A restarted spout seeded as its first incarnation sends inits for root ids already used:
+/// the engine sees it on the link (outside the executors) at the first restart, whatever the
+/// topology does next (before this check, swarm search found this plant in about 1 seed of 250).
+#[test]
+fn a_reused_root_id_is_caught_at_the_first_restart() {
+    let o = bin()
+        .args([
+            "run",
+            "--shape",
+            "all-grouping",
+            "--seed",
+            "2",
+            "--planted-bug",
+            "restart-reuses-seed",
+            "--faults",
+            "spout-crash@#0:0",
+        ])
+        .output()
+        .expect("run acker-sim");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(
+            "invariant `a root id is initialized once` violated at 50000000 ns: task 0 sent a \
+             second init for root 0x2c44ee5104ec340d (root ids reused)"
+        ),
+        "{out}"
+    );
+    // The same run without the plant holds every oracle.
+    let o = bin()
+        .args([
+            "run",
+            "--shape",
+            "all-grouping",
+            "--seed",
+            "2",
+            "--faults",
+            "spout-crash@#0:0",
+        ])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
