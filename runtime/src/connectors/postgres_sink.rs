@@ -265,13 +265,30 @@ fn apply_batch<'a>(
     Ok(applied)
 }
 
-/// The sink bolt (see the module docs).
-pub struct PostgresSinkBolt {
+/// What a [`BatchSink`] writes: each batch of inputs in one transaction.
+pub trait BatchWriter {
+    /// Writes `batch` in one transaction on `client` and commits it (updating the writer's own
+    /// counters on success).
+    ///
+    /// # Errors
+    /// The database's error: the sink then drops the connection and keeps the batch unacked.
+    fn write(&mut self, client: &mut Client, batch: &[Input]) -> Result<(), postgres::Error>;
+
+    /// Called when a commit failed or the connection could not be made (for counting).
+    fn connection_lost(&mut self) {}
+}
+
+/// A sink bolt writing its inputs to PostgreSQL in batches through a [`BatchWriter`] (see the
+/// module docs): one transaction per batch (at `batch` inputs, or at the spout's flush
+/// punctuation, a one-field input), each input acked only after its transaction committed. A
+/// failed commit or a lost connection leaves the batch unacked and buffered; the bolt reconnects
+/// with a capped backoff (50 ms doubling to 2 s) and retries at the next flush; inputs beyond 16
+/// batches are failed (their trees have timed out or soon will), which bounds memory during an
+/// outage.
+pub struct BatchSink<W> {
     url: String,
-    stream: String,
-    mode: SinkMode,
+    writer: W,
     batch: usize,
-    counters: Arc<SinkCounters>,
     client: Option<Client>,
     reconnect_at: Option<Instant>,
     backoff_ms: u64,
@@ -279,9 +296,44 @@ pub struct PostgresSinkBolt {
     commit_on_cleanup: bool,
 }
 
-impl PostgresSinkBolt {
-    /// A sink writing to `url` for source stream `stream`, committing at `batch` inputs (at
-    /// least 1) or at a flush punctuation.
+/// The word-count sink bolt (see the module docs).
+pub type PostgresSinkBolt = BatchSink<WordCountWriter>;
+
+/// The [`BatchWriter`] of the word-count sink: [`SinkMode::Accumulate`] or
+/// [`SinkMode::ExactlyOnce`] into `word_counts` (see the module docs).
+pub struct WordCountWriter {
+    stream: String,
+    mode: SinkMode,
+    counters: Arc<SinkCounters>,
+}
+
+impl BatchWriter for WordCountWriter {
+    fn write(&mut self, client: &mut Client, batch: &[Input]) -> Result<(), postgres::Error> {
+        let applied = apply_batch(
+            client,
+            self.mode,
+            &self.stream,
+            batch.iter().map(contribution),
+        )?;
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .applied
+            .fetch_add(applied as u64, Ordering::Relaxed);
+        self.counters.duplicates.fetch_add(
+            (batch.len() as u64).saturating_sub(applied as u64),
+            Ordering::Relaxed,
+        );
+        Ok(())
+    }
+
+    fn connection_lost(&mut self) {
+        self.counters.errors.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl BatchSink<WordCountWriter> {
+    /// A word-count sink writing to `url` for source stream `stream`, committing at `batch`
+    /// inputs (at least 1) or at a flush punctuation.
     pub fn new(
         url: &str,
         stream: &str,
@@ -289,12 +341,26 @@ impl PostgresSinkBolt {
         batch: usize,
         counters: Arc<SinkCounters>,
     ) -> Self {
+        Self::with_writer(
+            url,
+            batch,
+            WordCountWriter {
+                stream: stream.to_string(),
+                mode,
+                counters,
+            },
+        )
+    }
+}
+
+impl<W: BatchWriter> BatchSink<W> {
+    /// A sink writing to `url` through `writer`, committing at `batch` inputs (at least 1) or at
+    /// a flush punctuation.
+    pub fn with_writer(url: &str, batch: usize, writer: W) -> Self {
         Self {
             url: url.to_string(),
-            stream: stream.to_string(),
-            mode,
+            writer,
             batch: batch.max(1),
-            counters,
             client: None,
             reconnect_at: None,
             backoff_ms: 50,
@@ -315,7 +381,7 @@ impl PostgresSinkBolt {
     }
 
     fn lost(&mut self, now: Instant) {
-        self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        self.writer.connection_lost();
         self.client = None;
         self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
         self.backoff_ms = (self.backoff_ms * 2).min(2000);
@@ -341,24 +407,8 @@ impl PostgresSinkBolt {
         let Some(client) = self.client.as_mut() else {
             return false;
         };
-        let r = apply_batch(
-            client,
-            self.mode,
-            &self.stream,
-            self.buf.iter().map(contribution),
-        );
-        match r {
-            Ok(applied) => {
-                self.counters.commits.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .applied
-                    .fetch_add(applied as u64, Ordering::Relaxed);
-                self.counters.duplicates.fetch_add(
-                    (self.buf.len() as u64).saturating_sub(applied as u64),
-                    Ordering::Relaxed,
-                );
-                true
-            }
+        match self.writer.write(client, &self.buf) {
+            Ok(()) => true,
             Err(_) => {
                 self.lost(now);
                 false
@@ -383,7 +433,7 @@ impl PostgresSinkBolt {
     }
 }
 
-impl Bolt for PostgresSinkBolt {
+impl<W: BatchWriter> Bolt for BatchSink<W> {
     fn prepare(&mut self, _context: &TopologyContext) {}
 
     fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {

@@ -19,18 +19,15 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use acker_runtime::bolts::{Throw, ThrowingBolt};
 use acker_runtime::connectors::parse_entry_id;
-use acker_runtime::connectors::postgres_sink;
+use acker_runtime::connectors::postgres_sink::{self, BatchSink, BatchWriter};
 use acker_runtime::connectors::redis_stream::{
     self, RedisSpoutConfig, RedisStreamSpout, SpoutCounters, FLUSH_STREAM,
 };
 use acker_runtime::shell::{self, ShellOptions, TaskControl};
-use acker_runtime::{
-    Bolt, Config, Grouping, Input, OutputCollector, TaskKind, TopologyBuilder, TopologyContext,
-};
+use acker_runtime::{Config, Grouping, Input, TaskKind, TopologyBuilder};
 use clap::Args;
 
 use super::{offsets, RealFault};
@@ -138,79 +135,53 @@ pub struct NumberSinkCounters {
     pub errors: AtomicU64,
 }
 
-/// The experiment's sink: `(entry, line)` inputs, `line` a number; one row of `out_<tag>` per
-/// output. Buffers inputs and commits them in one transaction at `batch` inputs (a tenth of max
-/// spout pending) or at the spout's flush punctuation; acks them only after the commit. Exactly-once: the same statement
-/// records each entry in `applied_<tag>` (`ON CONFLICT DO NOTHING`) and inserts the rows of the
-/// entries whose record is new, so a replay adds nothing. A failed commit drops the connection
-/// (reconnect with a capped backoff, retry at the next flush); beyond 16 batches the oldest
-/// inputs are failed, to be replayed. At-most-once commits what is buffered at cleanup (its
-/// entries were acknowledged when read).
-pub struct NumberSink {
-    url: String,
+/// The experiment sink's [`BatchWriter`]: `(entry, line)` inputs, `line` a number; one row of
+/// `out_<tag>` per output. The sink ([`BatchSink`]) commits a batch at `batch` inputs (a tenth of
+/// max spout pending) or at the spout's flush punctuation and acks it only after the commit.
+/// Exactly-once: the same statement records each entry in `applied_<tag>` (`ON CONFLICT DO
+/// NOTHING`) and inserts the rows of the entries whose record is new, so a replay adds nothing.
+/// At-most-once commits what is buffered at cleanup (its entries were acknowledged when read).
+pub struct NumberWriter {
     tag: String,
     exactly_once: bool,
-    commit_on_cleanup: bool,
     bug: Option<WorkerBug>,
-    batch: usize,
-    client: Option<postgres::Client>,
-    reconnect_at: Option<Instant>,
-    backoff_ms: u64,
-    buf: Vec<Input>,
     counters: Arc<NumberSinkCounters>,
 }
 
-impl NumberSink {
-    /// The buffered inputs as `(entry ms, entry seq, number)` columns.
-    fn rows(&self) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
-        let (mut ms, mut seq, mut n) = (Vec::new(), Vec::new(), Vec::new());
-        for i in &self.buf {
-            let v = i.values();
-            let (m, s) = v
-                .first()
+/// The experiment's sink bolt.
+pub type NumberSink = BatchSink<NumberWriter>;
+
+/// `batch` as `(entry ms, entry seq, number)` columns.
+fn rows(batch: &[Input]) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+    let (mut ms, mut seq, mut n) = (Vec::new(), Vec::new(), Vec::new());
+    for i in batch {
+        let v = i.values();
+        let (m, s) = v
+            .first()
+            .and_then(|x| x.as_str())
+            .and_then(parse_entry_id)
+            .unwrap_or((0, 0));
+        ms.push(m);
+        seq.push(s);
+        n.push(
+            v.get(1)
                 .and_then(|x| x.as_str())
-                .and_then(parse_entry_id)
-                .unwrap_or((0, 0));
-            ms.push(m);
-            seq.push(s);
-            n.push(
-                v.get(1)
-                    .and_then(|x| x.as_str())
-                    .and_then(|l| l.trim().parse::<i64>().ok())
-                    .unwrap_or(-1),
-            );
-        }
-        (ms, seq, n)
+                .and_then(|l| l.trim().parse::<i64>().ok())
+                .unwrap_or(-1),
+        );
     }
+    (ms, seq, n)
+}
 
-    fn commit(&mut self) -> bool {
-        let rows = self.rows();
-        self.commit_rows(rows)
-    }
-
-    /// Commits one transaction of `(ms, seq, n)` rows; false (connection dropped) on error.
-    fn commit_rows(&mut self, (ms, seq, n): (Vec<i64>, Vec<i64>, Vec<i64>)) -> bool {
-        let now = Instant::now();
-        if self.client.is_none() {
-            if self.reconnect_at.is_some_and(|t| now < t) {
-                return false;
-            }
-            match postgres_sink::connect(&self.url) {
-                Ok(c) => {
-                    self.client = Some(c);
-                    self.backoff_ms = 50;
-                }
-                Err(_) => {
-                    self.lost(now);
-                    return false;
-                }
-            }
-        }
+impl BatchWriter for NumberWriter {
+    fn write(
+        &mut self,
+        client: &mut postgres::Client,
+        batch: &[Input],
+    ) -> Result<(), postgres::Error> {
+        let (ms, seq, n) = rows(batch);
         let tag = &self.tag;
-        let Some(client) = self.client.as_mut() else {
-            return false;
-        };
-        let r = if self.exactly_once && self.bug != Some(WorkerBug::SinkWithoutDedup) {
+        if self.exactly_once && self.bug != Some(WorkerBug::SinkWithoutDedup) {
             client.execute(
                 &format!(
                     "WITH input AS (
@@ -226,69 +197,19 @@ impl NumberSink {
                      JOIN ins ON i.ms = ins.entry_ms AND i.seq = ins.entry_seq"
                 ),
                 &[&ms, &seq, &n],
-            )
+            )?;
         } else {
             client.execute(
                 &format!("INSERT INTO out_{tag} (n) SELECT unnest($1::bigint[])"),
                 &[&n],
-            )
-        };
-        match r {
-            Ok(_) => {
-                self.counters.commits.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            Err(_) => {
-                self.lost(now);
-                false
-            }
+            )?;
         }
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
-    fn lost(&mut self, now: Instant) {
+    fn connection_lost(&mut self) {
         self.counters.errors.fetch_add(1, Ordering::Relaxed);
-        self.client = None;
-        self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
-        self.backoff_ms = (self.backoff_ms * 2).min(2000);
-    }
-
-    fn flush(&mut self, c: &mut OutputCollector<'_>) {
-        if self.buf.is_empty() {
-            return;
-        }
-        if self.commit() {
-            for i in self.buf.drain(..) {
-                let _ = c.ack(i);
-            }
-        } else if self.buf.len() > 16 * self.batch {
-            let excess = self.buf.len() - 16 * self.batch;
-            for i in self.buf.drain(..excess) {
-                let _ = c.fail(i);
-            }
-        }
-    }
-}
-
-impl Bolt for NumberSink {
-    fn prepare(&mut self, _context: &TopologyContext) {}
-
-    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
-        if input.values().len() == 1 {
-            // The spout's flush punctuation (unanchored).
-            let _ = c.ack(input);
-            self.flush(c);
-            return;
-        }
-        self.buf.push(input);
-        if self.buf.len() >= self.batch {
-            self.flush(c);
-        }
-    }
-
-    fn cleanup(&mut self) {
-        if self.commit_on_cleanup && !self.buf.is_empty() && self.commit() {
-            self.buf.clear();
-        }
     }
 }
 
@@ -430,18 +351,22 @@ pub fn run(a: &WorkerArgs) -> Result<String, String> {
         let exactly_once = guarantee == Guarantee::ExactlyOnce;
         b.set_bolt(
             "sink",
-            move || NumberSink {
-                url: url.clone(),
-                tag: tag.clone(),
-                exactly_once,
-                commit_on_cleanup: at_most_once,
-                bug,
-                batch,
-                client: None,
-                reconnect_at: None,
-                backoff_ms: 50,
-                buf: Vec::new(),
-                counters: counters.clone(),
+            move || {
+                let sink = NumberSink::with_writer(
+                    &url,
+                    batch,
+                    NumberWriter {
+                        tag: tag.clone(),
+                        exactly_once,
+                        bug,
+                        counters: counters.clone(),
+                    },
+                );
+                if at_most_once {
+                    sink.commit_buffered_on_cleanup()
+                } else {
+                    sink
+                }
             },
             1,
         )
