@@ -258,6 +258,16 @@ const INSERT_LOCKS: usize = 32;
 /// root ids. A root's window is its two buckets, 16 slots.
 pub const BUCKET_SLOTS: usize = 8;
 
+/// What [`SharedAckerTable::find_in`] met in one run of slots.
+enum Found {
+    /// The root is not in the run.
+    Missing,
+    /// The root's live entry, locked: its slot, its meta word and the epoch read under the lock.
+    Live((usize, u32, u32)),
+    /// The root's entry had expired and was removed: it has no live one.
+    Expired,
+}
+
 /// Where `root`'s probe goes: the first slot of each of its two buckets (bucketed tables), or its
 /// home slot (`b1`, linear tables; `b2` unused).
 #[derive(Clone, Copy)]
@@ -1145,38 +1155,63 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// Finds `root`'s live entry and takes its lock. Returns its slot, its meta word and the
     /// epoch read under the lock (by which it has not expired), or `None` if the root has no live
     /// entry (an expired one met on the way is removed).
+    #[inline(always)]
     fn find(&self, root: RootId, p: Probe) -> Option<(usize, u32, u32)> {
-        let roots = self.slots.roots();
-        for (start, end) in self.runs(p, self.span()) {
-            for (k, r) in roots[start..end].iter().enumerate() {
-                if r.load(Acquire) != root {
-                    continue;
+        let count = self.overflow.load(Acquire);
+        if self.buckets != 0 && count == 0 {
+            // The usual case: no overflow entry anywhere, so the root can only be in its two
+            // buckets (the same slots `runs` would give for a span of one window).
+            for start in [p.b1, p.b2] {
+                match self.find_in(root, start, start + BUCKET_SLOTS) {
+                    Found::Missing => {}
+                    Found::Live(hit) => return Some(hit),
+                    Found::Expired => return None,
                 }
-                let j = start + k;
-                let Some(m) = self.lock_live(j) else {
-                    continue;
-                };
-                // The slot may have been freed and reused since its root id was read; under the
-                // lock it cannot change.
-                if r.load(Relaxed) != root {
-                    self.unlock(j, m);
-                    continue;
-                }
-                let epoch = self.epoch.load(Acquire);
-                if Self::expired_at(m, epoch) {
-                    // The root's only entry: it has no live one.
-                    self.remove_locked(j);
-                    return None;
-                }
-                return Some((j, m, epoch));
+            }
+            return None;
+        }
+        for (start, end) in self.runs(p, self.span_for(count)) {
+            match self.find_in(root, start, end) {
+                Found::Missing => {}
+                Found::Live(hit) => return Some(hit),
+                Found::Expired => return None,
             }
         }
         None
     }
 
+    /// [`find`](Self::find) in the run of slots `start..end`.
+    #[inline(always)]
+    fn find_in(&self, root: RootId, start: usize, end: usize) -> Found {
+        for (k, r) in self.slots.roots()[start..end].iter().enumerate() {
+            if r.load(Acquire) != root {
+                continue;
+            }
+            let j = start + k;
+            let Some(m) = self.lock_live(j) else {
+                continue;
+            };
+            // The slot may have been freed and reused since its root id was read; under the
+            // lock it cannot change.
+            if r.load(Relaxed) != root {
+                self.unlock(j, m);
+                continue;
+            }
+            let epoch = self.epoch.load(Acquire);
+            if Self::expired_at(m, epoch) {
+                // The root's only entry: it has no live one.
+                self.remove_locked(j);
+                return Found::Expired;
+            }
+            return Found::Live((j, m, epoch));
+        }
+        Found::Missing
+    }
+
     /// Applies `op` to the live entry at slot `j` (meta word `m`, not expired at `epoch`), whose
     /// lock the caller holds, and releases it: exactly what the single-owner table does to an
     /// existing entry.
+    #[inline(always)]
     fn apply_locked(
         &self,
         j: usize,
