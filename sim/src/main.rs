@@ -531,28 +531,53 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
         o.delivered as f64 / wall / 1e6,
         o.events as f64 / wall / 1e6
     );
-    if o.ok() {
+    let again = || {
+        Sim::run(sc.clone(), None)
+            .map(|o| o.trace_hash)
+            .map_err(|e| e.to_string())
+    };
+    finish_run(
+        &mut out,
+        sc.seed,
+        &o.violations,
+        o.trace_hash,
+        a.check_determinism,
+        again,
+    )
+}
+
+/// The end of every `run`'s report: the verdict with each violation, the trace hash, and with
+/// `--check-determinism` the trace hash of a second run (`again`) compared with the first.
+/// Exit status 0 when every oracle held, 1 on a violation, 3 when the second run differed.
+fn finish_run(
+    out: &mut impl Write,
+    seed: u64,
+    violations: &[impl std::fmt::Display],
+    trace_hash: u64,
+    check_determinism: bool,
+    again: impl FnOnce() -> Result<u64, String>,
+) -> Result<ExitCode, CliError> {
+    if violations.is_empty() {
         writeln!(out, "verdict: ok (every oracle held)")?;
     } else {
         writeln!(out, "verdict: VIOLATION")?;
-        for v in &o.violations {
+        for v in violations {
             writeln!(out, "  {v}")?;
         }
     }
-    writeln!(out, "trace hash {:016x}", o.trace_hash)?;
-    if a.check_determinism {
-        let again = Sim::run(sc.clone(), None).map_err(|e| e.to_string())?;
-        if again.trace_hash != o.trace_hash {
+    writeln!(out, "trace hash {trace_hash:016x}")?;
+    if check_determinism {
+        let second = again()?;
+        if second != trace_hash {
             eprintln!(
-                "acker-sim: NONDETERMINISM: seed {} gave trace hash {:016x}, then {:016x}",
-                sc.seed, o.trace_hash, again.trace_hash
+                "acker-sim: NONDETERMINISM: seed {seed} gave trace hash {trace_hash:016x}, then {second:016x}"
             );
             return Ok(ExitCode::from(3));
         }
         writeln!(out, "determinism: ok (second run gave the same trace hash)")?;
     }
     out.flush()?;
-    Ok(if o.ok() {
+    Ok(if violations.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -607,32 +632,20 @@ fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
         o.dropped,
         o.end_ns as f64 / 1e9
     )?;
-    if o.ok() {
-        writeln!(out, "verdict: ok (every oracle held)")?;
-    } else {
-        writeln!(out, "verdict: VIOLATION")?;
-        for v in &o.violations {
-            writeln!(out, "  {v}")?;
-        }
-    }
-    writeln!(out, "trace hash {:016x}", o.trace_hash)?;
-    if a.check_determinism {
-        let again = build()?.run().map_err(|e| e.to_string())?;
-        if again.trace_hash != o.trace_hash {
-            eprintln!(
-                "acker-sim: NONDETERMINISM: seed {} gave trace hash {:016x}, then {:016x}",
-                a.seed, o.trace_hash, again.trace_hash
-            );
-            return Ok(ExitCode::from(3));
-        }
-        writeln!(out, "determinism: ok (second run gave the same trace hash)")?;
-    }
-    out.flush()?;
-    Ok(if o.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let again = || {
+        build()?
+            .run()
+            .map(|o| o.trace_hash)
+            .map_err(|e| e.to_string())
+    };
+    finish_run(
+        &mut out,
+        a.seed,
+        &o.violations,
+        o.trace_hash,
+        a.check_determinism,
+        again,
+    )
 }
 
 /// The command line that replays a shape's run with `faults`.
