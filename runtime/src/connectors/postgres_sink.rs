@@ -166,20 +166,23 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), postgres::Error> {
     tx.commit()
 }
 
-/// Adds `$2[i]` to the count of word `$1[i]` (the words distinct and sorted by the caller).
+/// Adds `$2[i]` to the count of word `$1[i]` (the words distinct). The rows are upserted, and
+/// so locked, in `ORDER BY w` whatever order the caller passes, so two transactions (two sink
+/// tasks or two workers) lock their common words in the same order and cannot deadlock.
 const ADD_COUNTS_SQL: &str = "INSERT INTO word_counts (word, count)
-    SELECT w, c FROM unnest($1::text[], $2::bigint[]) AS t(w, c)
+    SELECT w, c FROM unnest($1::text[], $2::bigint[]) AS t(w, c) ORDER BY w
     ON CONFLICT (word) DO UPDATE SET count = word_counts.count + EXCLUDED.count";
 
 /// Records the word positions `$4[i]` (an `int[]` literal) of entry `($2[i], $3[i])` of stream
-/// `$1` (entries distinct and sorted by the caller) and returns, for each entry, the positions
+/// `$1` (entries distinct; recorded, and so locked, in `ORDER BY ms, seq` whatever the caller's
+/// order, for the same reason as [`ADD_COUNTS_SQL`]) and returns, for each entry, the positions
 /// that were not recorded before (`added`). `ON CONFLICT DO UPDATE` locks an existing record and
 /// reads its latest committed version, so two workers applying the same entry at once are
 /// serialised on its row: whichever commits second finds the first's positions and adds none.
 const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
         (stream, entry_ms, entry_seq, positions, added)
     SELECT $1, ms, seq, p::int[], p::int[]
-    FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS t(ms, seq, p)
+    FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS t(ms, seq, p) ORDER BY ms, seq
     ON CONFLICT (stream, entry_ms, entry_seq) DO UPDATE SET
         added = ARRAY(SELECT x FROM unnest(EXCLUDED.positions) x WHERE x <> ALL (a.positions)),
         positions = a.positions
@@ -219,9 +222,9 @@ fn contribution(input: &Input) -> (&str, (i64, i64), i32) {
 
 /// Applies `buf` in one transaction and returns how many contributions it added. The counting
 /// is done here, not in SQL: the database only records positions and adds per-word totals, the
-/// two things that must be transactional. Words are sorted, so concurrent workers lock
-/// `word_counts` rows in the same order and cannot deadlock; entries are sorted for the same
-/// reason.
+/// two things that must be transactional. Every transaction locks entry records first, then
+/// words, each in the statements' `ORDER BY`, so concurrent transactions (sink tasks, workers)
+/// lock in one global order and cannot deadlock.
 fn apply_batch<'a>(
     client: &mut Client,
     mode: SinkMode,
@@ -778,5 +781,62 @@ mod tests {
                 ("e".into(), 1)
             ]
         );
+    }
+
+    /// Two connections apply the same 10 batches (2,000 words each) at once, one passing every
+    /// batch's contributions in ascending order and the other in descending order: with rows
+    /// locked in one order no transaction deadlocks (PostgreSQL would abort one with SQLSTATE
+    /// 40P01), and each word is counted once per batch (10), however the two interleave.
+    #[test]
+    fn concurrent_transactions_lock_in_one_order() {
+        const BATCHES: i64 = 10;
+        let server = PostgresServer::start().expect("start PostgreSQL (package postgresql)");
+        let mut c = connect(&server.url()).expect("connect");
+        ensure_schema(&mut c).expect("schema");
+        // Batch i: entries (i, 0..10), 200 positions each, word w<k*200+pos>: 2,000 words.
+        let batch = |i: i64| -> Vec<(String, (i64, i64), i32)> {
+            (0..10)
+                .flat_map(|k| {
+                    (0..200).map(move |p| (format!("w{:04}", k * 200 + p), (i, k), p as i32))
+                })
+                .collect()
+        };
+        // Both threads start each batch together (a barrier), so their transactions overlap;
+        // each runs all batches whatever fails, so neither waits at the barrier for ever.
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let run = |descending: bool| {
+            let (url, start) = (server.url(), start.clone());
+            std::thread::spawn(move || {
+                let mut c = connect(&url).expect("connect");
+                let mut errors = Vec::new();
+                for i in 1..=BATCHES {
+                    let mut b = batch(i);
+                    if descending {
+                        b.reverse();
+                    }
+                    start.wait();
+                    if let Err(e) = apply_batch(
+                        &mut c,
+                        SinkMode::ExactlyOnce,
+                        "s",
+                        b.iter().map(|(w, e, p)| (w.as_str(), *e, *p)),
+                    ) {
+                        let state = e.code().map_or("none", |c| c.code()).to_string();
+                        errors.push(format!("batch {i}: SQLSTATE {state}"));
+                    }
+                }
+                errors
+            })
+        };
+        let (a, b) = (run(false), run(true));
+        let ea = a.join().expect("ascending thread");
+        let eb = b.join().expect("descending thread");
+        assert_eq!(
+            (ea, eb),
+            (vec![], vec![]),
+            "failed transactions (ascending, descending); 40P01 is a deadlock"
+        );
+        let want: Vec<(String, i64)> = (0..2000).map(|j| (format!("w{j:04}"), BATCHES)).collect();
+        assert_eq!(counts(&mut c), want);
     }
 }
