@@ -839,4 +839,55 @@ mod tests {
         let want: Vec<(String, i64)> = (0..2000).map(|j| (format!("w{j:04}"), BATCHES)).collect();
         assert_eq!(counts(&mut c), want);
     }
+
+    /// A writer whose first transaction panics: the writer thread survives it, reports that
+    /// batch as not committed (so its inputs stay unacked), reconnects after the backoff and
+    /// commits the next batch. Every wait is bounded (5 s).
+    #[test]
+    fn a_panicking_write_is_a_failed_commit_and_the_writer_lives_on() {
+        #[derive(Clone)]
+        struct Flaky(Arc<AtomicU64>);
+        impl BatchWriter for Flaky {
+            type Row = i64;
+            fn row(_: &Input) -> i64 {
+                0
+            }
+            fn write(&mut self, client: &mut Client, rows: &[i64]) -> Result<(), postgres::Error> {
+                if self.0.fetch_add(1, Ordering::Relaxed) == 0 {
+                    panic!("this test writer panics on its first write");
+                }
+                client.execute("SELECT $1::bigint", &[&(rows.len() as i64)])?;
+                Ok(())
+            }
+        }
+        let server = PostgresServer::start().expect("start PostgreSQL (package postgresql)");
+        let calls = Arc::new(AtomicU64::new(0));
+        let w = WriterThread {
+            url: server.url(),
+            writer: Flaky(calls.clone()),
+            client: None,
+            reconnect_at: None,
+            backoff_ms: 50,
+        };
+        let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
+        let (done_tx, done) = channel();
+        let thread = std::thread::spawn(move || w.run(jobs_rx, done_tx));
+        let wait = || {
+            done.recv_timeout(Duration::from_secs(5))
+                .expect("the writer's report within 5 s (a dead writer never reports)")
+        };
+        jobs.send(vec![1, 2, 3]).expect("queue a batch");
+        let first = wait();
+        assert_eq!((first.batches, first.committed), (1, false));
+        // The next attempt waits out the 50 ms backoff, reconnects and commits.
+        std::thread::sleep(Duration::from_millis(100));
+        jobs.send(vec![4]).expect("queue a batch");
+        let second = wait();
+        assert_eq!((second.batches, second.committed), (1, true));
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        drop(jobs);
+        thread
+            .join()
+            .expect("the writer thread ends when the queue closes");
+    }
 }
