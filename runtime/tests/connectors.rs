@@ -553,15 +553,7 @@ fn idle_stream_does_not_stall_acks_and_sigterm_exits_0() {
         .map(|(w, c)| (w.to_string(), c))
         .collect();
     assert_eq!(counts, want);
-    let pid = w.child.id().to_string();
-    let status = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill -TERM");
-    assert!(status.success());
-    let (status, out, err) = w.wait(Duration::from_secs(30));
-    assert_eq!(status.code(), Some(0), "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    let (v, out) = stop_with_sigterm(w);
     assert_eq!(v["acked"], 2, "{out}");
 }
 
@@ -920,6 +912,21 @@ fn poison_entries_are_retried_then_dead_lettered_by_a_running_worker() {
     );
 }
 
+/// Stops worker `w` with SIGTERM, waits at most 30 s for exit status 0 and returns its `--json`
+/// summary, parsed and as printed.
+fn stop_with_sigterm(w: Proc) -> (serde_json::Value, String) {
+    let pid = w.child.id().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let (status, out, err) = w.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{err}");
+    let v = serde_json::from_str(out.trim()).expect("--json summary");
+    (v, out)
+}
+
 /// The group `acker-wordcount`'s pending count (`XPENDING` summary).
 fn pending_count(con: &mut redis::Connection, stream: &str) -> i64 {
     let p: redis::Value = redis::cmd("XPENDING")
@@ -1020,15 +1027,7 @@ fn acks_wait_for_the_commit_then_arrive_on_an_idle_stream() {
     .map(|(w, c)| (w.to_string(), c))
     .collect();
     assert_eq!(db_counts(&pu), want);
-    let pid = w.child.id().to_string();
-    let status = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill -TERM");
-    assert!(status.success());
-    let (status, out, err) = w.wait(Duration::from_secs(30));
-    assert_eq!(status.code(), Some(0), "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    let (v, out) = stop_with_sigterm(w);
     assert_eq!(v["acked"], 4, "{out}");
     assert_eq!(v["replays"], 0, "{out}");
 }
