@@ -553,15 +553,7 @@ fn idle_stream_does_not_stall_acks_and_sigterm_exits_0() {
         .map(|(w, c)| (w.to_string(), c))
         .collect();
     assert_eq!(counts, want);
-    let pid = w.child.id().to_string();
-    let status = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill -TERM");
-    assert!(status.success());
-    let (status, out, err) = w.wait(Duration::from_secs(30));
-    assert_eq!(status.code(), Some(0), "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    let (v, out) = stop_with_sigterm(w);
     assert_eq!(v["acked"], 2, "{out}");
 }
 
@@ -918,4 +910,124 @@ fn poison_entries_are_retried_then_dead_lettered_by_a_running_worker() {
         Some(&redis::Value::Int(0)),
         "group pending count"
     );
+}
+
+/// Stops worker `w` with SIGTERM, waits at most 30 s for exit status 0 and returns its `--json`
+/// summary, parsed and as printed.
+fn stop_with_sigterm(w: Proc) -> (serde_json::Value, String) {
+    let pid = w.child.id().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let (status, out, err) = w.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{err}");
+    let v = serde_json::from_str(out.trim()).expect("--json summary");
+    (v, out)
+}
+
+/// The group `acker-wordcount`'s pending count (`XPENDING` summary).
+fn pending_count(con: &mut redis::Connection, stream: &str) -> i64 {
+    let p: redis::Value = redis::cmd("XPENDING")
+        .arg(stream)
+        .arg("acker-wordcount")
+        .query(con)
+        .expect("XPENDING");
+    match p {
+        redis::Value::Array(v) => match v.first() {
+            Some(redis::Value::Int(n)) => *n,
+            other => panic!("XPENDING count: {other:?}"),
+        },
+        other => panic!("XPENDING reply: {other:?}"),
+    }
+}
+
+/// The sink commits on its writer thread and acks only what committed, promptly. A session
+/// holds `word_counts` locked (`LOCK TABLE ... IN EXCLUSIVE MODE`), so the sink's transaction
+/// cannot commit: for 1.5 s after the worker has read all 4 entries (75 flush punctuations),
+/// all 4 stay pending in the group, i.e. nothing was acked before its commit. Then the lock is
+/// released on the now idle stream: the commit goes through and the group has nothing pending
+/// within 2 s (the message timeout is 30 s and the claim time 60 s, so the acks came from the
+/// committed batch itself, not from a replay), and the counts are exact.
+#[test]
+fn acks_wait_for_the_commit_then_arrive_on_an_idle_stream() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut client = pg(&pu);
+    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
+    let mut lock = client.transaction().expect("begin");
+    lock.batch_execute("LOCK TABLE word_counts IN EXCLUSIVE MODE")
+        .expect("lock word_counts");
+    let mut con = redis_con(&ru);
+    for line in ["to be or not", "to be", "that is", "the question"] {
+        let _: String = redis::cmd("XADD")
+            .arg("held")
+            .arg("*")
+            .arg("line")
+            .arg(line)
+            .query(&mut con)
+            .expect("XADD");
+    }
+    let args: Vec<&str> = worker_args(&ru, &pu, "held", "w")
+        .into_iter()
+        .filter(|a| !["--drain", "5", "3000"].contains(a))
+        .filter(|a| !["--timeout-secs", "--claim-after-ms"].contains(a))
+        .chain(["--timeout-secs", "30", "--claim-after-ms", "60000"])
+        .collect();
+    let w = Proc::spawn("worker on a locked word_counts", &args);
+    let t0 = Instant::now();
+    loop {
+        let read: redis::RedisResult<redis::Value> = redis::cmd("XPENDING")
+            .arg("held")
+            .arg("acker-wordcount")
+            .query(&mut con);
+        if matches!(read, Ok(redis::Value::Array(ref v)) if v.first() == Some(&redis::Value::Int(4)))
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the worker to read the 4 entries: {read:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(1500) {
+        assert_eq!(
+            pending_count(&mut con, "held"),
+            4,
+            "an entry was acked while its transaction could not commit ({:?} after reading)",
+            t0.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lock.rollback().expect("release the lock");
+    let t0 = Instant::now();
+    while pending_count(&mut con, "held") != 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "timed out after 2 s waiting for the acks of the committed batch on an idle stream \
+             ({} pending)",
+            pending_count(&mut con, "held")
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let want: HashMap<String, i64> = [
+        ("to", 2),
+        ("be", 2),
+        ("or", 1),
+        ("not", 1),
+        ("that", 1),
+        ("is", 1),
+        ("the", 1),
+        ("question", 1),
+    ]
+    .into_iter()
+    .map(|(w, c)| (w.to_string(), c))
+    .collect();
+    assert_eq!(db_counts(&pu), want);
+    let (v, out) = stop_with_sigterm(w);
+    assert_eq!(v["acked"], 4, "{out}");
+    assert_eq!(v["replays"], 0, "{out}");
 }

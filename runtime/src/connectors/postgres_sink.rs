@@ -39,16 +39,32 @@
 //! one `MULTI`, so an entry delivered in between is above the bound). The worker prunes
 //! periodically and when it stops, so the table holds about the entries in flight.
 //!
-//! Errors: a failed commit or a lost connection leaves the batch unacked and buffered; the bolt
-//! reconnects with a capped backoff (50 ms doubling to 2 s) and retries on the next flush. Inputs
-//! beyond 16 batches are failed (their trees have timed out or soon will), which bounds memory
-//! during an outage; the spout replays them once the database is back. Each replay raises the
-//! entry's delivery count in Redis, so an outage longer than about `max_retries` message
-//! timeouts dead-letters entries.
+//! ## Commits off the executor's thread
+//! Each sink task has a writer thread owning its connection: the bolt hands it whole batches and
+//! keeps going (the executor's core reads the source and splits lines while a transaction
+//! runs); the writer takes every batch queued behind the first into the same transaction (group
+//! commit, so batches grow with the commit latency) and reports the outcome; the bolt acks a
+//! committed batch's inputs at its next `execute`, at the latest the spout's next flush
+//! punctuation (every 20 ms while trees are in flight, which these inputs keep them), never
+//! waiting for a message timeout. One connection per sink task, one transaction at a time on
+//! it, so the lock order argument above is unchanged.
+//!
+//! Errors: a failed commit or a lost connection puts the batch back in the bolt's buffer,
+//! unacked; the writer reconnects with a capped backoff (50 ms doubling to 2 s) and the batch is
+//! written again at the next flush. At most [`MAX_QUEUED_BATCHES`] batches wait for the writer;
+//! beyond [`MAX_HELD_BATCHES`] batches held the executor waits for the writer while commits
+//! succeed (back-pressure, which at-most-once needs: nothing else throttles its spout), and
+//! fails the oldest inputs while they fail (their trees have timed out or soon will), which
+//! bounds memory during an outage; the spout replays them once the database
+//! is back. Each replay raises the entry's delivery count in Redis, so an outage longer than
+//! about `max_retries` message timeouts dead-letters entries.
 
+use std::collections::VecDeque;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TryRecvError};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use postgres::{Client, NoTls};
@@ -150,20 +166,23 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), postgres::Error> {
     tx.commit()
 }
 
-/// Adds `$2[i]` to the count of word `$1[i]` (the words distinct and sorted by the caller).
+/// Adds `$2[i]` to the count of word `$1[i]` (the words distinct). The rows are upserted, and
+/// so locked, in `ORDER BY w` whatever order the caller passes, so two transactions (two sink
+/// tasks or two workers) lock their common words in the same order and cannot deadlock.
 const ADD_COUNTS_SQL: &str = "INSERT INTO word_counts (word, count)
-    SELECT w, c FROM unnest($1::text[], $2::bigint[]) AS t(w, c)
+    SELECT w, c FROM unnest($1::text[], $2::bigint[]) AS t(w, c) ORDER BY w
     ON CONFLICT (word) DO UPDATE SET count = word_counts.count + EXCLUDED.count";
 
 /// Records the word positions `$4[i]` (an `int[]` literal) of entry `($2[i], $3[i])` of stream
-/// `$1` (entries distinct and sorted by the caller) and returns, for each entry, the positions
+/// `$1` (entries distinct; recorded, and so locked, in `ORDER BY ms, seq` whatever the caller's
+/// order, for the same reason as [`ADD_COUNTS_SQL`]) and returns, for each entry, the positions
 /// that were not recorded before (`added`). `ON CONFLICT DO UPDATE` locks an existing record and
 /// reads its latest committed version, so two workers applying the same entry at once are
 /// serialised on its row: whichever commits second finds the first's positions and adds none.
 const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
         (stream, entry_ms, entry_seq, positions, added)
     SELECT $1, ms, seq, p::int[], p::int[]
-    FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS t(ms, seq, p)
+    FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS t(ms, seq, p) ORDER BY ms, seq
     ON CONFLICT (stream, entry_ms, entry_seq) DO UPDATE SET
         added = ARRAY(SELECT x FROM unnest(EXCLUDED.positions) x WHERE x <> ALL (a.positions)),
         positions = a.positions
@@ -203,9 +222,9 @@ fn contribution(input: &Input) -> (&str, (i64, i64), i32) {
 
 /// Applies `buf` in one transaction and returns how many contributions it added. The counting
 /// is done here, not in SQL: the database only records positions and adds per-word totals, the
-/// two things that must be transactional. Words are sorted, so concurrent workers lock
-/// `word_counts` rows in the same order and cannot deadlock; entries are sorted for the same
-/// reason.
+/// two things that must be transactional. Every transaction locks entry records first, then
+/// words, each in the statements' `ORDER BY`, so concurrent transactions (sink tasks, workers)
+/// lock in one global order and cannot deadlock.
 fn apply_batch<'a>(
     client: &mut Client,
     mode: SinkMode,
@@ -265,34 +284,154 @@ fn apply_batch<'a>(
     Ok(applied)
 }
 
-/// What a [`BatchSink`] writes: each batch of inputs in one transaction.
-pub trait BatchWriter {
-    /// Writes `batch` in one transaction on `client` and commits it (updating the writer's own
-    /// counters on success).
+/// What a [`BatchSink`] writes: each batch of inputs in one transaction, on the sink's writer
+/// thread (which owns the connection). An [`Input`] stays on the executor's thread; the part of
+/// it the transaction needs, a [`BatchWriter::Row`], is taken there by [`BatchWriter::row`] and
+/// moved to the writer.
+pub trait BatchWriter: Send + 'static {
+    /// The part of one input that the transaction writes.
+    type Row: Send + 'static;
+
+    /// Takes `input`'s row (on the executor's thread).
+    fn row(input: &Input) -> Self::Row;
+
+    /// Writes `rows` in one transaction on `client` and commits it (updating the writer's own
+    /// counters on success). Runs on the writer thread.
     ///
     /// # Errors
-    /// The database's error: the sink then drops the connection and keeps the batch unacked.
-    fn write(&mut self, client: &mut Client, batch: &[Input]) -> Result<(), postgres::Error>;
+    /// The database's error: the sink then drops the connection and keeps the rows' inputs
+    /// unacked (they are written again in a later transaction, or failed at the cap).
+    fn write(&mut self, client: &mut Client, rows: &[Self::Row]) -> Result<(), postgres::Error>;
 
     /// Called when a commit failed or the connection could not be made (for counting).
     fn connection_lost(&mut self) {}
 }
 
-/// A sink bolt writing its inputs to PostgreSQL in batches through a [`BatchWriter`] (see the
-/// module docs): one transaction per batch (at `batch` inputs, or at the spout's flush
-/// punctuation, a one-field input), each input acked only after its transaction committed. A
-/// failed commit or a lost connection leaves the batch unacked and buffered; the bolt reconnects
-/// with a capped backoff (50 ms doubling to 2 s) and retries at the next flush; inputs beyond 16
-/// batches are failed (their trees have timed out or soon will), which bounds memory during an
-/// outage.
-pub struct BatchSink<W> {
+/// Batches handed to the writer thread and not yet returned, at most; a batch is everything
+/// buffered when it was handed over (at `batch` inputs or a flush punctuation), so this bounds
+/// the queue, not the inputs (those are bounded by [`MAX_HELD_BATCHES`]).
+pub const MAX_QUEUED_BATCHES: usize = 4;
+
+/// Inputs a sink task holds unacked (buffered, being committed, or committed and not yet acked)
+/// at most, in units of its `batch`: past `MAX_HELD_BATCHES × batch` the oldest buffered inputs
+/// are failed (their trees have timed out or soon will), which bounds memory during an outage.
+pub const MAX_HELD_BATCHES: usize = 16;
+
+/// What the writer thread reports for each transaction: how many queued batches it covered (in
+/// order) and whether it committed.
+struct Done {
+    batches: usize,
+    committed: bool,
+}
+
+/// The writer thread's side: the connection, its reconnect backoff, and the [`BatchWriter`].
+struct WriterThread<W: BatchWriter> {
     url: String,
     writer: W,
-    batch: usize,
     client: Option<Client>,
     reconnect_at: Option<Instant>,
     backoff_ms: u64,
+}
+
+impl<W: BatchWriter> WriterThread<W> {
+    fn lost(&mut self, now: Instant) {
+        self.writer.connection_lost();
+        self.client = None;
+        self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
+        self.backoff_ms = (self.backoff_ms * 2).min(2000);
+    }
+
+    /// One transaction for `rows`: connects first when needed (no attempt before the backoff
+    /// has passed). A panic in the writer counts as a lost connection, so the thread lives on.
+    fn commit(&mut self, rows: &[W::Row]) -> bool {
+        let now = Instant::now();
+        if self.client.is_none() {
+            if self.reconnect_at.is_some_and(|t| now < t) {
+                return false;
+            }
+            match connect(&self.url) {
+                Ok(c) => {
+                    self.client = Some(c);
+                    self.backoff_ms = 50;
+                    self.reconnect_at = None;
+                }
+                Err(_) => {
+                    self.lost(now);
+                    return false;
+                }
+            }
+        }
+        let Some(client) = self.client.as_mut() else {
+            return false;
+        };
+        let writer = &mut self.writer;
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| writer.write(client, rows)));
+        match result {
+            Ok(Ok(())) => true,
+            _ => {
+                self.lost(now);
+                false
+            }
+        }
+    }
+
+    /// Group commit: takes a batch, and every batch queued behind it, into one transaction, and
+    /// reports it; ends when the sink drops its sender (or stops listening).
+    fn run(mut self, jobs: Receiver<Vec<W::Row>>, done: Sender<Done>) {
+        while let Ok(mut rows) = jobs.recv() {
+            let mut batches = 1;
+            while let Ok(more) = jobs.try_recv() {
+                rows.extend(more);
+                batches += 1;
+            }
+            let committed = self.commit(&rows);
+            if done.send(Done { batches, committed }).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The executor's side of the writer thread.
+struct WriterHandle<R> {
+    jobs: SyncSender<Vec<R>>,
+    done: Receiver<Done>,
+    thread: JoinHandle<()>,
+}
+
+/// A sink bolt writing its inputs to PostgreSQL in batches through a [`BatchWriter`] (see the
+/// module docs): one transaction per batch (at `batch` inputs, or at the spout's flush
+/// punctuation, a one-field input), each input acked only after its transaction committed.
+///
+/// Commits run on a writer thread that owns the connection, so the executor's core keeps
+/// working (reading the source, splitting, acking) while a transaction runs. The sink hands the
+/// writer a batch's rows and keeps the batch's inputs; the writer takes everything queued when
+/// it starts a transaction (group commit: the batch grows with the commit latency) and reports
+/// the outcome; the sink acks the committed inputs at its next `execute`, which is at the latest
+/// the next flush punctuation (the spout sends one every 20 ms while it has trees in flight, and
+/// the inputs held here keep their trees in flight), so acks never wait for a message timeout.
+/// A failed commit or a lost connection puts the inputs back in front of the buffer, unacked;
+/// the writer reconnects with a capped backoff (50 ms doubling to 2 s) and the inputs are
+/// written again at the next flush. At most [`MAX_QUEUED_BATCHES`] batches are queued to the
+/// writer, and at most [`MAX_HELD_BATCHES`] × `batch` inputs are held: beyond, the executor
+/// waits for the writer while its commits succeed (back-pressure, as a synchronous commit
+/// would), and fails the oldest buffered inputs while they fail (an outage). Dropping the sink closes the queue; the writer thread finishes the
+/// transaction it is in, then ends and frees what it held.
+pub struct BatchSink<W: BatchWriter> {
+    url: String,
+    /// The writer until its thread starts (at the first batch).
+    writer: Option<W>,
+    handle: Option<WriterHandle<W::Row>>,
+    batch: usize,
+    /// Inputs not yet handed to the writer, oldest first.
     buf: Vec<Input>,
+    /// Inputs of the batches handed to the writer, in the order handed.
+    queued: VecDeque<Vec<Input>>,
+    queued_inputs: usize,
+    /// Whether the writer's last transaction committed (back-pressure rather than failing at
+    /// the cap).
+    committing: bool,
     commit_on_cleanup: bool,
 }
 
@@ -308,19 +447,27 @@ pub struct WordCountWriter {
 }
 
 impl BatchWriter for WordCountWriter {
-    fn write(&mut self, client: &mut Client, batch: &[Input]) -> Result<(), postgres::Error> {
+    /// `(word, (entry ms, entry seq), position)`.
+    type Row = (String, (i64, i64), i32);
+
+    fn row(input: &Input) -> Self::Row {
+        let (w, e, p) = contribution(input);
+        (w.to_string(), e, p)
+    }
+
+    fn write(&mut self, client: &mut Client, rows: &[Self::Row]) -> Result<(), postgres::Error> {
         let applied = apply_batch(
             client,
             self.mode,
             &self.stream,
-            batch.iter().map(contribution),
+            rows.iter().map(|(w, e, p)| (w.as_str(), *e, *p)),
         )?;
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         self.counters
             .applied
             .fetch_add(applied as u64, Ordering::Relaxed);
         self.counters.duplicates.fetch_add(
-            (batch.len() as u64).saturating_sub(applied as u64),
+            (rows.len() as u64).saturating_sub(applied as u64),
             Ordering::Relaxed,
         );
         Ok(())
@@ -355,24 +502,25 @@ impl BatchSink<WordCountWriter> {
 
 impl<W: BatchWriter> BatchSink<W> {
     /// A sink writing to `url` through `writer`, committing at `batch` inputs (at least 1) or at
-    /// a flush punctuation.
+    /// a flush punctuation. The writer thread starts at the first batch.
     pub fn with_writer(url: &str, batch: usize, writer: W) -> Self {
         Self {
             url: url.to_string(),
-            writer,
+            writer: Some(writer),
+            handle: None,
             batch: batch.max(1),
-            client: None,
-            reconnect_at: None,
-            backoff_ms: 50,
             buf: Vec::new(),
+            queued: VecDeque::new(),
+            queued_inputs: 0,
+            committing: true,
             commit_on_cleanup: false,
         }
     }
 
-    /// Commits what is still buffered when the topology shuts down (in `cleanup`, after the
-    /// shell has drained every tuple in flight), instead of leaving it to a replay. For
-    /// at-most-once, whose entries were acknowledged to the group when read (`NOACK`) and are
-    /// never delivered again: without it the last partial batch of a `--drain` run or a stop
+    /// Commits what is still buffered or queued when the topology shuts down (in `cleanup`,
+    /// after the shell has drained every tuple in flight), instead of leaving it to a replay.
+    /// For at-most-once, whose entries were acknowledged to the group when read (`NOACK`) and
+    /// are never delivered again: without it the last partial batch of a `--drain` run or a stop
     /// would be lost with no fault at all. Off by default: under at-least-once a commit that is
     /// never acked is replayed and counted twice.
     pub fn commit_buffered_on_cleanup(mut self) -> Self {
@@ -380,55 +528,122 @@ impl<W: BatchWriter> BatchSink<W> {
         self
     }
 
-    fn lost(&mut self, now: Instant) {
-        self.writer.connection_lost();
-        self.client = None;
-        self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
-        self.backoff_ms = (self.backoff_ms * 2).min(2000);
+    /// Inputs held unacked: buffered, queued to the writer, or committed and not yet acked.
+    pub fn held(&self) -> usize {
+        self.buf.len() + self.queued_inputs
     }
 
-    fn commit(&mut self, now: Instant) -> bool {
-        if self.client.is_none() {
-            if self.reconnect_at.is_some_and(|t| now < t) {
-                return false;
-            }
-            match connect(&self.url) {
-                Ok(c) => {
-                    self.client = Some(c);
-                    self.backoff_ms = 50;
-                    self.reconnect_at = None;
-                }
-                Err(_) => {
-                    self.lost(now);
-                    return false;
+    fn handle(&mut self) -> Option<&WriterHandle<W::Row>> {
+        if self.handle.is_none() {
+            let writer = self.writer.take()?;
+            let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
+            let (done_tx, done) = channel();
+            let w = WriterThread {
+                url: self.url.clone(),
+                writer,
+                client: None,
+                reconnect_at: None,
+                backoff_ms: 50,
+            };
+            let thread = std::thread::Builder::new()
+                .name("acker-sink-writer".into())
+                .spawn(move || w.run(jobs_rx, done_tx))
+                .ok()?;
+            self.handle = Some(WriterHandle { jobs, done, thread });
+        }
+        self.handle.as_ref()
+    }
+
+    /// Takes the outcome of `d`: acks (with a collector) or drops the inputs of committed
+    /// batches, and puts those of a failed transaction back in front of the buffer.
+    fn settle(&mut self, d: Done, mut c: Option<&mut OutputCollector<'_>>) {
+        let mut failed = Vec::new();
+        for _ in 0..d.batches {
+            let Some(inputs) = self.queued.pop_front() else {
+                break;
+            };
+            self.queued_inputs -= inputs.len();
+            self.committing = d.committed;
+            if !d.committed {
+                failed.extend(inputs);
+            } else if let Some(c) = c.as_deref_mut() {
+                for i in inputs {
+                    let _ = c.ack(i);
                 }
             }
         }
-        let Some(client) = self.client.as_mut() else {
-            return false;
-        };
-        match self.writer.write(client, &self.buf) {
-            Ok(()) => true,
-            Err(_) => {
-                self.lost(now);
-                false
+        if !failed.is_empty() {
+            failed.append(&mut self.buf);
+            self.buf = failed;
+        }
+    }
+
+    /// Acks every batch the writer has committed since the last call; a writer thread that is
+    /// gone (it cannot be, short of an abort) returns its batches to the buffer unacked.
+    fn poll(&mut self, c: &mut OutputCollector<'_>) {
+        loop {
+            let Some(h) = self.handle.as_ref() else {
+                return;
+            };
+            match h.done.try_recv() {
+                Ok(d) => self.settle(d, Some(c)),
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => {
+                    self.handle = None;
+                    let batches = self.queued.len();
+                    self.settle(
+                        Done {
+                            batches,
+                            committed: false,
+                        },
+                        Some(c),
+                    );
+                    return;
+                }
             }
         }
     }
 
-    fn flush(&mut self, c: &mut OutputCollector<'_>) {
-        if self.buf.is_empty() {
+    /// Hands everything buffered to the writer as one batch, unless [`MAX_QUEUED_BATCHES`] are
+    /// queued already (then it waits in the buffer and grows).
+    fn hand_over(&mut self) {
+        if self.buf.is_empty() || self.queued.len() >= MAX_QUEUED_BATCHES {
             return;
         }
-        if self.commit(Instant::now()) {
-            for i in self.buf.drain(..) {
-                let _ = c.ack(i);
+        let rows: Vec<W::Row> = self.buf.iter().map(W::row).collect();
+        let Some(h) = self.handle() else {
+            return;
+        };
+        if h.jobs.try_send(rows).is_ok() {
+            let inputs = std::mem::take(&mut self.buf);
+            self.queued_inputs += inputs.len();
+            self.queued.push_back(inputs);
+        }
+    }
+
+    /// Bounds the inputs held to [`MAX_HELD_BATCHES`] × `batch`. While the writer's last
+    /// transaction committed, it applies back-pressure: the executor waits for the writer's
+    /// next outcome (as long as one commit takes), acks it and hands the buffer over. When the
+    /// last transaction failed (an outage), it fails the oldest buffered inputs beyond the cap
+    /// instead (their trees have timed out or soon will).
+    fn cap(&mut self, c: &mut OutputCollector<'_>) {
+        let limit = MAX_HELD_BATCHES * self.batch;
+        while self.held() > limit && self.committing && !self.queued.is_empty() {
+            let Some(h) = self.handle.as_ref() else {
+                break;
+            };
+            match h.done.recv() {
+                Ok(d) => self.settle(d, Some(c)),
+                Err(_) => {
+                    self.poll(c);
+                    break;
+                }
             }
-        } else if self.buf.len() > 16 * self.batch {
-            let excess = self.buf.len() - 16 * self.batch;
-            for i in self.buf.drain(..excess) {
-                let _ = c.fail(i);
-            }
+            self.hand_over();
+        }
+        let excess = self.held().saturating_sub(limit).min(self.buf.len());
+        for i in self.buf.drain(..excess) {
+            let _ = c.fail(i);
         }
     }
 }
@@ -437,24 +652,48 @@ impl<W: BatchWriter> Bolt for BatchSink<W> {
     fn prepare(&mut self, _context: &TopologyContext) {}
 
     fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
+        self.poll(c);
         if input.values().len() == 1 {
             // The spout's flush punctuation (unanchored: acking it is a no-op).
             let _ = c.ack(input);
-            self.flush(c);
-            return;
+            self.hand_over();
+        } else {
+            self.buf.push(input);
+            if self.buf.len() >= self.batch {
+                self.hand_over();
+            }
         }
-        self.buf.push(input);
-        if self.buf.len() >= self.batch {
-            self.flush(c);
-        }
+        self.cap(c);
     }
 
     fn cleanup(&mut self) {
-        // Without `commit_buffered_on_cleanup`, inputs still buffered here were never acked:
-        // their entries stay pending in the group and are delivered again (exactly-once skips
-        // what a later commit already applied).
-        if self.commit_on_cleanup && !self.buf.is_empty() && self.commit(Instant::now()) {
-            self.buf.clear();
+        // Without `commit_buffered_on_cleanup`, inputs still held here were never acked: their
+        // entries stay pending in the group and are delivered again (exactly-once skips what a
+        // commit already applied). With it, the buffer is handed over and every queued batch
+        // is committed (one attempt each) before the writer thread is joined.
+        if self.commit_on_cleanup {
+            // Hand the buffer over, waiting for the writer whenever the queue is full.
+            while !self.buf.is_empty() {
+                self.hand_over();
+                if self.buf.is_empty() {
+                    break;
+                }
+                let Some(d) = self.handle.as_ref().and_then(|h| h.done.recv().ok()) else {
+                    break;
+                };
+                self.settle(d, None);
+                if !self.committing {
+                    break;
+                }
+            }
+        }
+        if let Some(h) = self.handle.take() {
+            drop(h.jobs);
+            // The writer ends once the queue is empty; draining `done` keeps it from blocking.
+            while let Ok(d) = h.done.recv() {
+                self.settle(d, None);
+            }
+            let _ = h.thread.join();
         }
     }
 }
@@ -542,5 +781,113 @@ mod tests {
                 ("e".into(), 1)
             ]
         );
+    }
+
+    /// Two connections apply the same 10 batches (2,000 words each) at once, one passing every
+    /// batch's contributions in ascending order and the other in descending order: with rows
+    /// locked in one order no transaction deadlocks (PostgreSQL would abort one with SQLSTATE
+    /// 40P01), and each word is counted once per batch (10), however the two interleave.
+    #[test]
+    fn concurrent_transactions_lock_in_one_order() {
+        const BATCHES: i64 = 10;
+        let server = PostgresServer::start().expect("start PostgreSQL (package postgresql)");
+        let mut c = connect(&server.url()).expect("connect");
+        ensure_schema(&mut c).expect("schema");
+        // Batch i: entries (i, 0..10), 200 positions each, word w<k*200+pos>: 2,000 words.
+        let batch = |i: i64| -> Vec<(String, (i64, i64), i32)> {
+            (0..10)
+                .flat_map(|k| {
+                    (0..200).map(move |p| (format!("w{:04}", k * 200 + p), (i, k), p as i32))
+                })
+                .collect()
+        };
+        // Both threads start each batch together (a barrier), so their transactions overlap;
+        // each runs all batches whatever fails, so neither waits at the barrier for ever.
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let run = |descending: bool| {
+            let (url, start) = (server.url(), start.clone());
+            std::thread::spawn(move || {
+                let mut c = connect(&url).expect("connect");
+                let mut errors = Vec::new();
+                for i in 1..=BATCHES {
+                    let mut b = batch(i);
+                    if descending {
+                        b.reverse();
+                    }
+                    start.wait();
+                    if let Err(e) = apply_batch(
+                        &mut c,
+                        SinkMode::ExactlyOnce,
+                        "s",
+                        b.iter().map(|(w, e, p)| (w.as_str(), *e, *p)),
+                    ) {
+                        let state = e.code().map_or("none", |c| c.code()).to_string();
+                        errors.push(format!("batch {i}: SQLSTATE {state}"));
+                    }
+                }
+                errors
+            })
+        };
+        let (a, b) = (run(false), run(true));
+        let ea = a.join().expect("ascending thread");
+        let eb = b.join().expect("descending thread");
+        assert_eq!(
+            (ea, eb),
+            (vec![], vec![]),
+            "failed transactions (ascending, descending); 40P01 is a deadlock"
+        );
+        let want: Vec<(String, i64)> = (0..2000).map(|j| (format!("w{j:04}"), BATCHES)).collect();
+        assert_eq!(counts(&mut c), want);
+    }
+
+    /// A writer whose first transaction panics: the writer thread survives it, reports that
+    /// batch as not committed (so its inputs stay unacked), reconnects after the backoff and
+    /// commits the next batch. Every wait is bounded (5 s).
+    #[test]
+    fn a_panicking_write_is_a_failed_commit_and_the_writer_lives_on() {
+        #[derive(Clone)]
+        struct Flaky(Arc<AtomicU64>);
+        impl BatchWriter for Flaky {
+            type Row = i64;
+            fn row(_: &Input) -> i64 {
+                0
+            }
+            fn write(&mut self, client: &mut Client, rows: &[i64]) -> Result<(), postgres::Error> {
+                if self.0.fetch_add(1, Ordering::Relaxed) == 0 {
+                    panic!("this test writer panics on its first write");
+                }
+                client.execute("SELECT $1::bigint", &[&(rows.len() as i64)])?;
+                Ok(())
+            }
+        }
+        let server = PostgresServer::start().expect("start PostgreSQL (package postgresql)");
+        let calls = Arc::new(AtomicU64::new(0));
+        let w = WriterThread {
+            url: server.url(),
+            writer: Flaky(calls.clone()),
+            client: None,
+            reconnect_at: None,
+            backoff_ms: 50,
+        };
+        let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
+        let (done_tx, done) = channel();
+        let thread = std::thread::spawn(move || w.run(jobs_rx, done_tx));
+        let wait = || {
+            done.recv_timeout(Duration::from_secs(5))
+                .expect("the writer's report within 5 s (a dead writer never reports)")
+        };
+        jobs.send(vec![1, 2, 3]).expect("queue a batch");
+        let first = wait();
+        assert_eq!((first.batches, first.committed), (1, false));
+        // The next attempt waits out the 50 ms backoff, reconnects and commits.
+        std::thread::sleep(Duration::from_millis(100));
+        jobs.send(vec![4]).expect("queue a batch");
+        let second = wait();
+        assert_eq!((second.batches, second.committed), (1, true));
+        assert_eq!(calls.load(Ordering::Relaxed), 2);
+        drop(jobs);
+        thread
+            .join()
+            .expect("the writer thread ends when the queue closes");
     }
 }

@@ -151,35 +151,36 @@ pub struct NumberWriter {
 /// The experiment's sink bolt.
 pub type NumberSink = BatchSink<NumberWriter>;
 
-/// `batch` as `(entry ms, entry seq, number)` columns.
-fn rows(batch: &[Input]) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
-    let (mut ms, mut seq, mut n) = (Vec::new(), Vec::new(), Vec::new());
-    for i in batch {
-        let v = i.values();
+impl BatchWriter for NumberWriter {
+    /// `(entry ms, entry seq, number)`; a number that does not parse is -1.
+    type Row = (i64, i64, i64);
+
+    fn row(input: &Input) -> Self::Row {
+        let v = input.values();
         let (m, s) = v
             .first()
             .and_then(|x| x.as_str())
             .and_then(parse_entry_id)
             .unwrap_or((0, 0));
-        ms.push(m);
-        seq.push(s);
-        n.push(
-            v.get(1)
-                .and_then(|x| x.as_str())
-                .and_then(|l| l.trim().parse::<i64>().ok())
-                .unwrap_or(-1),
-        );
+        let n = v
+            .get(1)
+            .and_then(|x| x.as_str())
+            .and_then(|l| l.trim().parse::<i64>().ok())
+            .unwrap_or(-1);
+        (m, s, n)
     }
-    (ms, seq, n)
-}
 
-impl BatchWriter for NumberWriter {
     fn write(
         &mut self,
         client: &mut postgres::Client,
-        batch: &[Input],
+        rows: &[Self::Row],
     ) -> Result<(), postgres::Error> {
-        let (ms, seq, n) = rows(batch);
+        let (mut ms, mut seq, mut n) = (Vec::new(), Vec::new(), Vec::new());
+        for &(m, s, x) in rows {
+            ms.push(m);
+            seq.push(s);
+            n.push(x);
+        }
         let tag = &self.tag;
         if self.exactly_once && self.bug != Some(WorkerBug::SinkWithoutDedup) {
             client.execute(
