@@ -851,6 +851,40 @@ enum Ev {
     },
 }
 
+/// Hashes the root ids of `Engine::inited_roots` with SplitMix64's mix: root ids are random
+/// 64-bit words, so one fixed mix spreads them as well as SipHash at a fraction of its cost
+/// (the set is only asked for membership, so the hasher cannot change any output).
+#[derive(Clone, Copy, Default)]
+struct RootHasher;
+
+impl std::hash::BuildHasher for RootHasher {
+    type Hasher = RootHash;
+    #[inline]
+    fn build_hasher(&self) -> RootHash {
+        RootHash(0)
+    }
+}
+
+/// The hasher [`RootHasher`] builds: the mix of the last `u64` written.
+struct RootHash(u64);
+
+impl std::hash::Hasher for RootHash {
+    #[inline]
+    fn finish(&self) -> u64 {
+        rng::mix64(self.0)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 struct InFlight {
     from: TaskId,
     dest: TaskId,
@@ -932,7 +966,7 @@ struct Engine {
     violations: Vec<Violation>,
     /// Every root id an init was sent for (membership only, never iterated, so its hasher
     /// cannot reach an output): a second init of one root id is an invariant violation.
-    inited_roots: std::collections::HashSet<u64>,
+    inited_roots: std::collections::HashSet<u64, RootHasher>,
     /// Whether that violation was reported (once a run).
     root_reuse_reported: bool,
     max_acker_roots: usize,
@@ -1170,7 +1204,11 @@ impl Engine {
             delivered: 0,
             dropped: 0,
             violations: Vec::new(),
-            inited_roots: std::collections::HashSet::new(),
+            // Presized for one root per input tuple (replays add more; the set grows then).
+            inited_roots: std::collections::HashSet::with_capacity_and_hasher(
+                usize::try_from(opts.input_len).unwrap_or(0).min(1 << 24),
+                RootHasher,
+            ),
             root_reuse_reported: false,
             max_acker_roots: 0,
             acker_capacity,
