@@ -990,71 +990,35 @@ struct Engine {
     punctuate: Vec<TaskId>,
 }
 
-fn msg_words(m: &Message, w: &mut [u64; 16]) -> usize {
+/// Folds message `m` into the trace as one event: its kind and fields, a tuple's first value and
+/// up to 7 anchor pairs (the words are the trace's canonical encoding; see [`crate::trace`]).
+fn trace_msg(trace: &mut Trace, m: &Message) {
     match m {
         Message::Tuple(t) => {
-            w[0] = 1 | (t.stream as u64) << 8 | (t.source_task as u64) << 24;
-            w[1] = t.values.first().and_then(|v| v.as_int()).unwrap_or(-1) as u64;
-            let mut n = 2;
-            for &(r, e) in t.anchors.pairs() {
-                if n + 2 > w.len() {
-                    break;
-                }
-                w[n] = r;
-                w[n + 1] = e;
-                n += 2;
+            trace.event(&[
+                1 | (t.stream as u64) << 8 | (t.source_task as u64) << 24,
+                t.values.first().and_then(|v| v.as_int()).unwrap_or(-1) as u64,
+            ]);
+            for &(r, e) in t.anchors.pairs().iter().take(7) {
+                trace.extend(&[r, e]);
             }
-            n
         }
         Message::Acker(a) => match *a {
             AckerMessage::Init {
                 root,
                 xor,
                 spout_task,
-            } => {
-                w[0] = 2 | (spout_task as u64) << 8;
-                w[1] = root;
-                w[2] = xor;
-                3
-            }
-            AckerMessage::Ack { root, xor } => {
-                w[0] = 3;
-                w[1] = root;
-                w[2] = xor;
-                3
-            }
-            AckerMessage::Fail { root } => {
-                w[0] = 4;
-                w[1] = root;
-                2
-            }
-            AckerMessage::ResetTimeout { root } => {
-                w[0] = 5;
-                w[1] = root;
-                2
-            }
+            } => trace.event(&[2 | (spout_task as u64) << 8, root, xor]),
+            AckerMessage::Ack { root, xor } => trace.event(&[3, root, xor]),
+            AckerMessage::Fail { root } => trace.event(&[4, root]),
+            AckerMessage::ResetTimeout { root } => trace.event(&[5, root]),
         },
         Message::Notice(n) => match *n {
-            Notice::Completed { root } => {
-                w[0] = 6;
-                w[1] = root;
-                2
-            }
-            Notice::Failed { root } => {
-                w[0] = 7;
-                w[1] = root;
-                2
-            }
-            Notice::Reset { root } => {
-                w[0] = 8;
-                w[1] = root;
-                2
-            }
+            Notice::Completed { root } => trace.event(&[6, root]),
+            Notice::Failed { root } => trace.event(&[7, root]),
+            Notice::Reset { root } => trace.event(&[8, root]),
         },
-        Message::Tick => {
-            w[0] = 9;
-            1
-        }
+        Message::Tick => trace.event(&[9]),
     }
 }
 
@@ -1727,8 +1691,6 @@ impl Engine {
         let sw = self.tasks[from as usize].worker as usize;
         let dw = dst.worker as usize;
         let w = self.workers;
-        let mut words = [0u64; 16];
-        let n = msg_words(&msg, &mut words);
         if sw != dw {
             let reason = if self.partitioned[sw * w + dw] > 0 {
                 Some(DROP_PARTITION)
@@ -1742,7 +1704,7 @@ impl Engine {
                 self.dropped += 1;
                 self.trace
                     .event(&[self.now, T_DROP, reason, (from as u64) << 16 | dest as u64]);
-                self.trace.event(&words[..n]);
+                trace_msg(&mut self.trace, &msg);
                 if self.trace.writing() {
                     let now = self.now;
                     self.trace
@@ -1765,7 +1727,7 @@ impl Engine {
         *link = arrival;
         self.trace
             .event(&[self.now, T_SEND, (from as u64) << 16 | dest as u64, arrival]);
-        self.trace.event(&words[..n]);
+        trace_msg(&mut self.trace, &msg);
         if self.trace.writing() {
             let now = self.now;
             self.trace.line(format_args!(
