@@ -1662,7 +1662,12 @@ impl Engine {
             }
             self.send(task, env.dest, msg);
         }
-        self.out = out;
+        // Back in place; what takes its place is the empty outbox `mem::take` made (`send` never
+        // writes to `self.out`), which holds no allocation, so forgetting it frees nothing and
+        // saves its drop.
+        std::mem::swap(&mut self.out, &mut out);
+        debug_assert!(out.is_empty());
+        std::mem::forget(out);
     }
 
     // ---- network ----------------------------------------------------------------------------
