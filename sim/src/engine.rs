@@ -851,6 +851,40 @@ enum Ev {
     },
 }
 
+/// Hashes the root ids of `Engine::inited_roots` with SplitMix64's mix: root ids are random
+/// 64-bit words, so one fixed mix spreads them as well as SipHash at a fraction of its cost
+/// (the set is only asked for membership, so the hasher cannot change any output).
+#[derive(Clone, Copy, Default)]
+struct RootHasher;
+
+impl std::hash::BuildHasher for RootHasher {
+    type Hasher = RootHash;
+    #[inline]
+    fn build_hasher(&self) -> RootHash {
+        RootHash(0)
+    }
+}
+
+/// The hasher [`RootHasher`] builds: the mix of the last `u64` written.
+struct RootHash(u64);
+
+impl std::hash::Hasher for RootHash {
+    #[inline]
+    fn finish(&self) -> u64 {
+        rng::mix64(self.0)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 struct InFlight {
     from: TaskId,
     dest: TaskId,
@@ -932,7 +966,7 @@ struct Engine {
     violations: Vec<Violation>,
     /// Every root id an init was sent for (membership only, never iterated, so its hasher
     /// cannot reach an output): a second init of one root id is an invariant violation.
-    inited_roots: std::collections::HashSet<u64>,
+    inited_roots: std::collections::HashSet<u64, RootHasher>,
     /// Whether that violation was reported (once a run).
     root_reuse_reported: bool,
     max_acker_roots: usize,
@@ -956,71 +990,35 @@ struct Engine {
     punctuate: Vec<TaskId>,
 }
 
-fn msg_words(m: &Message, w: &mut [u64; 16]) -> usize {
+/// Folds message `m` into the trace as one event: its kind and fields, a tuple's first value and
+/// up to 7 anchor pairs (the words are the trace's canonical encoding; see [`crate::trace`]).
+fn trace_msg(trace: &mut Trace, m: &Message) {
     match m {
         Message::Tuple(t) => {
-            w[0] = 1 | (t.stream as u64) << 8 | (t.source_task as u64) << 24;
-            w[1] = t.values.first().and_then(|v| v.as_int()).unwrap_or(-1) as u64;
-            let mut n = 2;
-            for &(r, e) in t.anchors.pairs() {
-                if n + 2 > w.len() {
-                    break;
-                }
-                w[n] = r;
-                w[n + 1] = e;
-                n += 2;
+            trace.event(&[
+                1 | (t.stream as u64) << 8 | (t.source_task as u64) << 24,
+                t.values.first().and_then(|v| v.as_int()).unwrap_or(-1) as u64,
+            ]);
+            for &(r, e) in t.anchors.pairs().iter().take(7) {
+                trace.extend(&[r, e]);
             }
-            n
         }
         Message::Acker(a) => match *a {
             AckerMessage::Init {
                 root,
                 xor,
                 spout_task,
-            } => {
-                w[0] = 2 | (spout_task as u64) << 8;
-                w[1] = root;
-                w[2] = xor;
-                3
-            }
-            AckerMessage::Ack { root, xor } => {
-                w[0] = 3;
-                w[1] = root;
-                w[2] = xor;
-                3
-            }
-            AckerMessage::Fail { root } => {
-                w[0] = 4;
-                w[1] = root;
-                2
-            }
-            AckerMessage::ResetTimeout { root } => {
-                w[0] = 5;
-                w[1] = root;
-                2
-            }
+            } => trace.event(&[2 | (spout_task as u64) << 8, root, xor]),
+            AckerMessage::Ack { root, xor } => trace.event(&[3, root, xor]),
+            AckerMessage::Fail { root } => trace.event(&[4, root]),
+            AckerMessage::ResetTimeout { root } => trace.event(&[5, root]),
         },
         Message::Notice(n) => match *n {
-            Notice::Completed { root } => {
-                w[0] = 6;
-                w[1] = root;
-                2
-            }
-            Notice::Failed { root } => {
-                w[0] = 7;
-                w[1] = root;
-                2
-            }
-            Notice::Reset { root } => {
-                w[0] = 8;
-                w[1] = root;
-                2
-            }
+            Notice::Completed { root } => trace.event(&[6, root]),
+            Notice::Failed { root } => trace.event(&[7, root]),
+            Notice::Reset { root } => trace.event(&[8, root]),
         },
-        Message::Tick => {
-            w[0] = 9;
-            1
-        }
+        Message::Tick => trace.event(&[9]),
     }
 }
 
@@ -1170,7 +1168,11 @@ impl Engine {
             delivered: 0,
             dropped: 0,
             violations: Vec::new(),
-            inited_roots: std::collections::HashSet::new(),
+            // Presized for one root per input tuple (replays add more; the set grows then).
+            inited_roots: std::collections::HashSet::with_capacity_and_hasher(
+                usize::try_from(opts.input_len).unwrap_or(0).min(1 << 24),
+                RootHasher,
+            ),
             root_reuse_reported: false,
             max_acker_roots: 0,
             acker_capacity,
@@ -1455,14 +1457,11 @@ impl Engine {
             return;
         }
         self.tasks[t].scheduled = false;
-        let msg = match self.tasks[t].inbox.pop_front() {
-            Some(idx) => {
-                self.queued -= 1;
-                self.take_slab(idx).map(|m| m.msg)
-            }
-            None => None,
-        };
-        self.step(task, msg);
+        let idx = self.tasks[t].inbox.pop_front();
+        if idx.is_some() {
+            self.queued -= 1;
+        }
+        self.step(task, idx);
     }
 
     fn take_slab(&mut self, idx: u32) -> Option<InFlight> {
@@ -1471,27 +1470,41 @@ impl Engine {
         item
     }
 
-    /// One step of a live task: handle `msg`, or (a spout with no message) call `next_tuple`.
-    fn step(&mut self, task: TaskId, msg: Option<Message>) {
+    /// One step of a live task: handle the message in slab slot `idx` (freeing the slot), or (a
+    /// spout with no message) call `next_tuple`. The message is moved out of the slab only here,
+    /// straight into the executor: a 144-byte `Message` is not copied on its way.
+    fn step(&mut self, task: TaskId, idx: Option<u32>) {
         let t = task as usize;
         let now = self.now;
         let kind = self.tasks[t].kind;
-        if let Some(msg) = msg {
+        let held = match idx {
+            Some(i) if self.slab[i as usize].is_some() => Some(i),
+            Some(i) => {
+                self.free.push(i); // an empty slot: freed, and the step is one without a message
+                None
+            }
+            None => None,
+        };
+        if let Some(i) = held {
             let point = if kind == TaskKind::Bolt && self.armed_total > 0 {
-                match &msg {
-                    Message::Tuple(_) => self.tasks[t].armed.pop_front(),
+                match self.slab[i as usize].as_ref().map(|m| &m.msg) {
+                    Some(Message::Tuple(_)) => self.tasks[t].armed.pop_front(),
                     _ => None,
                 }
             } else {
                 None
             };
+            self.free.push(i);
+            let Some(item) = self.slab[i as usize].take() else {
+                return;
+            };
             match point {
                 None => {
                     if let Some(exec) = self.tasks[t].exec.as_mut() {
-                        exec.handle(msg, now, &mut self.out);
+                        exec.handle(item.msg, now, &mut self.out);
                     }
                 }
-                Some(p) => self.throw(task, msg, p),
+                Some(p) => self.throw(task, item.msg, p),
             }
         } else if kind == TaskKind::Spout {
             let emitted = match self.tasks[t].exec.as_mut() {
@@ -1649,7 +1662,12 @@ impl Engine {
             }
             self.send(task, env.dest, msg);
         }
-        self.out = out;
+        // Back in place; what takes its place is the empty outbox `mem::take` made (`send` never
+        // writes to `self.out`), which holds no allocation, so forgetting it frees nothing and
+        // saves its drop.
+        std::mem::swap(&mut self.out, &mut out);
+        debug_assert!(out.is_empty());
+        std::mem::forget(out);
     }
 
     // ---- network ----------------------------------------------------------------------------
@@ -1678,8 +1696,6 @@ impl Engine {
         let sw = self.tasks[from as usize].worker as usize;
         let dw = dst.worker as usize;
         let w = self.workers;
-        let mut words = [0u64; 16];
-        let n = msg_words(&msg, &mut words);
         if sw != dw {
             let reason = if self.partitioned[sw * w + dw] > 0 {
                 Some(DROP_PARTITION)
@@ -1693,7 +1709,7 @@ impl Engine {
                 self.dropped += 1;
                 self.trace
                     .event(&[self.now, T_DROP, reason, (from as u64) << 16 | dest as u64]);
-                self.trace.event(&words[..n]);
+                trace_msg(&mut self.trace, &msg);
                 if self.trace.writing() {
                     let now = self.now;
                     self.trace
@@ -1716,7 +1732,7 @@ impl Engine {
         *link = arrival;
         self.trace
             .event(&[self.now, T_SEND, (from as u64) << 16 | dest as u64, arrival]);
-        self.trace.event(&words[..n]);
+        trace_msg(&mut self.trace, &msg);
         if self.trace.writing() {
             let now = self.now;
             self.trace.line(format_args!(
@@ -1775,8 +1791,7 @@ impl Engine {
         let st = &self.tasks[d];
         if !st.scheduled && st.inbox.is_empty() && st.busy_until <= self.now {
             // Idle: handle it now (the same as a process event at this instant, one event less).
-            let msg = self.take_slab(idx).map(|m| m.msg);
-            self.step(dest, msg);
+            self.step(dest, Some(idx));
         } else {
             self.tasks[d].inbox.push_back(idx);
             self.queued += 1;
