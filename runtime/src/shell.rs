@@ -468,8 +468,8 @@ struct Core<'a> {
     under_backpressure: bool,
     sent: u64,
     received: u64,
-    /// This loop turn's clock, ns: stamped on every control envelope sent.
-    now_ns: u64,
+    /// `stamp_us` of this loop turn's clock: stamped on every control envelope sent this turn.
+    sent_us: u32,
     tick_interval_ns: u64,
     /// (spin turns, yield turns) of the idle policy.
     idle: (u32, u32),
@@ -508,7 +508,7 @@ impl Core<'_> {
                 Message::Notice(n) => CtrlMsg::Notice(*n),
                 Message::Tick => CtrlMsg::Tick,
             };
-            let sent_us = stamp_us(self.now_ns);
+            let sent_us = self.sent_us;
             self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, sent_us, msg });
         }
         self.outbox.clear();
@@ -687,7 +687,7 @@ impl Core<'_> {
                 self.apply_restarts();
             }
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
-            self.now_ns = now_ns;
+            self.sent_us = stamp_us(now_ns);
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
             work += self.drain_ctrl(now_ns);
@@ -887,7 +887,7 @@ pub fn run_with_control(
                         under_backpressure: false,
                         sent: 0,
                         received: 0,
-                        now_ns: 0,
+                        sent_us: 0,
                         tick_interval_ns,
                         idle,
                         plan,
