@@ -11,21 +11,31 @@
 //!   [`ShellOptions::colocate_ackers`], acker task `i` instead runs on the thread of spout task
 //!   `i % spouts` ([`Placement::for_plan`]), keeping inits and notices local. Local-or-shuffle
 //!   grouping prefers tasks on the same thread.
-//! - **Rings and lanes.** Two lanes join every ordered pair of distinct threads, each a bounded
+//! - **Rings and lanes.** Three lanes join every ordered pair of distinct threads, each a bounded
 //!   SPSC ring ([`crate::ring`]: cache-padded head and tail, each side caching the other's
 //!   position, [`ShellOptions::ring_capacity`] entries):
-//!   the *data* lane carries tuples (128-byte, cache-line-aligned envelopes), the *control* lane carries acker
-//!   messages and notices (small `Copy` envelopes). A message for a task on the same thread goes
-//!   to that thread's local FIFO instead.
+//!   the *data* lane carries tuples (128-byte, cache-line-aligned envelopes), the *control* lane
+//!   carries spouts' inits, notices and ticks (small `Copy` envelopes), the *acker* lane carries
+//!   bolts' acker messages in batches (below). A message for a task on the same thread goes to that thread's local FIFO
+//!   of the lane instead.
 //! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
 //!   (one index update); an outgoing envelope goes straight into its ring while nothing is staged
-//!   before it, and staged envelopes are written back in chunks.
+//!   before it, and staged envelopes are written back in chunks. The acker messages bolts send
+//!   (ack, fail, reset) are collected per destination acker task during a loop turn and shipped
+//!   as one acker-lane envelope per 8 messages, the rest at the end of the turn; the acker's
+//!   thread applies a batch's messages in their sending order and routes the notices once per
+//!   batch. So the messages one executor sends to one acker still arrive in the order they were
+//!   sent (a spout's inits go unbatched on the control lane, a bolt's messages all through the
+//!   batches); messages of different executors interleave in some order, as they always could.
+//!   A spout's init is never held back: the spout's next `next_tuple` may block in user code
+//!   while the tree's clock runs. A bolt's ack may wait for the end of the loop turn, i.e. for
+//!   the rest of the inputs the thread handles in that turn (at most `batch` per ring).
 //! - **Back-pressure, never drops, never deadlocks.** A thread never blocks. An envelope whose
 //!   ring is full waits in a per-destination staging queue (order kept). While any thread has more
 //!   than `max(ring_capacity, batch)` data envelopes staged, every spout stops calling
 //!   `next_tuple` (Storm 2's back-pressure signal), so the staged amount stays bounded by what is
 //!   already in flight (max spout pending × tree size). Every thread drains its control rings
-//!   first and its data rings next on every turn, whatever the state of its own output: acks
+//!   first, its acker rings next and its data rings last on every turn, whatever the state of its own output: acks
 //!   (bolt → acker), decisions (acker → spout) and data always move, so the cycle
 //!   spout → bolt → acker → spout cannot deadlock even with every ring full; a full ring only
 //!   ever stops the spouts.
@@ -359,8 +369,33 @@ fn sent_ns(sent_us: u32, now_ns: u64) -> u64 {
     now_ns.saturating_sub(waited_us as u64 * 1000)
 }
 
+/// How many acker messages one acker-lane envelope carries at most.
+const ACKER_BATCH: usize = 8;
+
+/// Acker messages for one acker task on another thread (the acker lane's element): a thread
+/// collects the acker messages its executors send to one acker during a loop turn and ships them
+/// as one ring entry per [`ACKER_BATCH`] messages (and at the end of the turn), instead of one
+/// control envelope each; the acker's thread applies them in order, then routes the resulting
+/// notices once. The messages keep their order (one batch per acker task, in sending order).
+#[derive(Clone, Copy)]
+struct AckerBatch {
+    dest: TaskId,
+    /// Messages used in `msgs` (1..=[`ACKER_BATCH`] when shipped).
+    len: u32,
+    msgs: [AckerMessage; ACKER_BATCH],
+}
+
+impl AckerBatch {
+    const EMPTY: AckerBatch = AckerBatch {
+        dest: 0,
+        len: 0,
+        msgs: [AckerMessage::Fail { root: 0 }; ACKER_BATCH],
+    };
+}
+
 #[derive(Clone, Copy)]
 enum CtrlMsg {
+    /// An init from a spout (a bolt's acker messages travel in [`AckerBatch`]es).
     Acker(AckerMessage),
     Notice(Notice),
     Tick,
@@ -462,14 +497,20 @@ struct Core<'a> {
     where_is: &'a [(usize, usize)],
     data: Lane<DataEnv>,
     ctrl: Lane<CtrlEnv>,
+    /// The acker lane: batches of acker messages for acker tasks on other threads.
+    acks: Lane<AckerBatch>,
+    /// The batch being filled for each task id (only acker tasks on other threads are used).
+    batches: Vec<AckerBatch>,
+    /// Task ids whose batch in `batches` is not empty, in the order they were opened.
+    open_batches: Vec<TaskId>,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
     under_backpressure: bool,
     sent: u64,
     received: u64,
-    /// This loop turn's clock, ns: stamped on every control envelope sent.
-    now_ns: u64,
+    /// `stamp_us` of this loop turn's clock: stamped on every control envelope sent this turn.
+    sent_us: u32,
     tick_interval_ns: u64,
     /// (spin turns, yield turns) of the idle policy.
     idle: (u32, u32),
@@ -487,6 +528,22 @@ struct Core<'a> {
 impl Core<'_> {
     #[inline]
     fn route_outbox(&mut self) {
+        self.route::<true>();
+    }
+
+    /// [`route_outbox`](Self::route_outbox) after a spout's `next_tuple`: its inits go out at
+    /// once on the control lane, unbatched, since the spout's next call may block in user code
+    /// while the tree's clock (complete latency, message timeout) is already running.
+    #[inline]
+    fn route_outbox_from_spout(&mut self) {
+        self.route::<false>();
+    }
+
+    /// Routes every envelope of the outbox: tuples to the data lane, notices and ticks to the
+    /// control lane, acker messages to the acker lane's batches (`BATCH_ACKS`) or else, one
+    /// envelope each, to the control lane.
+    #[inline(always)]
+    fn route<const BATCH_ACKS: bool>(&mut self) {
         let me = self.me;
         // Move out only what each message needs: a control message is a few words, so copying
         // whole envelopes out of the outbox would cost more than the routing itself.
@@ -504,11 +561,26 @@ impl Core<'_> {
                     }
                     continue;
                 }
-                Message::Acker(m) => CtrlMsg::Acker(*m),
+                Message::Acker(m) if !BATCH_ACKS => CtrlMsg::Acker(*m),
+                Message::Acker(m) => {
+                    let b = &mut self.batches[dest as usize];
+                    if b.len == 0 {
+                        b.dest = dest;
+                        self.open_batches.push(dest);
+                    }
+                    b.msgs[b.len as usize] = *m;
+                    b.len += 1;
+                    if b.len as usize == ACKER_BATCH {
+                        let full = *b;
+                        b.len = 0;
+                        self.sent += self.acks.stage(core, me, full);
+                    }
+                    continue;
+                }
                 Message::Notice(n) => CtrlMsg::Notice(*n),
                 Message::Tick => CtrlMsg::Tick,
             };
-            let sent_us = stamp_us(self.now_ns);
+            let sent_us = self.sent_us;
             self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, sent_us, msg });
         }
         self.outbox.clear();
@@ -538,8 +610,51 @@ impl Core<'_> {
         }
     }
 
-    /// Pushes staged envelopes of both lanes into the rings; returns how many moved.
+    /// Ships every batch of acker messages that is not empty (see [`AckerBatch`]).
+    #[inline]
+    fn close_acker_batches(&mut self) {
+        for i in 0..self.open_batches.len() {
+            let dest = self.open_batches[i];
+            let b = &mut self.batches[dest as usize];
+            if b.len > 0 {
+                let full = *b;
+                b.len = 0;
+                let (core, _) = self.where_is[dest as usize];
+                self.sent += self.acks.stage(core, self.me, full);
+            }
+        }
+        self.open_batches.clear();
+    }
+
+    /// Applies a batch of acker messages in order, then routes what they sent.
+    #[inline]
+    fn deliver_acker_batch(&mut self, batch: &AckerBatch) {
+        let (_, idx) = self.where_is[batch.dest as usize];
+        let e = &mut self.executors[idx];
+        for &m in &batch.msgs[..batch.len as usize] {
+            e.handle_acker(m, &mut self.outbox);
+        }
+        if !self.outbox.is_empty() {
+            self.route_outbox();
+        }
+    }
+
+    /// Handles up to `batch` entries from every inbound ring of the acker lane.
+    fn drain_acks(&mut self) -> usize {
+        let mut inbound = std::mem::take(&mut self.acks.inbound);
+        let mut work = 0;
+        for c in inbound.iter_mut() {
+            work += c.pop_batch(self.batch, |b| self.deliver_acker_batch(&b));
+        }
+        self.acks.inbound = inbound;
+        self.received += work as u64;
+        work
+    }
+
+    /// Pushes staged envelopes of every lane into the rings; returns how many moved.
     fn flush(&mut self) -> usize {
+        let (am, _) = self.acks.flush();
+        self.sent += am as u64;
         let (cm, _) = self.ctrl.flush();
         let (dm, data_staged) = self.data.flush();
         self.sent += (cm + dm) as u64;
@@ -552,7 +667,7 @@ impl Core<'_> {
                 self.shared.backpressure.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        cm + dm
+        am + cm + dm
     }
 
     /// Handles up to `batch` envelopes from every inbound ring of the control lane.
@@ -594,17 +709,23 @@ impl Core<'_> {
                 self.deliver_ctrl(env, now_ns);
             }
         }
+        let k = self.acks.local.len().min(limit);
+        for _ in 0..k {
+            if let Some(b) = self.acks.local.pop_front() {
+                self.deliver_acker_batch(&b);
+            }
+        }
         let m = self.data.local.len().min(limit);
         for _ in 0..m {
             if let Some(env) = self.data.local.pop_front() {
                 self.deliver_tuple(env.dest, env.tuple, now_ns);
             }
         }
-        n + m
+        n + k + m
     }
 
     fn staged(&self) -> usize {
-        self.data.staged() + self.ctrl.staged()
+        self.data.staged() + self.ctrl.staged() + self.acks.staged()
     }
 
     /// Applies the restart requests for this thread's tasks (see [`TaskControl`]): each old
@@ -656,7 +777,9 @@ impl Core<'_> {
         s.received.store(self.received, Ordering::Release);
         let quiet = self.data.local.is_empty()
             && self.ctrl.local.is_empty()
+            && self.acks.local.is_empty()
             && self.outbox.is_empty()
+            && self.open_batches.is_empty()
             && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
         let pending: usize = self
@@ -687,10 +810,11 @@ impl Core<'_> {
                 self.apply_restarts();
             }
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
-            self.now_ns = now_ns;
+            self.sent_us = stamp_us(now_ns);
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
             work += self.drain_ctrl(now_ns);
+            work += self.drain_acks();
             work += self.drain_data(now_ns);
             work += self.drain_local(now_ns);
 
@@ -723,10 +847,11 @@ impl Core<'_> {
                             break;
                         }
                         work += 1;
-                        self.route_outbox();
+                        self.route_outbox_from_spout();
                     }
                 }
             }
+            self.close_acker_batches();
             work += self.flush();
 
             if work == 0 {
@@ -821,6 +946,7 @@ pub fn run_with_control(
     // Two lanes, each with one ring per ordered pair of distinct threads.
     let data_rings = rings::<DataEnv>(cores, options.ring_capacity);
     let ctrl_rings = rings::<CtrlEnv>(cores, options.ring_capacity);
+    let acker_rings = rings::<AckerBatch>(cores, options.ring_capacity);
     let shared = Shared {
         start: Instant::now(),
         stop_spouts: AtomicBool::new(false),
@@ -836,8 +962,11 @@ pub fn run_with_control(
 
     let (results, spouts_stopped_after, undecided) = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(cores);
-        for (me, ((data_out, data_in), (ctrl_out, ctrl_in))) in
-            data_rings.into_iter().zip(ctrl_rings).enumerate()
+        for (me, (((data_out, data_in), (ctrl_out, ctrl_in)), (acks_out, acks_in))) in data_rings
+            .into_iter()
+            .zip(ctrl_rings)
+            .zip(acker_rings)
+            .enumerate()
         {
             let shared = &shared;
             let where_is = &where_is[..];
@@ -881,13 +1010,16 @@ pub fn run_with_control(
                         where_is,
                         data: Lane::new(data_in, data_out, cores, batch),
                         ctrl: Lane::new(ctrl_in, ctrl_out, cores, batch),
+                        acks: Lane::new(acks_in, acks_out, cores, batch),
+                        batches: vec![AckerBatch::EMPTY; where_is.len()],
+                        open_batches: Vec::with_capacity(where_is.len()),
                         outbox: Outbox::with_capacity(batch),
                         batch,
                         bp_threshold,
                         under_backpressure: false,
                         sent: 0,
                         received: 0,
-                        now_ns: 0,
+                        sent_us: 0,
                         tick_interval_ns,
                         idle,
                         plan,
@@ -1050,6 +1182,13 @@ mod tests {
     #[test]
     fn control_envelopes_stay_32_bytes() {
         assert_eq!(std::mem::size_of::<CtrlEnv>(), 32);
+    }
+
+    #[test]
+    fn an_acker_batch_is_eight_24_byte_messages_and_its_task() {
+        assert_eq!(std::mem::size_of::<AckerMessage>(), 24);
+        assert_eq!(std::mem::size_of::<AckerBatch>(), 8 + ACKER_BATCH * 24);
+        assert_eq!(ACKER_BATCH, 8);
     }
 
     #[test]
