@@ -229,3 +229,62 @@ fn connector_options_without_the_connectors_are_refused() {
         "--guarantee, --drain only apply with --redis URL",
     );
 }
+
+/// A server that accepts connections and never answers (here: a listener that holds every
+/// connection open) gives the "unreachable at start" error with exit status 2 within the
+/// connect timeout, for Redis and for PostgreSQL, instead of a hang: both client libraries'
+/// handshakes wait without a timeout (found by a new-user trial: `load`, `counts` and
+/// `wordcount` hung past 60 s). Bounded: each run may take at most `LIMIT`.
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn a_silent_server_is_an_error_not_a_hang() {
+    use std::net::TcpListener;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().unwrap().port();
+    // Accept and hold every connection, answering nothing, until the test ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let input = tiny_input("silent");
+    let input = input.to_str().unwrap();
+    let redis = format!("redis://127.0.0.1:{port}/");
+    let pg = format!("postgresql://postgres@127.0.0.1:{port}/x");
+    let runs: [(&[&str], &str); 3] = [
+        (
+            &["load", "--input", input, "--redis", &redis, "--stream", "s"],
+            "Redis",
+        ),
+        (&["counts", "--postgres", &pg], "PostgreSQL"),
+        (
+            &[
+                "wordcount",
+                "--redis",
+                &redis,
+                "--stream",
+                "s",
+                "--postgres",
+                &pg,
+                "--drain",
+            ],
+            "Redis",
+        ),
+    ];
+    for (args, server) in runs {
+        let started = std::time::Instant::now();
+        assert_usage_error(args, "did not answer");
+        let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("cannot reach {server} at")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+}

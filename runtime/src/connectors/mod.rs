@@ -27,3 +27,57 @@ pub fn parse_entry_id(id: &str) -> Option<(i64, i64)> {
     let (ms, seq) = id.split_once('-')?;
     Some((ms.parse().ok()?, seq.parse().ok()?))
 }
+
+/// Whether the server at `addr` answers: connects (within `timeout`), sends `hello` and waits
+/// up to `timeout` for at least one byte back. Used before a client library's own handshake,
+/// which waits without a timeout, so that a server that accepts and stays silent (or a port
+/// that is not the server's) gives an error instead of a hang. The connection is closed
+/// afterwards. Errors name what did not happen; the caller adds the address.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+fn probe_answers(
+    addr: impl std::net::ToSocketAddrs,
+    hello: &[u8],
+    timeout: std::time::Duration,
+) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let addrs: Vec<_> = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve the address: {e}"))?
+        .collect();
+    let mut last = String::from("the host name resolves to no address");
+    for a in addrs {
+        let mut stream = match std::net::TcpStream::connect_timeout(&a, timeout) {
+            Ok(s) => s,
+            Err(e) => {
+                last = e.to_string();
+                continue;
+            }
+        };
+        let secs = timeout.as_secs_f64();
+        stream
+            .set_read_timeout(Some(timeout))
+            .and_then(|()| stream.set_write_timeout(Some(timeout)))
+            .and_then(|()| stream.write_all(hello))
+            .map_err(|e| format!("{e}"))?;
+        let mut byte = [0u8; 1];
+        return match stream.read(&mut byte) {
+            Ok(1..) => Ok(()),
+            Ok(0) => Err(
+                "the server closed the connection without answering (is this the right port?)"
+                    .into(),
+            ),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(format!(
+                    "the server accepted the connection but did not answer within {secs} s"
+                ))
+            }
+            Err(e) => Err(e.to_string()),
+        };
+    }
+    Err(last)
+}

@@ -115,7 +115,11 @@ impl std::fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
-/// Connects to `url` (5 s connect timeout unless the URL sets one).
+/// PostgreSQL's SSLRequest: length 8, code 80877103 (the protocol's "Start-up" section).
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xD2, 0x16, 0x2F];
+
+/// Connects to `url` (5 s connect timeout unless the URL sets one; a server that accepts the
+/// connection but does not answer within that time is an error too, not a hang).
 ///
 /// # Errors
 /// [`ConnectError`] naming the address.
@@ -127,6 +131,20 @@ pub fn connect(url: &str) -> Result<Client, ConnectError> {
     let mut config: postgres::Config = url.parse().map_err(|e| err(error_chain(&e)))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(5));
+    }
+    // The client's connect timeout covers the socket only: a server that accepts and never
+    // answers the start-up would hang the handshake (found by a new-user trial). Ask first with
+    // an SSLRequest, which every PostgreSQL answers at once with one byte ('S' or 'N').
+    let timeout = config
+        .get_connect_timeout()
+        .copied()
+        .unwrap_or(Duration::from_secs(5));
+    let ports = config.get_ports().to_vec();
+    for (i, host) in config.get_hosts().iter().enumerate() {
+        if let postgres::config::Host::Tcp(h) = host {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            super::probe_answers((h.as_str(), port), &SSL_REQUEST, timeout).map_err(err)?;
+        }
     }
     config.connect(NoTls).map_err(|e| err(error_chain(&e)))
 }

@@ -156,7 +156,8 @@ impl fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
-/// Connects to `url` (2 s connect, read and write timeouts) and checks it with `PING`.
+/// Connects to `url` (2 s connect, read and write timeouts) and checks it with `PING`. A server
+/// that accepts the connection but does not answer within 2 s is an error too, not a hang.
 ///
 /// # Errors
 /// [`ConnectError`] naming the address.
@@ -166,6 +167,16 @@ pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
         reason: e.to_string(),
     };
     let client = redis::Client::open(url).map_err(err)?;
+    // The client's own set-up commands wait without a timeout: a server that accepts the
+    // connection and never answers would hang here (found by a new-user trial). Ask first.
+    if let redis::ConnectionAddr::Tcp(host, port) = &client.get_connection_info().addr {
+        super::probe_answers((host.as_str(), *port), b"PING\r\n", Duration::from_secs(2)).map_err(
+            |reason| ConnectError {
+                url: url.to_string(),
+                reason,
+            },
+        )?;
+    }
     let mut con = client
         .get_connection_with_timeout(Duration::from_secs(2))
         .map_err(err)?;
