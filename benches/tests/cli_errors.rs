@@ -155,6 +155,30 @@ fn zero_and_negative_counts_are_refused_by_name() {
         "'--acks-per-tree <ACKS_PER_TREE>': must be at least 1",
     );
     assert_usage_error(&["--seed", "-7"], "'--seed <SEED>': must not be negative");
+    // A new-user trial: no bound let a k no tree can complete through, and more threads than
+    // roots ran a window rounded up to the thread count (the table showed no row, the JSON
+    // another window).
+    assert_usage_error(
+        &["--acks-per-tree", "18446744073709551615"],
+        "'--acks-per-tree <ACKS_PER_TREE>': must be at most 1000 (acks per tree)",
+    );
+    let o = bin()
+        .args([
+            "compare",
+            "--quick",
+            "--windows",
+            "1000",
+            "--threads",
+            "1024",
+        ])
+        .output()
+        .expect("run acker-bench");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--threads 1024 is more than the smallest window (--windows 1000)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[cfg(target_os = "linux")]
@@ -272,11 +296,26 @@ fn windows_ops_and_threads_have_documented_limits() {
         ),
         "{err}"
     );
-    // The limits themselves are accepted: 1024 threads on the tiny window run and report.
-    let o = run(&["--threads", "1024", "--only", "acker-core-shared", "--json"]);
+    // The limits themselves are accepted: 1024 threads on a window of 1024 roots run and
+    // report that window.
+    let o = bin()
+        .args([
+            "compare",
+            "--quick",
+            "--windows",
+            "1024",
+            "--ops",
+            "4096",
+            "--threads",
+            "1024",
+        ])
+        .args(["--only", "acker-core-shared", "--json"])
+        .output()
+        .expect("run acker-bench");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json rows");
     assert_eq!(rows["rows"][0]["threads"], 1024, "{rows}");
+    assert_eq!(rows["rows"][0]["window"], 1024, "{rows}");
     // The help states every limit.
     let o = bin()
         .args(["compare", "--help"])

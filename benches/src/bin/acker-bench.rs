@@ -23,7 +23,7 @@ use acker_benches::{
     MutexHashbrown, SharedAckerStructure, StormStyle,
 };
 use acker_core::{AckerTable, Slot};
-use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
+use acker_runtime::cli::{at_least, exit_status, CliError};
 use clap::builder::PossibleValuesParser;
 use clap::{Parser, Subcommand};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -82,6 +82,15 @@ fn in_range<const MIN: u64>(s: &str, max: u64, what: &str) -> Result<usize, Stri
         return Err(format!("must be at most {max} ({what})"));
     }
     usize::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
+/// Largest `--acks-per-tree` value: a tree of k acks is k + 1 messages in the op stream, so a
+/// larger k leaves almost no complete tree in a run of `--ops` messages.
+const MAX_ACKS_PER_TREE: u64 = 1000;
+
+/// clap value parser for `--acks-per-tree`: 1 to [`MAX_ACKS_PER_TREE`].
+fn acks_per_tree(s: &str) -> Result<usize, String> {
+    in_range::<1>(s, MAX_ACKS_PER_TREE, "acks per tree")
 }
 
 /// clap value parser for `--windows`: 1 to [`MAX_WINDOW_ROOTS`].
@@ -166,8 +175,8 @@ struct CompareArgs {
         value_parser = thread_count
     )]
     threads: Vec<usize>,
-    /// Acks per tree (k).
-    #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+    /// Acks per tree (k), 1 to 1000.
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = acks_per_tree)]
     acks_per_tree: usize,
     /// Seed of the op streams.
     #[arg(long, default_value_t = 7, allow_negative_numbers = true, value_parser = at_least::<0>)]
@@ -214,6 +223,15 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
             "acker-bench: error: --threads 0 skips the shared tables and must be given alone; \
              thread counts are 1 to {MAX_THREADS} (got {})",
             given.join(",")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let smallest_window = args.windows.iter().copied().min().unwrap_or(1);
+    if let Some(&most) = args.threads.iter().max().filter(|&&t| t > smallest_window) {
+        eprintln!(
+            "acker-bench: error: --threads {most} is more than the smallest window \
+             (--windows {smallest_window}): each thread drives its own share of the W roots, so \
+             a thread count must be at most W"
         );
         return Ok(ExitCode::from(2));
     }
