@@ -222,7 +222,7 @@ fn acker_park_capacity_has_a_documented_limit() {
 fn connector_options_without_the_connectors_are_refused() {
     assert_usage_error(
         &["wordcount", "--poison-rate", "0.5"],
-        "--poison-rate only apply with --redis URL --stream NAME --postgres URL",
+        "--poison-rate only applies with --redis URL --stream NAME --postgres URL",
     );
     assert_usage_error(
         &["wordcount", "--guarantee", "exactly-once", "--drain"],

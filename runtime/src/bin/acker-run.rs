@@ -495,8 +495,9 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
         .filter_map(|(on, name)| on.then_some(name))
         .collect();
         if !c.is_active() && !given.is_empty() {
+            let verb = if given.len() == 1 { "applies" } else { "apply" };
             return Err(format!(
-                "{} only apply with --redis URL --stream NAME --postgres URL (the built-in job's \
+                "{} only {verb} with --redis URL --stream NAME --postgres URL (the built-in job's \
                  guarantee follows --ackers: 0 is at-most-once)",
                 given.join(", ")
             )
