@@ -194,7 +194,8 @@ const ADD_COUNTS_SQL: &str = "INSERT INTO word_counts (word, count)
 /// Records the word positions `$4[i]` (an `int[]` literal) of entry `($2[i], $3[i])` of stream
 /// `$1` (entries distinct; recorded, and so locked, in `ORDER BY ms, seq` whatever the caller's
 /// order, for the same reason as [`ADD_COUNTS_SQL`]) and returns, for each entry, the positions
-/// that were not recorded before (`added`). `ON CONFLICT DO UPDATE` locks an existing record and
+/// that were not recorded before (`added`, a hash `EXCEPT`: linear in the positions, so one
+/// entry of many words costs no more per word than many short ones). `ON CONFLICT DO UPDATE` locks an existing record and
 /// reads its latest committed version, so two workers applying the same entry at once are
 /// serialised on its row: whichever commits second finds the first's positions and adds none.
 const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
@@ -202,9 +203,9 @@ const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
     SELECT $1, ms, seq, p::int[], p::int[]
     FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS t(ms, seq, p) ORDER BY ms, seq
     ON CONFLICT (stream, entry_ms, entry_seq) DO UPDATE SET
-        added = ARRAY(SELECT x FROM unnest(EXCLUDED.positions) x WHERE x <> ALL (a.positions)),
+        added = ARRAY(SELECT unnest(EXCLUDED.positions) EXCEPT SELECT unnest(a.positions)),
         positions = a.positions
-            || ARRAY(SELECT x FROM unnest(EXCLUDED.positions) x WHERE x <> ALL (a.positions))
+            || ARRAY(SELECT unnest(EXCLUDED.positions) EXCEPT SELECT unnest(a.positions))
     RETURNING entry_ms, entry_seq, added";
 
 /// Deletes the exactly-once records of `stream` below `bound` (`(ms, seq)`, exclusive): the
