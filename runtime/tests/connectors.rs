@@ -1070,3 +1070,53 @@ fn one_long_entry_is_counted_in_linear_time() {
         started.elapsed()
     );
 }
+
+/// `load --input -` reads standard input, as `wordcount --input -` does, and an empty
+/// `--stream` is refused before anything is written (new-user trial: `-` was read as a file
+/// name, and `--stream ''` loaded into the key "").
+#[test]
+fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
+    use std::io::Write as _;
+    let (redis, _postgres) = servers();
+    let ru = redis.url();
+    let mut child = Command::new(BIN)
+        .args(["load", "--input", "-", "--redis", &ru, "--stream", "stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start acker-run load");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"to be or\nnot to be\n")
+        .expect("write stdin");
+    let p = Proc {
+        child,
+        what: "acker-run load --input -".into(),
+    };
+    let (status, out, err) = p.wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    assert!(out.starts_with("loaded 2 entries into stdin"), "{out}");
+    let mut con = redis_con(&ru);
+    let len: i64 = redis::cmd("XLEN").arg("stdin").query(&mut con).unwrap();
+    assert_eq!(len, 2);
+    let (status, _, err) = Proc::spawn(
+        "acker-run load --stream ''",
+        &[
+            "load",
+            "--input",
+            SHAKESPEARE,
+            "--redis",
+            &ru,
+            "--stream",
+            "",
+        ],
+    )
+    .wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("--stream must name a stream key"), "{err}");
+    let len: i64 = redis::cmd("XLEN").arg("").query(&mut con).unwrap();
+    assert_eq!(len, 0, "nothing loaded into the key \"\"");
+}

@@ -100,7 +100,7 @@ enum Command {
 #[cfg(all(feature = "redis", feature = "postgres"))]
 #[derive(Args)]
 struct ConnectorLoadArgs {
-    /// Text file to load.
+    /// Text file to load (`-` for standard input).
     #[arg(long)]
     input: std::path::PathBuf,
     /// `redis://HOST:PORT/`.

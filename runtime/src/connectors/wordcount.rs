@@ -485,15 +485,28 @@ pub fn run(
     Ok(())
 }
 
-/// `acker-run load`: appends one entry `line=<text>` per non-empty line of `input` to `stream`
-/// (pipelined, 1000 a round trip) and prints the count and entries/s.
+/// `acker-run load`: appends one entry `line=<text>` per non-empty line of `input` (`-` for
+/// standard input, as `wordcount --input` takes it) to `stream` (pipelined, 1000 a round trip)
+/// and prints the count and entries/s.
 ///
 /// # Errors
-/// [`CliError::Run`] when the file cannot be read or Redis cannot be reached (naming the
-/// address); [`CliError::Stdout`] when the summary cannot be written.
+/// [`CliError::Run`] when the stream name is empty, the file cannot be read or Redis cannot be
+/// reached (naming the address); [`CliError::Stdout`] when the summary cannot be written.
 pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Result<(), CliError> {
-    let bytes =
-        std::fs::read(input).map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
+    if stream.is_empty() {
+        return Err(
+            "--stream must name a stream key (it was empty); nothing was loaded"
+                .to_string()
+                .into(),
+        );
+    }
+    let bytes = if input == Path::new("-") {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut b).map(|_| b)
+    } else {
+        std::fs::read(input)
+    }
+    .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "input {} is not UTF-8: invalid byte at offset {} (0-based); nothing was loaded",
