@@ -1,7 +1,8 @@
 //! Internal (`#[doc(hidden)]`): not part of the library API, and may change with the binaries.
 //!
 //! What the workspace's command-line programs (`acker-run`, `acker-sim`, `acker-bench`) share:
-//! how they end on an error, and the clap value parser for whole-number options.
+//! how they end on an error, the clap value parser for whole-number options, and reading an
+//! `--input` text.
 //!
 //! Every program exits 0 on success, also when stdout is a pipe its reader closed early
 //! (`| head -1`: the reader has what it asked for), and 2 with a one-line message on stderr on
@@ -80,6 +81,37 @@ pub fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
 pub fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
     let n = at_least::<MIN>(s)?;
     usize::try_from(n).map_err(|_| format!("{n} is too large"))
+}
+
+/// Reads `path` (`-`: standard input) as UTF-8 text, for every command taking `--input`
+/// (`acker-run wordcount`, `acker-run load`).
+///
+/// # Errors
+/// A message naming the input when it cannot be read, and the offset of the first bad byte
+/// when it is not UTF-8.
+pub fn read_text(path: &std::path::Path) -> Result<String, String> {
+    let name = if path == std::path::Path::new("-") {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let bytes = if path == std::path::Path::new("-") {
+        let mut b = Vec::new();
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut b).map(|_| {
+            // The buffer grew by doubling: give the slack back before the text is copied.
+            b.shrink_to_fit();
+            b
+        })
+    } else {
+        std::fs::read(path)
+    }
+    .map_err(|e| format!("cannot read input {name}: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "input {name} is not UTF-8: invalid byte at offset {} (0-based)",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
+use acker_runtime::cli::{at_least, count_at_least, exit_status, read_text, CliError};
 use acker_runtime::shell::{self, RunReport, ShellOptions};
 use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
 use acker_runtime::{values, Config, Spout, SpoutOutputCollector, TopologyBuilder};
@@ -387,33 +387,6 @@ fn physical_memory_bytes() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
-}
-
-/// Reads `path` (`-`: standard input) as UTF-8 text; not UTF-8 is an error naming the offset
-/// of the first bad byte.
-fn read_text(path: &std::path::Path) -> Result<String, String> {
-    let name = if path == std::path::Path::new("-") {
-        "standard input".to_string()
-    } else {
-        path.display().to_string()
-    };
-    let bytes = if path == std::path::Path::new("-") {
-        let mut b = Vec::new();
-        io::Read::read_to_end(&mut io::stdin().lock(), &mut b).map(|_| {
-            // The buffer grew by doubling: give the slack back before the text is copied.
-            b.shrink_to_fit();
-            b
-        })
-    } else {
-        std::fs::read(path)
-    }
-    .map_err(|e| format!("cannot read input {name}: {e}"))?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "input {name} is not UTF-8: invalid byte at offset {} (0-based)",
-            e.utf8_error().valid_up_to()
-        )
-    })
 }
 
 /// The peak resident memory of this process in MB (`VmHWM`, Linux; `None` elsewhere).

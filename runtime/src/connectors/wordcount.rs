@@ -500,20 +500,7 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
                 .into(),
         );
     }
-    let bytes = if input == Path::new("-") {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut b).map(|_| b)
-    } else {
-        std::fs::read(input)
-    }
-    .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "input {} is not UTF-8: invalid byte at offset {} (0-based); nothing was loaded",
-            input.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+    let text = crate::cli::read_text(input).map_err(|e| format!("{e}; nothing was loaded"))?;
     let mut con = redis_stream::connect(url).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
