@@ -112,6 +112,13 @@ fn run_ok(what: &str, args: &[&str]) -> String {
     out
 }
 
+/// `acker-run load --input INPUT --redis REDIS --stream STREAM`.
+fn load_args<'a>(input: &'a str, redis: &'a str, stream: &'a str) -> [&'a str; 7] {
+    [
+        "load", "--input", input, "--redis", redis, "--stream", stream,
+    ]
+}
+
 fn worker_args<'a>(
     redis: &'a str,
     pg: &'a str,
@@ -202,18 +209,7 @@ fn exactly_once_two_workers_one_killed_and_restarted() {
     let (ru, pu) = (redis.url(), postgres.url());
     let (text, expected) = shakespeare_counts();
 
-    let out = run_ok(
-        "acker-run load",
-        &[
-            "load",
-            "--input",
-            SHAKESPEARE,
-            "--redis",
-            &ru,
-            "--stream",
-            "lines",
-        ],
-    );
+    let out = run_ok("acker-run load", &load_args(SHAKESPEARE, &ru, "lines"));
     let lines = text.lines().filter(|l| !l.is_empty()).count();
     assert!(
         out.starts_with(&format!("loaded {lines} entries into lines")),
@@ -471,15 +467,7 @@ fn unreachable_servers_exit_2_naming_the_address() {
 
     let (status, _, err) = Proc::spawn(
         "load with no Redis",
-        &[
-            "load",
-            "--input",
-            SHAKESPEARE,
-            "--redis",
-            &redis_url,
-            "--stream",
-            "s",
-        ],
+        &load_args(SHAKESPEARE, &redis_url, "s"),
     )
     .wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(2), "{err}");
@@ -565,18 +553,7 @@ fn redis_and_postgres_restarts_mid_run_stay_exact() {
     let (mut redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
     let (_, expected) = shakespeare_counts();
-    run_ok(
-        "acker-run load",
-        &[
-            "load",
-            "--input",
-            SHAKESPEARE,
-            "--redis",
-            &ru,
-            "--stream",
-            "lines",
-        ],
-    );
+    run_ok("acker-run load", &load_args(SHAKESPEARE, &ru, "lines"));
     let w = Proc::spawn("worker", &worker_args(&ru, &pu, "lines", "w"));
     wait_applied(&pu, 20_000, Duration::from_secs(60));
     redis
@@ -610,18 +587,7 @@ fn weaker_guarantees_under_a_killed_worker() {
         pg(&pu)
             .batch_execute("DROP TABLE IF EXISTS word_counts")
             .expect("drop word_counts");
-        run_ok(
-            "acker-run load",
-            &[
-                "load",
-                "--input",
-                SHAKESPEARE,
-                "--redis",
-                &ru,
-                "--stream",
-                stream,
-            ],
-        );
+        run_ok("acker-run load", &load_args(SHAKESPEARE, &ru, stream));
         let args = |consumer: &'static str| {
             let mut a = worker_args(&ru, &pu, stream, consumer);
             a.extend(["--guarantee", guarantee]);
@@ -710,18 +676,7 @@ fn at_most_once_without_faults_counts_every_word() {
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
     let (_, expected) = shakespeare_counts();
-    run_ok(
-        "acker-run load",
-        &[
-            "load",
-            "--input",
-            SHAKESPEARE,
-            "--redis",
-            &ru,
-            "--stream",
-            "m1",
-        ],
-    );
+    run_ok("acker-run load", &load_args(SHAKESPEARE, &ru, "m1"));
     let mut args = worker_args(&ru, &pu, "m1", "solo");
     args.extend(["--guarantee", "at-most-once"]);
     let out = run_ok("at-most-once worker", &args);
@@ -778,15 +733,7 @@ fn counts_and_load_edge_cases() {
     std::fs::write(&file, b"first line\nsecond \xff line\n").expect("write input");
     let (status, _, err) = Proc::spawn(
         "load of a file that is not UTF-8",
-        &[
-            "load",
-            "--input",
-            file.to_str().expect("utf-8 path"),
-            "--redis",
-            &ru,
-            "--stream",
-            "bad",
-        ],
+        &load_args(file.to_str().expect("utf-8 path"), &ru, "bad"),
     )
     .wait(Duration::from_secs(30));
     let _ = std::fs::remove_dir_all(&dir);
@@ -1050,12 +997,7 @@ fn one_long_entry_is_counted_in_linear_time() {
     let input = std::env::temp_dir().join(format!("acker-long-entry-{}.txt", std::process::id()));
     std::fs::write(&input, words.join(" ") + "\n").expect("write the input");
     let input_path = input.to_str().unwrap();
-    run_ok(
-        "acker-run load",
-        &[
-            "load", "--input", input_path, "--redis", &ru, "--stream", "long",
-        ],
-    );
+    run_ok("acker-run load", &load_args(input_path, &ru, "long"));
     let started = Instant::now();
     let (status, out, err) =
         Proc::spawn("worker", &worker_args(&ru, &pu, "long", "solo")).wait(Duration::from_secs(60));
@@ -1104,15 +1046,7 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
     assert_eq!(len, 2);
     let (status, _, err) = Proc::spawn(
         "acker-run load --stream ''",
-        &[
-            "load",
-            "--input",
-            SHAKESPEARE,
-            "--redis",
-            &ru,
-            "--stream",
-            "",
-        ],
+        &load_args(SHAKESPEARE, &ru, ""),
     )
     .wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(2), "{err}");
