@@ -1200,6 +1200,22 @@ mod tests {
 
     const T: u64 = 1_000;
 
+    /// The capacity bound is inclusive: exactly `u32::MAX` slots is allowed (slot indices are
+    /// `u32`), one more is `CapacityTooLarge`. Checked on the rule itself, because a table of
+    /// `u32::MAX` slots (80 GB) cannot be built in a test.
+    #[test]
+    fn capacity_bound_is_u32_max_inclusive() {
+        assert_eq!(ConfigError::check(u32::MAX as usize, T), Ok(()));
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(
+            ConfigError::check(u32::MAX as usize + 1, T),
+            Err(ConfigError::CapacityTooLarge)
+        );
+        assert_eq!(ConfigError::check(1, T), Ok(()));
+        assert_eq!(ConfigError::check(0, T), Err(ConfigError::ZeroCapacity));
+        assert_eq!(ConfigError::check(1, 0), Err(ConfigError::ZeroTimeout));
+    }
+
     #[test]
     fn slot_is_exactly_20_bytes() {
         assert_eq!(core::mem::size_of::<Slot>(), 20);
