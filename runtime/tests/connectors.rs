@@ -1015,10 +1015,13 @@ fn one_long_entry_is_counted_in_linear_time() {
 
 /// `load --input -` reads standard input, as `wordcount --input -` does, and an empty
 /// `--stream` is refused before anything is written (new-user trial: `-` was read as a file
-/// name, and `--stream ''` loaded into the key "").
+/// name, and `--stream ''` loaded into the key ""). It loads the lines `wordcount --input`
+/// counts: lines that are empty or only whitespace (`\t`, `\r\n`, a no-break space) are
+/// skipped and reported (new-user trial: they became entries), a line's own spaces are kept.
 #[test]
 fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
     use std::io::Write as _;
+    const INPUT: &[u8] = "to be or\n   \n\t\r\n not to be\n\n\u{a0}\n".as_bytes();
     let (redis, _postgres) = servers();
     let ru = redis.url();
     let mut child = Command::new(BIN)
@@ -1032,7 +1035,7 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(b"to be or\nnot to be\n")
+        .write_all(INPUT)
         .expect("write stdin");
     let p = Proc {
         child,
@@ -1040,10 +1043,54 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
     };
     let (status, out, err) = p.wait(Duration::from_secs(60));
     assert!(status.success(), "{err}");
-    assert!(out.starts_with("loaded 2 entries into stdin"), "{out}");
+    assert!(
+        out.starts_with(
+            "loaded 2 entries into stdin from 6 lines (4 skipped: empty or only whitespace) in "
+        ),
+        "{out}"
+    );
     let mut con = redis_con(&ru);
-    let len: i64 = redis::cmd("XLEN").arg("stdin").query(&mut con).unwrap();
-    assert_eq!(len, 2);
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg("stdin")
+        .arg("-")
+        .arg("+")
+        .query(&mut con)
+        .expect("XRANGE");
+    let lines: Vec<&str> = entries
+        .iter()
+        .flat_map(|(_, fields)| fields.iter().map(|(_, v)| v.as_str()))
+        .collect();
+    assert_eq!(lines, ["to be or", " not to be"]);
+    // The same lines as `wordcount --input` counts (its own reading of the same bytes).
+    let mut child = Command::new(BIN)
+        .args([
+            "wordcount",
+            "--input",
+            "-",
+            "--cores",
+            "1",
+            "--no-pin",
+            "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start acker-run wordcount --input -");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(INPUT)
+        .expect("write stdin");
+    let (status, out, err) = Proc {
+        child,
+        what: "acker-run wordcount --input -".into(),
+    }
+    .wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["lines_total"], 2, "{out}");
     let (status, _, err) = Proc::spawn(
         "acker-run load --stream ''",
         &load_args(SHAKESPEARE, &ru, ""),

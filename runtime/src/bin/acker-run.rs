@@ -89,7 +89,11 @@ enum Command {
     /// Benchmarks (throughput figures for benches/RESULTS.md).
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// Append one Redis stream entry (field `line`) per non-empty line of a file.
+    /// Append one Redis stream entry (field `line`) per line holding a word.
+    ///
+    /// A line is the text up to a newline (a trailing `\r` removed), as `wordcount --input`
+    /// reads it; a line that is empty or only whitespace is skipped, as `wordcount --input`
+    /// skips it. Prints the entries loaded, the lines read and skipped, and entries/s.
     #[cfg(all(feature = "redis", feature = "postgres"))]
     Load(ConnectorLoadArgs),
     /// Read the word counts back from PostgreSQL.
