@@ -34,7 +34,9 @@ use crate::{
 /// The delivery guarantee of a connector run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Guarantee {
-    /// No ackers; entries are acknowledged to the group as they are read (`NOACK`).
+    /// No ackers (Storm: no acker tasks, the tree is never tracked); entries are acknowledged
+    /// to the group as they are read (`NOACK`). `acker-run` refuses it with a nonzero
+    /// `--ackers`.
     AtMostOnce,
     /// Ackers; plain accumulation in the sink (replays may count twice).
     AtLeastOnce,
