@@ -441,6 +441,7 @@ pub fn run(
             "dead_lettered": load(&sc.dead_lettered),
             "malformed": load(&sc.malformed),
             "redis_errors": load(&sc.redis_errors),
+            "handed_back": load(&sc.handed_back),
             "words_applied": load(&kc.applied),
             "duplicates_skipped": load(&kc.duplicates),
             "commits": load(&kc.commits),
@@ -453,13 +454,15 @@ pub fn run(
     } else {
         writeln!(
             out,
-            "entries read {}, acked {}, replays {}, claimed {}, dead-lettered {} (malformed {})",
+            "entries read {}, acked {}, replays {}, claimed {}, dead-lettered {} (malformed {}), \
+             handed back on stop {}",
             load(&sc.read),
             load(&sc.acked),
             load(&sc.replays),
             load(&sc.claimed),
             load(&sc.dead_lettered),
-            load(&sc.malformed)
+            load(&sc.malformed),
+            load(&sc.handed_back)
         )?;
         writeln!(
             out,
