@@ -2,7 +2,7 @@
 
     R=redis://127.0.0.1:PORT/ P=postgresql://postgres@127.0.0.1:PORT/postgres \
     PGDATA=/path/to/data python3 benches/connectors_scale.py scale 4   # 1 vs 2 workers, alternated
-    ... connectors_scale.py ab 3                                         # 1 worker, 3 runs
+    ... connectors_scale.py ab 3      # 1 worker, 3 runs (EXTRA="--guarantee at-least-once" adds options)
     ... connectors_scale.py ceil 3                                       # the Redis ceiling
 
 Each run loads tinyshakespeare into a fresh stream, empties word_counts, drains it with
@@ -50,7 +50,7 @@ if mode=='scale':
             print(json.dumps(run(w)),flush=True)
 elif mode=='ab':
     for i in range(int(sys.argv[2])):
-        print(json.dumps(run(1)),flush=True)
+        print(json.dumps(run(1, os.environ.get('EXTRA', '').split())),flush=True)
 if mode=='ceil':
     for i in range(int(sys.argv[2])):
         s=f'ceil{os.getpid()}_{i}'
