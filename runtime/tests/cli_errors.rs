@@ -288,3 +288,38 @@ fn a_silent_server_is_an_error_not_a_hang() {
         );
     }
 }
+
+/// `--guarantee at-most-once` runs with no ackers (Storm: no acker task, the tree is never
+/// tracked): a nonzero `--ackers` beside it is refused before any server is contacted
+/// (new-user trial: `--ackers 2` was silently ignored), while `--ackers 0` or no `--ackers` is
+/// accepted and goes on to connect (here to a closed port, so the next error names Redis).
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn at_most_once_refuses_a_nonzero_ackers() {
+    let base = [
+        "wordcount",
+        "--redis",
+        "redis://127.0.0.1:1/",
+        "--stream",
+        "s",
+        "--postgres",
+        "postgresql://nobody@127.0.0.1:1/none",
+        "--guarantee",
+        "at-most-once",
+    ];
+    for n in ["1", "2"] {
+        let args: Vec<&str> = base.iter().copied().chain(["--ackers", n]).collect();
+        assert_usage_error(
+            &args,
+            &format!(
+                "error: --guarantee at-most-once runs with no ackers (nothing is tracked), but \
+                 --ackers {n} was given: leave --ackers out (or give --ackers 0), or choose \
+                 --guarantee at-least-once or exactly-once\n"
+            ),
+        );
+    }
+    for extra in [&["--ackers", "0"][..], &[][..]] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        assert_usage_error(&args, "redis://127.0.0.1:1/");
+    }
+}

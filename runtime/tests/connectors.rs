@@ -1015,10 +1015,13 @@ fn one_long_entry_is_counted_in_linear_time() {
 
 /// `load --input -` reads standard input, as `wordcount --input -` does, and an empty
 /// `--stream` is refused before anything is written (new-user trial: `-` was read as a file
-/// name, and `--stream ''` loaded into the key "").
+/// name, and `--stream ''` loaded into the key ""). It loads the lines `wordcount --input`
+/// counts: lines that are empty or only whitespace (`\t`, `\r\n`, a no-break space) are
+/// skipped and reported (new-user trial: they became entries), a line's own spaces are kept.
 #[test]
 fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
     use std::io::Write as _;
+    const INPUT: &[u8] = "to be or\n   \n\t\r\n not to be\n\n\u{a0}\n".as_bytes();
     let (redis, _postgres) = servers();
     let ru = redis.url();
     let mut child = Command::new(BIN)
@@ -1032,7 +1035,7 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(b"to be or\nnot to be\n")
+        .write_all(INPUT)
         .expect("write stdin");
     let p = Proc {
         child,
@@ -1040,10 +1043,54 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
     };
     let (status, out, err) = p.wait(Duration::from_secs(60));
     assert!(status.success(), "{err}");
-    assert!(out.starts_with("loaded 2 entries into stdin"), "{out}");
+    assert!(
+        out.starts_with(
+            "loaded 2 entries into stdin from 6 lines (4 skipped: empty or only whitespace) in "
+        ),
+        "{out}"
+    );
     let mut con = redis_con(&ru);
-    let len: i64 = redis::cmd("XLEN").arg("stdin").query(&mut con).unwrap();
-    assert_eq!(len, 2);
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg("stdin")
+        .arg("-")
+        .arg("+")
+        .query(&mut con)
+        .expect("XRANGE");
+    let lines: Vec<&str> = entries
+        .iter()
+        .flat_map(|(_, fields)| fields.iter().map(|(_, v)| v.as_str()))
+        .collect();
+    assert_eq!(lines, ["to be or", " not to be"]);
+    // The same lines as `wordcount --input` counts (its own reading of the same bytes).
+    let mut child = Command::new(BIN)
+        .args([
+            "wordcount",
+            "--input",
+            "-",
+            "--cores",
+            "1",
+            "--no-pin",
+            "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start acker-run wordcount --input -");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(INPUT)
+        .expect("write stdin");
+    let (status, out, err) = Proc {
+        child,
+        what: "acker-run wordcount --input -".into(),
+    }
+    .wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["lines_total"], 2, "{out}");
     let (status, _, err) = Proc::spawn(
         "acker-run load --stream ''",
         &load_args(SHAKESPEARE, &ru, ""),
@@ -1053,4 +1100,89 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
     assert!(err.contains("--stream must name a stream key"), "{err}");
     let len: i64 = redis::cmd("XLEN").arg("").query(&mut con).unwrap();
     assert_eq!(len, 0, "nothing loaded into the key \"\"");
+}
+
+/// A worker stopped by SIGTERM leaves nothing another worker must wait for (new-user trial: a
+/// `--drain` worker started after it waited the full claim time, 60 s by default, for the
+/// stopped worker's entries). The stopped worker reads 5000 entries a call but keeps only 50
+/// trees in flight, so it holds entries it read and never emitted when SIGTERM comes: it lets
+/// its trees finish, exits 0 and hands those entries back (its summary's `handed_back` equals
+/// the group's pending count, every one idle past the 60 s claim time). A `--drain` worker with
+/// the default claim time then takes them at once and finishes the stream well within 30 s,
+/// with exact counts.
+#[test]
+fn sigterm_hands_back_unfinished_entries_so_a_drain_worker_does_not_wait() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (_, expected) = shakespeare_counts();
+    run_ok("acker-run load", &load_args(SHAKESPEARE, &ru, "lines"));
+    // The defaults: message timeout 30 s, claim time 60 s.
+    let defaults = |consumer: &'static str, drain: bool| -> Vec<String> {
+        let base = worker_args(&ru, &pu, "lines", consumer);
+        let mut args: Vec<String> = Vec::new();
+        let mut skip = false;
+        for a in base {
+            if skip {
+                skip = false;
+                continue;
+            }
+            if a == "--timeout-secs" || a == "--claim-after-ms" {
+                skip = true;
+                continue;
+            }
+            if a == "--drain" && !drain {
+                continue;
+            }
+            args.push(a.to_string());
+        }
+        args
+    };
+    let mut a_args = defaults("stopped", false);
+    a_args.extend(["--max-spout-pending", "50", "--read-batch", "5000"].map(String::from));
+    let a_args: Vec<&str> = a_args.iter().map(String::as_str).collect();
+    let a = Proc::spawn("worker to stop with SIGTERM", &a_args);
+    wait_applied(&pu, 20_000, Duration::from_secs(60));
+    let stopped_at = Instant::now();
+    let (v, out) = stop_with_sigterm(a);
+    let stop_took = stopped_at.elapsed();
+    let mut con = redis_con(&ru);
+    let rows: Vec<(String, String, i64, i64)> = redis::cmd("XPENDING")
+        .arg("lines")
+        .arg("acker-wordcount")
+        .arg("-")
+        .arg("+")
+        .arg(100_000)
+        .query(&mut con)
+        .expect("XPENDING extended");
+    assert_eq!(
+        v["handed_back"].as_u64(),
+        Some(rows.len() as u64),
+        "entries handed back (summary) against entries pending in the group: {out}"
+    );
+    for (id, consumer, idle_ms, deliveries) in &rows {
+        assert_eq!(consumer, "stopped", "{id}");
+        assert!(*idle_ms > 60_000, "{id} handed back idle only {idle_ms} ms");
+        assert_eq!(
+            *deliveries, 1,
+            "{id}: handing back must not count a delivery"
+        );
+    }
+    let b_args = defaults("drainer", true);
+    let b_args: Vec<&str> = b_args.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let (status, out, err) =
+        Proc::spawn("--drain worker after the stopped one", &b_args).wait(Duration::from_secs(30));
+    let drain_took = started.elapsed();
+    assert!(status.success(), "drain worker failed ({status}): {err}");
+    eprintln!(
+        "SIGTERM stop took {stop_took:?}, handed back {} entries; the --drain worker took \
+         {drain_took:?}",
+        rows.len()
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["claimed"].as_u64(), Some(rows.len() as u64), "{out}");
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), 202_651);
+    assert_eq!(counts, expected);
+    assert_eq!(pending_count(&mut con, "lines"), 0);
 }

@@ -459,3 +459,50 @@ fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {
         "{err}"
     );
 }
+
+/// The README's list of `wordcount --json` fields is the list a real run prints, top level and
+/// per component (new-user trial: the README omitted `ackers`, `cores`, `undecided` and
+/// `words_per_sec`).
+#[test]
+fn readme_lists_exactly_the_json_fields() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("read README.md");
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let between = |start: &str, end: &str| -> Vec<String> {
+        let from = flat
+            .find(start)
+            .unwrap_or_else(|| panic!("README.md no longer says {start:?}"))
+            + start.len();
+        let to = from + flat[from..].find(end).expect("end of the list");
+        flat[from..to]
+            .split(',')
+            .map(|f| f.trim().trim_matches('`').to_string())
+            .collect()
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let top = between("`--json` (one object with the fields ", ";");
+    let component = between("`components` maps each component to `{", "}`");
+    let v = json_run(
+        &["--cores", "1", "--input", "-"],
+        Some(b"to be or not\nto be\n"),
+    );
+    let obj = v.as_object().expect("a JSON object");
+    assert_eq!(
+        sorted(top.clone()),
+        sorted(obj.keys().cloned().collect()),
+        "README.md's --json fields (left) against a run's (right)"
+    );
+    assert_eq!(top.len(), obj.len(), "a field listed twice: {top:?}");
+    let split = v["components"]["split"]
+        .as_object()
+        .expect("components.split");
+    assert_eq!(
+        sorted(component),
+        sorted(split.keys().cloned().collect()),
+        "README.md's component fields (left) against a run's (right)"
+    );
+    assert_eq!(v["words_total"], 6);
+}

@@ -89,7 +89,11 @@ enum Command {
     /// Benchmarks (throughput figures for benches/RESULTS.md).
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// Append one Redis stream entry (field `line`) per non-empty line of a file.
+    /// Append one Redis stream entry (field `line`) per line holding a word.
+    ///
+    /// A line is the text up to a newline (a trailing `\r` removed), as `wordcount --input`
+    /// reads it; a line that is empty or only whitespace is skipped, as `wordcount --input`
+    /// skips it. Prints the entries loaded, the lines read and skipped, and entries/s.
     #[cfg(all(feature = "redis", feature = "postgres"))]
     Load(ConnectorLoadArgs),
     /// Read the word counts back from PostgreSQL.
@@ -130,7 +134,8 @@ struct RunArgs {
     /// Threads, one pinned per core (default: every available core).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     cores: Option<usize>,
-    /// Acker tasks (0 = at-most-once).
+    /// Acker tasks (0 = at-most-once). `wordcount --guarantee at-most-once` runs with 0: leave
+    /// it out there (a nonzero count is refused).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending per spout task (default: unbounded up to the runtime's pending capacity).
@@ -448,7 +453,8 @@ impl Drop for Progress {
     }
 }
 
-fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
+/// `acker-run wordcount`; `ackers_given`: whether `--ackers` was on the command line.
+fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError> {
     check_run(&args.run)?;
     if !(0.0..1.0).contains(&args.fail_rate) {
         return Err(format!("--fail-rate must be in [0, 1), got {}", args.fail_rate).into());
@@ -483,6 +489,21 @@ fn wordcount_cmd(args: WordcountArgs) -> Result<(), CliError> {
             return Err("--input and --fail-rate do not go with --redis/--postgres"
                 .to_string()
                 .into());
+        }
+        // Storm's at-most-once has no acker tasks (the tree is never tracked): a nonzero
+        // --ackers with it would be ignored, so it is refused; without --ackers it runs with 0.
+        if args.connectors.guarantee
+            == Some(acker_runtime::connectors::wordcount::Guarantee::AtMostOnce)
+            && ackers_given
+            && args.run.ackers > 0
+        {
+            return Err(format!(
+                "--guarantee at-most-once runs with no ackers (nothing is tracked), but --ackers {} \
+                 was given: leave --ackers out (or give --ackers 0), or choose --guarantee \
+                 at-least-once or exactly-once",
+                args.run.ackers
+            )
+            .into());
         }
         let n = cores(&args.run);
         return acker_runtime::connectors::wordcount::run(
@@ -873,9 +894,20 @@ fn bench_wordcount_cmd(
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    // Whether `wordcount --ackers` was given on the command line (not its default of 1):
+    // at-most-once runs with no ackers and refuses an explicit nonzero count.
+    let ackers_given = matches
+        .subcommand_matches("wordcount")
+        .and_then(|m| m.value_source("ackers"))
+        == Some(clap::parser::ValueSource::CommandLine);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let r = match cli.command {
-        Command::Wordcount(a) => wordcount_cmd(a),
+        Command::Wordcount(a) => wordcount_cmd(a, ackers_given),
         Command::Bench(BenchCommand::Pipeline {
             seconds,
             local,

@@ -27,7 +27,16 @@
 //!   the connection with a capped backoff (50 ms doubling to 2 s), then resumes where the group
 //!   stands. Acks not yet sent are kept and sent after the reconnect.
 //! - **Stop.** When the shared stop flag is set (SIGINT/SIGTERM) the spout reads nothing more,
-//!   lets its in-flight trees finish or fail, sends its acks and reports done. With `drain` it
+//!   lets its in-flight trees finish or fail (a tree that does neither is failed by the message
+//!   timeout, so this takes at most about the message timeout), sends its acks, then hands back
+//!   the entries it read but did not finish (not emitted yet, or failed while stopping) and
+//!   reports done. A pending entry cannot be given back to the group unowned, so handing back is
+//!   `XCLAIM s g c 0 id... TIME 1 JUSTID`: the entry stays pending under this consumer with its
+//!   delivery count unchanged (`JUSTID`) and its last delivery set to the epoch, i.e. idle past
+//!   any claim time, so the next `XAUTOCLAIM` of any worker takes it at once (a worker starting,
+//!   `--drain` included, claims first) instead of after `claim_after_ms`. If Redis cannot be
+//!   reached for [`STOP_HAND_BACK_MS`] after the trees ended, the entries keep their idle time
+//!   and are claimed after `claim_after_ms` as after a crash. With `drain` it
 //!   also reports done once a read finds no new entry, it has nothing in flight and the group has
 //!   no pending entry at all (so a dead worker's entries are claimed first).
 //!
@@ -48,6 +57,10 @@ use redis::Value as RV;
 
 use super::parse_entry_id;
 use crate::{values, MessageId, Spout, SpoutOutputCollector, TopologyContext};
+
+/// Longest a stopping spout keeps trying to hand its unfinished entries back while Redis cannot
+/// be reached, ms (see the module docs, **Stop**).
+pub const STOP_HAND_BACK_MS: u64 = 5_000;
 
 /// The stream on which the spout emits its flush punctuation (field `flush`).
 pub const FLUSH_STREAM: &str = "flush";
@@ -137,6 +150,10 @@ pub struct SpoutCounters {
     pub in_flight: AtomicU64,
     /// Redis errors (each drops the connection and reconnects with backoff).
     pub redis_errors: AtomicU64,
+    /// Entries handed back to the group on stop: read but not finished (not emitted yet, or
+    /// failed while stopping), left pending with their idle time set past any claim time so
+    /// that another worker claims them at once (see the module docs, **Stop**).
+    pub handed_back: AtomicU64,
 }
 
 /// Why the spout could not reach Redis at start.
@@ -316,6 +333,10 @@ pub struct RedisStreamSpout {
     claim_cursor: String,
     next_flush: Instant,
     unflushed: bool,
+    /// Entries to hand back on stop (see the module docs, **Stop**).
+    hand_back: Vec<String>,
+    /// When the spout first saw the stop flag with nothing in flight and no ack to send.
+    stop_quiet_since: Option<Instant>,
     done: bool,
 }
 
@@ -347,6 +368,8 @@ impl RedisStreamSpout {
             claim_cursor: "0-0".to_string(),
             next_flush: now,
             unflushed: false,
+            hand_back: Vec::new(),
+            stop_quiet_since: None,
             done: false,
         }
     }
@@ -770,6 +793,47 @@ impl RedisStreamSpout {
         }
     }
 
+    /// Hands the entries of `hand_back` back to the group (module docs, **Stop**): `XCLAIM` to
+    /// this consumer with `TIME 1 JUSTID`, `batch` ids a call. Returns whether all went; on a
+    /// Redis error the rest stay in `hand_back` and the connection is marked lost.
+    fn hand_back(&mut self, now: Instant) -> bool {
+        while !self.hand_back.is_empty() {
+            let n = self.hand_back.len().min(self.cfg.batch.max(1));
+            let (stream, group, me) = (
+                self.cfg.stream.clone(),
+                self.cfg.group.clone(),
+                self.cfg.consumer.clone(),
+            );
+            let ids: Vec<String> = self.hand_back[..n].to_vec();
+            let Some(con) = self.con(now) else {
+                return false;
+            };
+            let r: redis::RedisResult<RV> = redis::cmd("XCLAIM")
+                .arg(&stream)
+                .arg(&group)
+                .arg(&me)
+                .arg(0)
+                .arg(&ids)
+                .arg("TIME")
+                .arg(1)
+                .arg("JUSTID")
+                .query(con);
+            match r {
+                Ok(_) => {
+                    self.hand_back.drain(..n);
+                    self.counters
+                        .handed_back
+                        .fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    self.lost(now);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     fn idle(&self) -> bool {
         self.in_flight.is_empty()
             && self.ready.is_empty()
@@ -802,7 +866,11 @@ impl Spout for RedisStreamSpout {
             return;
         }
         if stopping {
-            self.retry.clear();
+            if !self.cfg.at_most_once {
+                self.hand_back.append(&mut self.retry);
+                self.hand_back
+                    .extend(self.ready.drain(..).map(|(id, _)| id));
+            }
             if self.cfg.at_most_once {
                 // Entries read with NOACK are acknowledged already and never delivered again:
                 // emit what was read before stopping, then one last flush punctuation.
@@ -818,11 +886,14 @@ impl Spout for RedisStreamSpout {
                     let _ = c.emit_stream(FLUSH_STREAM, values![0i64], None);
                     return;
                 }
-            } else {
-                self.ready.clear();
             }
             if self.in_flight.is_empty() && self.acks.is_empty() {
-                self.done = true;
+                let since = *self.stop_quiet_since.get_or_insert(now);
+                if self.hand_back(now)
+                    || now.duration_since(since) >= Duration::from_millis(STOP_HAND_BACK_MS)
+                {
+                    self.done = true;
+                }
             }
             return;
         }
@@ -895,7 +966,9 @@ impl Spout for RedisStreamSpout {
             self.counters
                 .in_flight
                 .store(self.in_flight.len() as u64, Ordering::Relaxed);
-            if !self.stop.load(Ordering::Relaxed) {
+            if self.stop.load(Ordering::Relaxed) {
+                self.hand_back.push(id);
+            } else {
                 self.retry.push(id);
             }
         }

@@ -34,7 +34,9 @@ use crate::{
 /// The delivery guarantee of a connector run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Guarantee {
-    /// No ackers; entries are acknowledged to the group as they are read (`NOACK`).
+    /// No ackers (Storm: no acker tasks, the tree is never tracked); entries are acknowledged
+    /// to the group as they are read (`NOACK`). `acker-run` refuses it with a nonzero
+    /// `--ackers`.
     AtMostOnce,
     /// Ackers; plain accumulation in the sink (replays may count twice).
     AtLeastOnce,
@@ -439,6 +441,7 @@ pub fn run(
             "dead_lettered": load(&sc.dead_lettered),
             "malformed": load(&sc.malformed),
             "redis_errors": load(&sc.redis_errors),
+            "handed_back": load(&sc.handed_back),
             "words_applied": load(&kc.applied),
             "duplicates_skipped": load(&kc.duplicates),
             "commits": load(&kc.commits),
@@ -451,13 +454,15 @@ pub fn run(
     } else {
         writeln!(
             out,
-            "entries read {}, acked {}, replays {}, claimed {}, dead-lettered {} (malformed {})",
+            "entries read {}, acked {}, replays {}, claimed {}, dead-lettered {} (malformed {}), \
+             handed back on stop {}",
             load(&sc.read),
             load(&sc.acked),
             load(&sc.replays),
             load(&sc.claimed),
             load(&sc.dead_lettered),
-            load(&sc.malformed)
+            load(&sc.malformed),
+            load(&sc.handed_back)
         )?;
         writeln!(
             out,
@@ -485,9 +490,14 @@ pub fn run(
     Ok(())
 }
 
-/// `acker-run load`: appends one entry `line=<text>` per non-empty line of `input` (`-` for
+/// `acker-run load`: appends one entry `line=<text>` per line of `input` holding a word (`-` for
 /// standard input, as `wordcount --input` takes it) to `stream` (pipelined, 1000 a round trip)
-/// and prints the count and entries/s.
+/// and prints the entries loaded, the lines read and skipped, and entries/s.
+///
+/// A line is what `wordcount --input` counts as one ([`crate::wordcount::Lines`]): the text up
+/// to a `\n`, a trailing `\r` removed; a line that is empty or holds only whitespace (Unicode
+/// `White_Space`, as `str::split_whitespace`) is skipped, as `wordcount --input` skips it. A
+/// long line stays one entry (it is not cut into 64 KiB pieces).
 ///
 /// # Errors
 /// [`CliError::Run`] when the stream name is empty, the file cannot be read or Redis cannot be
@@ -503,7 +513,15 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
     let text = crate::cli::read_text(input).map_err(|e| format!("{e}; nothing was loaded"))?;
     let mut con = redis_stream::connect(url).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    // What `wordcount --input` counts as a line (`wordcount::Lines`): text up to `\n`, a
+    // trailing `\r` removed; a line holding no word (empty or only whitespace) is skipped.
+    let mut total = 0usize;
+    let lines: Vec<&str> = text
+        .lines()
+        .inspect(|_| total += 1)
+        .filter(|l| l.split_whitespace().next().is_some())
+        .collect();
+    let skipped = total - lines.len();
     for chunk in lines.chunks(1000) {
         let mut p = redis::pipe();
         for l in chunk {
@@ -520,7 +538,8 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     writeln!(
         out,
-        "loaded {} entries into {stream} in {secs:.2} s ({:.0} entries/s)",
+        "loaded {} entries into {stream} from {total} lines ({skipped} skipped: empty or only \
+         whitespace) in {secs:.2} s ({:.0} entries/s)",
         lines.len(),
         lines.len() as f64 / secs
     )?;

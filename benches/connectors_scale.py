@@ -1,0 +1,58 @@
+"""Connector measurements for benches/RESULTS.md (issue 11), against servers you started:
+
+    R=redis://127.0.0.1:PORT/ P=postgresql://postgres@127.0.0.1:PORT/postgres \
+    PGDATA=/path/to/data python3 benches/connectors_scale.py scale 4   # 1 vs 2 workers, alternated
+    ... connectors_scale.py ab 3      # 1 worker, 3 runs (EXTRA="--guarantee at-least-once" adds options)
+    ... connectors_scale.py ceil 3                                       # the Redis ceiling
+
+Each run loads tinyshakespeare into a fresh stream, empties word_counts, drains it with
+`acker-run wordcount --cores 1 --no-pin --drain` (exactly-once), and prints one JSON line:
+wall time (process start to exit), entries/s, each worker's CPU-s (user+sys, /usr/bin/time),
+PostgreSQL's CPU-s (the postmaster's utime+stime+cutime+cstime: backends exit with their
+worker) and statement time (sum of pg_stat_database.active_time), the words counted, the load
+average. Needs release builds of acker-run and the redis_ceiling example, and psql.
+"""
+import subprocess, json, time, sys, os
+ROOT=os.path.join(os.path.dirname(os.path.abspath(__file__)),'..')
+BIN=os.path.join(ROOT,'target/release/acker-run')
+R=os.environ['R']; P=os.environ['P']
+PGPID=int(open(os.path.join(os.environ['PGDATA'],'postmaster.pid')).readline())
+SH=os.path.join(ROOT,'../shared/data/tinyshakespeare.txt')
+def pgcpu():
+    f=open(f'/proc/{PGPID}/stat').read().rsplit(')',1)[1].split()
+    return sum(int(x) for x in f[11:15])/100.0
+def psql(q):
+    return subprocess.run(['psql',P,'-Atc',q],capture_output=True,text=True).stdout.strip()
+def active():
+    return float(psql("select coalesce(sum(active_time),0) from pg_stat_database") or 0)
+n=0
+def run(workers, extra=()):
+    global n
+    n+=1
+    s=f'sc{os.getpid()}_{n}'
+    subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
+    psql("truncate word_counts; truncate word_count_applied_entries")
+    c0,a0=pgcpu(),active()
+    t0=time.time()
+    ps=[subprocess.Popen(['/usr/bin/time','-f','%U %S',BIN,'wordcount','--redis',R,'--stream',s,'--postgres',P,'--cores','1','--no-pin','--drain','--json','--progress-secs','0','--consumer',f'w{i}',*extra],stdout=subprocess.PIPE,stderr=subprocess.PIPE,text=True) for i in range(workers)]
+    outs=[p.communicate() for p in ps]
+    wall=time.time()-t0
+    c1,a1=pgcpu(),active()
+    total=psql("select sum(count) from word_counts")
+    cpus=[sum(float(x) for x in e.strip().splitlines()[-1].split()) for _,e in outs]
+    js=[json.loads(o) for o,_ in outs]
+    acked=sum(j['acked'] for j in js)
+    return dict(workers=workers, wall_s=round(wall,2), entries_per_s=round(acked/wall), acked=[j['acked'] for j in js], worker_cpu_s=cpus, pg_cpu_s=round(c1-c0,2), pg_active_ms=round(a1-a0), words=total, load=os.getloadavg()[0])
+mode=sys.argv[1]
+if mode=='scale':
+    for i in range(int(sys.argv[2])):
+        for w in (1,2):
+            print(json.dumps(run(w)),flush=True)
+elif mode=='ab':
+    for i in range(int(sys.argv[2])):
+        print(json.dumps(run(1, os.environ.get('EXTRA', '').split())),flush=True)
+if mode=='ceil':
+    for i in range(int(sys.argv[2])):
+        s=f'ceil{os.getpid()}_{i}'
+        subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
+        print(subprocess.run([os.path.join(ROOT,'target/release/examples/redis_ceiling'),R,s,'500'],capture_output=True,text=True).stdout.strip(),flush=True)
