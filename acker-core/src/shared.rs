@@ -1247,18 +1247,54 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     }
 
     /// Applies `op` to `root`'s entry, creating it if needed.
+    ///
+    /// The usual message, an ack (or fail, or reset) of a live entry in its root's first bucket,
+    /// is served here, inlined into the caller: one hash, one scan of 8 root ids, the slot's
+    /// lock, the change. Everything else (an init, which usually creates its entry; a root in its
+    /// second bucket, past its window or absent; a linear table) goes to the out-of-line
+    /// [`run_slow`](Self::run_slow), which looks again from the start. Finding the entry in the
+    /// first bucket needs no overflow count: a root has at most one entry, so a live one found
+    /// anywhere is the one, and an expired one found anywhere means the root has none.
+    #[inline(always)]
     fn run(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
         if root == 0 {
             return Err(TableError::ZeroRoot);
         }
-        let p = self.probe(root);
-        // An init usually comes first, before any ack of its tree: it goes straight to the
-        // insert, which must look for an entry of the root anyway.
-        if !matches!(op, Op::Init { .. }) {
-            if let Some((j, m, epoch)) = self.find(root, p) {
-                return self.apply_locked(j, m, epoch, op);
+        if self.buckets != 0 && !matches!(op, Op::Init { .. }) {
+            let b1 = reduce(root, self.buckets) * BUCKET_SLOTS;
+            match self.find_in(root, b1, b1 + BUCKET_SLOTS) {
+                Found::Live((j, m, epoch)) => return self.apply_locked(j, m, epoch, op),
+                // The root's only entry expired and was removed: it has none, so only an insert
+                // is left (which looks once more under the root's insert lock).
+                Found::Expired => return self.run_insert(root, op),
+                Found::Missing => {}
             }
         }
+        if matches!(op, Op::Init { .. }) {
+            // An init usually comes first, before any ack of its tree: it goes straight to the
+            // insert, which must look for an entry of the root anyway.
+            return self.run_insert(root, op);
+        }
+        self.run_slow(root, op)
+    }
+
+    /// [`run`](Self::run) for an ack, fail or reset whose root has no live entry in its first
+    /// bucket: looks for the entry through the root's whole probe (the first bucket again: the
+    /// entry may have been created meanwhile), and creates it if there is none.
+    #[inline(never)]
+    fn run_slow(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+        if let Some((j, m, epoch)) = self.find(root, self.probe(root)) {
+            return self.apply_locked(j, m, epoch, op);
+        }
+        self.run_insert(root, op)
+    }
+
+    /// [`run`](Self::run) for a root that had no live entry (or an init): under the root's
+    /// insert lock, looks once more and creates the entry (see
+    /// [`insert_locked`](Self::insert_locked)).
+    #[inline(never)]
+    fn run_insert(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+        let p = self.probe(root);
         let lock = self.insert_lock(root);
         acquire(lock);
         let result = self.insert_locked(root, p, op);
@@ -1328,36 +1364,80 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// buckets evenly filled, so windows rarely overflow; the threshold spares most inserts the
     /// second bucket's cache line); then, only if the window is full, the rest of the table.
     fn claim(&self, p: Probe) -> Option<usize> {
-        let [r1, r2, rest1, rest2] = self.runs(p, self.full_span());
-        let window = if self.buckets != 0 && {
-            let free1 = self.free_in(r1);
-            free1 < BUCKET_SLOTS / 2 && self.free_in(r2) > free1
-        } {
-            [r2, r1]
+        if self.buckets == 0 {
+            // A linear table: the whole table from the home slot (one or two runs).
+            let [a, b, _, _] = self.runs(p, self.full_span());
+            return self.claim_in(a).or_else(|| self.claim_in(b));
+        }
+        let (r1, r2) = ((p.b1, p.b1 + BUCKET_SLOTS), (p.b2, p.b2 + BUCKET_SLOTS));
+        // Only whether the first bucket is at least half free matters, and if it is not,
+        // whether the second has more free slots: each count stops once that is known. The
+        // first free slot a count met is tried at once (one CAS); only if another thread took
+        // it meanwhile, or the bucket has no free slot, does the claim scan the bucket.
+        let (free1, first1) = self.free_in(r1, BUCKET_SLOTS / 2);
+        let window = if free1 < BUCKET_SLOTS / 2 {
+            let (free2, first2) = self.free_in(r2, free1 + 1);
+            if free2 > free1 {
+                [(r2, first2), (r1, first1)]
+            } else {
+                [(r1, first1), (r2, first2)]
+            }
         } else {
-            [r1, r2]
+            [(r1, first1), (r2, None)]
         };
-        window
-            .into_iter()
-            .chain([rest1, rest2])
-            .find_map(|run| self.claim_in(run))
+        for (run, first) in window {
+            if let Some(j) = first {
+                if self.try_claim(j) {
+                    return Some(j);
+                }
+            }
+            if let Some(j) = self.claim_in(run) {
+                return Some(j);
+            }
+        }
+        self.claim_past_window(p)
     }
 
-    /// Free slots in the run `start..end`, counting expired entries (which a claim reclaims).
-    #[inline]
-    fn free_in(&self, (start, end): (usize, usize)) -> usize {
-        self.slots.metas()[start..end]
-            .iter()
-            .filter(|meta| {
-                let m = meta.load(Acquire);
-                m == FREE || (m & LOCKED == 0 && self.expired(m))
-            })
-            .count()
+    /// [`claim`](Self::claim) in a bucketed table whose window is full: the rest of the table,
+    /// in probe order.
+    #[cold]
+    #[inline(never)]
+    fn claim_past_window(&self, p: Probe) -> Option<usize> {
+        let [_, _, rest1, rest2] = self.runs(p, self.full_span());
+        self.claim_in(rest1).or_else(|| self.claim_in(rest2))
+    }
+
+    /// Free slots in the run `start..end`, up to `limit` (the count stops there), and the first
+    /// of them. Only for choosing a bucket: expired entries, which a claim also reclaims, are
+    /// not counted (they are rare, a lost tree's, and the tick that expires them sweeps them
+    /// away), which spares this count an epoch check a slot.
+    #[inline(always)]
+    fn free_in(&self, (start, end): (usize, usize), limit: usize) -> (usize, Option<usize>) {
+        let mut free = 0;
+        let mut first = None;
+        for (k, meta) in self.slots.metas()[start..end].iter().enumerate() {
+            if meta.load(Acquire) == FREE {
+                first = first.or(Some(start + k));
+                free += 1;
+                if free == limit {
+                    break;
+                }
+            }
+        }
+        (free, first)
+    }
+
+    /// Reserves (and locks) slot `j` if it is free.
+    #[inline(always)]
+    fn try_claim(&self, j: usize) -> bool {
+        self.meta(j)
+            .compare_exchange(FREE, RESERVED | LOCKED, Acquire, Relaxed)
+            .is_ok()
     }
 
     /// Reserves (and locks) the first free slot of the run `start..end`, reclaiming expired
     /// entries met on the way. `None` if none is free (a slot another thread holds is not free).
-    #[inline]
+    #[inline(always)]
     fn claim_in(&self, (start, end): (usize, usize)) -> Option<usize> {
         for (k, meta) in self.slots.metas()[start..end].iter().enumerate() {
             let mut m = meta.load(Acquire);
