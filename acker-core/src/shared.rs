@@ -1248,21 +1248,32 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     /// Applies `op` to `root`'s entry, creating it if needed.
     ///
-    /// The usual message, an ack (or fail, or reset) of a live entry in its root's first bucket,
-    /// is served here, inlined into the caller: one hash, one scan of 8 root ids, the slot's
-    /// lock, the change. Everything else (an init, which usually creates its entry; a root in its
-    /// second bucket, past its window or absent; a linear table) goes to the out-of-line
-    /// [`run_slow`](Self::run_slow), which looks again from the start. Finding the entry in the
-    /// first bucket needs no overflow count: a root has at most one entry, so a live one found
-    /// anywhere is the one, and an expired one found anywhere means the root has none.
+    /// The usual message, an ack (or fail, or reset) of a live entry in its root's first bucket
+    /// (in a linear table: within [`BUCKET_SLOTS`] slots from its home slot), is served here,
+    /// inlined into the caller: one hash, one scan of 8 root ids, the slot's lock, the change.
+    /// Everything else (an init, which usually creates its entry; a root in its second bucket,
+    /// past its window or absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
+    /// [`run_insert`](Self::run_insert), which look again from the start. Finding the entry in
+    /// the first bucket needs no overflow count: a root has at most one entry, so a live one
+    /// found anywhere is the one, and an expired one found anywhere means the root has none.
+    /// Linear tables take this path too, so the loom models and the linearizability check
+    /// (which use linear tables of 1–4 slots) cover it.
     #[inline(always)]
     fn run(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
         if root == 0 {
             return Err(TableError::ZeroRoot);
         }
-        if self.buckets != 0 && !matches!(op, Op::Init { .. }) {
-            let b1 = reduce(root, self.buckets) * BUCKET_SLOTS;
-            match self.find_in(root, b1, b1 + BUCKET_SLOTS) {
+        if !matches!(op, Op::Init { .. }) {
+            // The first bucket; in a linear table, up to as many slots from the home slot. (Two
+            // calls, so that the bucketed one scans a run of constant length, unrolled.)
+            let found = if self.buckets != 0 {
+                let b1 = reduce(root, self.buckets) * BUCKET_SLOTS;
+                self.find_in(root, b1, b1 + BUCKET_SLOTS)
+            } else {
+                let home = reduce(root, self.capacity);
+                self.find_in(root, home, (home + BUCKET_SLOTS).min(self.capacity))
+            };
+            match found {
                 Found::Live((j, m, epoch)) => return self.apply_locked(j, m, epoch, op),
                 // The root's only entry expired and was removed: it has none, so only an insert
                 // is left (which looks once more under the root's insert lock).
