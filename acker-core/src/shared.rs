@@ -52,7 +52,11 @@
 //!   change (XOR, spout task, failed flag, new stamp) and rule 3, releasing the lock with the
 //!   new meta word (one store); or it has expired, and the call removes it and goes on as for
 //!   an absent root. An ack of a live entry that is not decided costs one atomic
-//!   read-modify-write (the lock's CAS) and two stores. [`get`](SharedAckerTable::get) takes the
+//!   read-modify-write (the lock's CAS) and two stores. The lookup starts with the root's first
+//!   bucket, inlined at the caller (one hash, 8 root ids); only a root not found there costs the
+//!   second bucket's hash, the overflow count and an out-of-line call. A live entry found in
+//!   the first bucket is the root's (a root has at most one entry), so that shortcut needs no
+//!   other check and changes no ordering. [`get`](SharedAckerTable::get) takes the
 //!   lock too, so the ack val, spout task and failed flag it returns were the entry's together.
 //! * **The live count moves at the linearization points.** A new entry is counted while its slot
 //!   is still locked, then published; a decided or expired entry leaves the count while its slot
@@ -1374,6 +1378,8 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// while at least half of it is free, else the bucket with more free slots (two choices keep
     /// buckets evenly filled, so windows rarely overflow; the threshold spares most inserts the
     /// second bucket's cache line); then, only if the window is full, the rest of the table.
+    /// Free slots are counted without expired entries, which a scan of the bucket still reclaims
+    /// when the chosen bucket's first free slot was taken meanwhile or it has none.
     fn claim(&self, p: Probe) -> Option<usize> {
         if self.buckets == 0 {
             // A linear table: the whole table from the home slot (one or two runs).
