@@ -1164,15 +1164,17 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let count = self.overflow.load(Acquire);
         if self.buckets != 0 && count == 0 {
             // The usual case: no overflow entry anywhere, so the root can only be in its two
-            // buckets (the same slots `runs` would give for a span of one window).
-            for start in [p.b1, p.b2] {
-                match self.find_in(root, start, start + BUCKET_SLOTS) {
-                    Found::Missing => {}
-                    Found::Live(hit) => return Some(hit),
-                    Found::Expired => return None,
-                }
+            // buckets (the same slots `runs` would give for a span of one window). Written out
+            // for the two buckets: as a loop, the compiler kept the buckets on the stack.
+            match self.find_in(root, p.b1, p.b1 + BUCKET_SLOTS) {
+                Found::Missing => {}
+                Found::Live(hit) => return Some(hit),
+                Found::Expired => return None,
             }
-            return None;
+            return match self.find_in(root, p.b2, p.b2 + BUCKET_SLOTS) {
+                Found::Missing | Found::Expired => None,
+                Found::Live(hit) => Some(hit),
+            };
         }
         for (start, end) in self.runs(p, self.span_for(count)) {
             match self.find_in(root, start, end) {
@@ -1431,17 +1433,19 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     #[inline(always)]
     fn free_in(&self, (start, end): (usize, usize), limit: usize) -> (usize, Option<usize>) {
         let mut free = 0;
-        let mut first = None;
+        // The first free slot's offset in the run (kept as an offset: with `start + k` here the
+        // compiler set up every slot's index in advance).
+        let mut first = usize::MAX;
         for (k, meta) in self.slots.metas()[start..end].iter().enumerate() {
             if meta.load(Acquire) == FREE {
-                first = first.or(Some(start + k));
+                first = first.min(k);
                 free += 1;
                 if free == limit {
                     break;
                 }
             }
         }
-        (free, first)
+        (free, (first != usize::MAX).then(|| start + first))
     }
 
     /// Reserves (and locks) slot `j` if it is free.
