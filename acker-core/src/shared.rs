@@ -52,7 +52,11 @@
 //!   change (XOR, spout task, failed flag, new stamp) and rule 3, releasing the lock with the
 //!   new meta word (one store); or it has expired, and the call removes it and goes on as for
 //!   an absent root. An ack of a live entry that is not decided costs one atomic
-//!   read-modify-write (the lock's CAS) and two stores. [`get`](SharedAckerTable::get) takes the
+//!   read-modify-write (the lock's CAS) and two stores. The lookup starts with the root's first
+//!   bucket, inlined at the caller (one hash, 8 root ids); only a root not found there costs the
+//!   second bucket's hash, the overflow count and an out-of-line call. A live entry found in
+//!   the first bucket is the root's (a root has at most one entry), so that shortcut needs no
+//!   other check and changes no ordering. [`get`](SharedAckerTable::get) takes the
 //!   lock too, so the ack val, spout task and failed flag it returns were the entry's together.
 //! * **The live count moves at the linearization points.** A new entry is counted while its slot
 //!   is still locked, then published; a decided or expired entry leaves the count while its slot
@@ -1160,15 +1164,17 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         let count = self.overflow.load(Acquire);
         if self.buckets != 0 && count == 0 {
             // The usual case: no overflow entry anywhere, so the root can only be in its two
-            // buckets (the same slots `runs` would give for a span of one window).
-            for start in [p.b1, p.b2] {
-                match self.find_in(root, start, start + BUCKET_SLOTS) {
-                    Found::Missing => {}
-                    Found::Live(hit) => return Some(hit),
-                    Found::Expired => return None,
-                }
+            // buckets (the same slots `runs` would give for a span of one window). Written out
+            // for the two buckets: as a loop, the compiler kept the buckets on the stack.
+            match self.find_in(root, p.b1, p.b1 + BUCKET_SLOTS) {
+                Found::Missing => {}
+                Found::Live(hit) => return Some(hit),
+                Found::Expired => return None,
             }
-            return None;
+            return match self.find_in(root, p.b2, p.b2 + BUCKET_SLOTS) {
+                Found::Missing | Found::Expired => None,
+                Found::Live(hit) => Some(hit),
+            };
         }
         for (start, end) in self.runs(p, self.span_for(count)) {
             match self.find_in(root, start, end) {
@@ -1247,18 +1253,65 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     }
 
     /// Applies `op` to `root`'s entry, creating it if needed.
+    ///
+    /// The usual message, an ack (or fail, or reset) of a live entry in its root's first bucket
+    /// (in a linear table: within [`BUCKET_SLOTS`] slots from its home slot), is served here,
+    /// inlined into the caller: one hash, one scan of 8 root ids, the slot's lock, the change.
+    /// Everything else (an init, which usually creates its entry; a root in its second bucket,
+    /// past its window or absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
+    /// [`run_insert`](Self::run_insert), which look again from the start. Finding the entry in
+    /// the first bucket needs no overflow count: a root has at most one entry, so a live one
+    /// found anywhere is the one, and an expired one found anywhere means the root has none.
+    /// Linear tables take this path too, so the loom models and the linearizability check
+    /// (which use linear tables of 1–4 slots) cover it.
+    #[inline(always)]
     fn run(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
         if root == 0 {
             return Err(TableError::ZeroRoot);
         }
-        let p = self.probe(root);
-        // An init usually comes first, before any ack of its tree: it goes straight to the
-        // insert, which must look for an entry of the root anyway.
         if !matches!(op, Op::Init { .. }) {
-            if let Some((j, m, epoch)) = self.find(root, p) {
-                return self.apply_locked(j, m, epoch, op);
+            // The first bucket; in a linear table, up to as many slots from the home slot. (Two
+            // calls, so that the bucketed one scans a run of constant length, unrolled.)
+            let found = if self.buckets != 0 {
+                let b1 = reduce(root, self.buckets) * BUCKET_SLOTS;
+                self.find_in(root, b1, b1 + BUCKET_SLOTS)
+            } else {
+                let home = reduce(root, self.capacity);
+                self.find_in(root, home, (home + BUCKET_SLOTS).min(self.capacity))
+            };
+            match found {
+                Found::Live((j, m, epoch)) => return self.apply_locked(j, m, epoch, op),
+                // The root's only entry expired and was removed: it has none, so only an insert
+                // is left (which looks once more under the root's insert lock).
+                Found::Expired => return self.run_insert(root, op),
+                Found::Missing => {}
             }
         }
+        if matches!(op, Op::Init { .. }) {
+            // An init usually comes first, before any ack of its tree: it goes straight to the
+            // insert, which must look for an entry of the root anyway.
+            return self.run_insert(root, op);
+        }
+        self.run_slow(root, op)
+    }
+
+    /// [`run`](Self::run) for an ack, fail or reset whose root has no live entry in its first
+    /// bucket: looks for the entry through the root's whole probe (the first bucket again: the
+    /// entry may have been created meanwhile), and creates it if there is none.
+    #[inline(never)]
+    fn run_slow(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+        if let Some((j, m, epoch)) = self.find(root, self.probe(root)) {
+            return self.apply_locked(j, m, epoch, op);
+        }
+        self.run_insert(root, op)
+    }
+
+    /// [`run`](Self::run) for a root that had no live entry (or an init): under the root's
+    /// insert lock, looks once more and creates the entry (see
+    /// [`insert_locked`](Self::insert_locked)).
+    #[inline(never)]
+    fn run_insert(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+        let p = self.probe(root);
         let lock = self.insert_lock(root);
         acquire(lock);
         let result = self.insert_locked(root, p, op);
@@ -1327,37 +1380,85 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// while at least half of it is free, else the bucket with more free slots (two choices keep
     /// buckets evenly filled, so windows rarely overflow; the threshold spares most inserts the
     /// second bucket's cache line); then, only if the window is full, the rest of the table.
+    /// Free slots are counted without expired entries, which a scan of the bucket still reclaims
+    /// when the chosen bucket's first free slot was taken meanwhile or it has none.
     fn claim(&self, p: Probe) -> Option<usize> {
-        let [r1, r2, rest1, rest2] = self.runs(p, self.full_span());
-        let window = if self.buckets != 0 && {
-            let free1 = self.free_in(r1);
-            free1 < BUCKET_SLOTS / 2 && self.free_in(r2) > free1
-        } {
-            [r2, r1]
+        if self.buckets == 0 {
+            // A linear table: the whole table from the home slot (one or two runs).
+            let [a, b, _, _] = self.runs(p, self.full_span());
+            return self.claim_in(a).or_else(|| self.claim_in(b));
+        }
+        let (r1, r2) = ((p.b1, p.b1 + BUCKET_SLOTS), (p.b2, p.b2 + BUCKET_SLOTS));
+        // Only whether the first bucket is at least half free matters, and if it is not,
+        // whether the second has more free slots: each count stops once that is known. The
+        // first free slot a count met is tried at once (one CAS); only if another thread took
+        // it meanwhile, or the bucket has no free slot, does the claim scan the bucket.
+        let (free1, first1) = self.free_in(r1, BUCKET_SLOTS / 2);
+        let window = if free1 < BUCKET_SLOTS / 2 {
+            let (free2, first2) = self.free_in(r2, free1 + 1);
+            if free2 > free1 {
+                [(r2, first2), (r1, first1)]
+            } else {
+                [(r1, first1), (r2, first2)]
+            }
         } else {
-            [r1, r2]
+            [(r1, first1), (r2, None)]
         };
-        window
-            .into_iter()
-            .chain([rest1, rest2])
-            .find_map(|run| self.claim_in(run))
+        for (run, first) in window {
+            if let Some(j) = first {
+                if self.try_claim(j) {
+                    return Some(j);
+                }
+            }
+            if let Some(j) = self.claim_in(run) {
+                return Some(j);
+            }
+        }
+        self.claim_past_window(p)
     }
 
-    /// Free slots in the run `start..end`, counting expired entries (which a claim reclaims).
-    #[inline]
-    fn free_in(&self, (start, end): (usize, usize)) -> usize {
-        self.slots.metas()[start..end]
-            .iter()
-            .filter(|meta| {
-                let m = meta.load(Acquire);
-                m == FREE || (m & LOCKED == 0 && self.expired(m))
-            })
-            .count()
+    /// [`claim`](Self::claim) in a bucketed table whose window is full: the rest of the table,
+    /// in probe order.
+    #[cold]
+    #[inline(never)]
+    fn claim_past_window(&self, p: Probe) -> Option<usize> {
+        let [_, _, rest1, rest2] = self.runs(p, self.full_span());
+        self.claim_in(rest1).or_else(|| self.claim_in(rest2))
+    }
+
+    /// Free slots in the run `start..end`, up to `limit` (the count stops there), and the first
+    /// of them. Only for choosing a bucket: expired entries, which a claim also reclaims, are
+    /// not counted (they are rare, a lost tree's, and the tick that expires them sweeps them
+    /// away), which spares this count an epoch check a slot.
+    #[inline(always)]
+    fn free_in(&self, (start, end): (usize, usize), limit: usize) -> (usize, Option<usize>) {
+        let mut free = 0;
+        // The first free slot's offset in the run (kept as an offset: with `start + k` here the
+        // compiler set up every slot's index in advance).
+        let mut first = usize::MAX;
+        for (k, meta) in self.slots.metas()[start..end].iter().enumerate() {
+            if meta.load(Acquire) == FREE {
+                first = first.min(k);
+                free += 1;
+                if free == limit {
+                    break;
+                }
+            }
+        }
+        (free, (first != usize::MAX).then(|| start + first))
+    }
+
+    /// Reserves (and locks) slot `j` if it is free.
+    #[inline(always)]
+    fn try_claim(&self, j: usize) -> bool {
+        self.meta(j)
+            .compare_exchange(FREE, RESERVED | LOCKED, Acquire, Relaxed)
+            .is_ok()
     }
 
     /// Reserves (and locks) the first free slot of the run `start..end`, reclaiming expired
     /// entries met on the way. `None` if none is free (a slot another thread holds is not free).
-    #[inline]
+    #[inline(always)]
     fn claim_in(&self, (start, end): (usize, usize)) -> Option<usize> {
         for (k, meta) in self.slots.metas()[start..end].iter().enumerate() {
             let mut m = meta.load(Acquire);
