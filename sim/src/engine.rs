@@ -1439,9 +1439,20 @@ impl Engine {
         st.kind == TaskKind::Spout && !st.idle && exec.can_emit()
     }
 
+    /// Schedules a process event for `task` if it has work and none is scheduled. The check of
+    /// the flag is inlined into the callers (most calls find the task already scheduled or
+    /// without work); the rest is [`schedule`](Self::schedule).
+    #[inline(always)]
     fn maybe_schedule(&mut self, task: TaskId) {
+        if !self.tasks[task as usize].scheduled {
+            self.schedule(task);
+        }
+    }
+
+    /// [`maybe_schedule`](Self::maybe_schedule) for a task with no process event scheduled.
+    fn schedule(&mut self, task: TaskId) {
         let t = task as usize;
-        if self.tasks[t].scheduled || !self.has_work(task) {
+        if !self.has_work(task) {
             return;
         }
         let st = &mut self.tasks[t];
@@ -1652,15 +1663,37 @@ impl Engine {
         }
         let mut out = std::mem::take(&mut self.out);
         for env in out.drain() {
-            let mut msg = env.message;
+            // Straight from the outbox into a slab slot (one copy of the 144-byte message);
+            // `send` then reads it there.
+            let item = Some(InFlight {
+                from: task,
+                dest: env.dest,
+                msg: env.message,
+            });
+            let idx = match self.free.pop() {
+                Some(i) => {
+                    self.slab[i as usize] = item;
+                    i
+                }
+                None => {
+                    self.slab.push(item);
+                    (self.slab.len() - 1) as u32
+                }
+            };
             if self.bug_armed && self.tasks[t].kind == TaskKind::Acker {
-                if let Message::Notice(Notice::Failed { root }) = msg {
-                    // The planted bug: report the first failed tree as completed.
-                    self.bug_armed = false;
-                    msg = Message::Notice(Notice::Completed { root });
+                if let Some(InFlight {
+                    msg: msg @ Message::Notice(Notice::Failed { .. }),
+                    ..
+                }) = &mut self.slab[idx as usize]
+                {
+                    if let Message::Notice(Notice::Failed { root }) = *msg {
+                        // The planted bug: report the first failed tree as completed.
+                        self.bug_armed = false;
+                        *msg = Message::Notice(Notice::Completed { root });
+                    }
                 }
             }
-            self.send(task, env.dest, msg);
+            self.send(idx);
         }
         // Back in place; what takes its place is the empty outbox `mem::take` made (`send` never
         // writes to `self.out`), which holds no allocation, so forgetting it frees nothing and
@@ -1672,12 +1705,34 @@ impl Engine {
 
     // ---- network ----------------------------------------------------------------------------
 
-    fn send(&mut self, from: TaskId, dest: TaskId, msg: Message) {
+    /// Stores `item` in a free slab slot and returns its index.
+    fn store(&mut self, item: InFlight) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(item);
+                i
+            }
+            None => {
+                self.slab.push(Some(item));
+                (self.slab.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Sends the message in slab slot `idx` (from its task to its destination): puts it on its
+    /// link, or drops it (freeing the slot). The message stays in its slot, which it entered
+    /// straight from the outbox, until a task handles it.
+    fn send(&mut self, idx: u32) {
+        let Some(item) = self.slab[idx as usize].as_ref() else {
+            return;
+        };
+        let (from, dest) = (item.from, item.dest);
+        let msg = &item.msg;
         // Observed on the link, outside the executors: root ids are 64-bit random per emit (as
         // Storm's), so an init for a root id already initialized means an executor reused its
         // id sequence, e.g. a restarted spout seeded as its first incarnation (its new trees
         // would XOR into the old ones' entries).
-        if let Message::Acker(AckerMessage::Init { root, .. }) = msg {
+        if let Message::Acker(AckerMessage::Init { root, .. }) = *msg {
             if !self.inited_roots.insert(root) && !self.root_reuse_reported {
                 self.root_reuse_reported = true;
                 self.violations.push(Violation::Invariant {
@@ -1691,6 +1746,7 @@ impl Engine {
         }
         let Some(dst) = self.tasks.get(dest as usize) else {
             self.dropped += 1;
+            self.take_slab(idx);
             return;
         };
         let sw = self.tasks[from as usize].worker as usize;
@@ -1709,12 +1765,13 @@ impl Engine {
                 self.dropped += 1;
                 self.trace
                     .event(&[self.now, T_DROP, reason, (from as u64) << 16 | dest as u64]);
-                trace_msg(&mut self.trace, &msg);
+                trace_msg(&mut self.trace, msg);
                 if self.trace.writing() {
                     let now = self.now;
                     self.trace
                         .line(format_args!("{now} drop({reason}) {from}->{dest} {msg:?}"));
                 }
+                self.take_slab(idx);
                 return;
             }
         }
@@ -1732,24 +1789,13 @@ impl Engine {
         *link = arrival;
         self.trace
             .event(&[self.now, T_SEND, (from as u64) << 16 | dest as u64, arrival]);
-        trace_msg(&mut self.trace, &msg);
+        trace_msg(&mut self.trace, msg);
         if self.trace.writing() {
             let now = self.now;
             self.trace.line(format_args!(
                 "{now} send {from}->{dest} at {arrival} {msg:?}"
             ));
         }
-        let item = InFlight { from, dest, msg };
-        let idx = match self.free.pop() {
-            Some(i) => {
-                self.slab[i as usize] = Some(item);
-                i
-            }
-            None => {
-                self.slab.push(Some(item));
-                (self.slab.len() - 1) as u32
-            }
-        };
         self.in_flight += 1;
         let l = sw * w + dw;
         let q = &mut self.link_queue[l];
@@ -1832,7 +1878,12 @@ impl Engine {
                     values: Values::new(),
                     anchors: TupleAnchors::new(),
                 };
-                self.send(task, task, Message::Tuple(tuple));
+                let idx = self.store(InFlight {
+                    from: task,
+                    dest: task,
+                    msg: Message::Tuple(tuple),
+                });
+                self.send(idx);
             }
         }
         for task in self.targets.spouts.clone() {
