@@ -885,11 +885,18 @@ impl std::hash::Hasher for RootHash {
     }
 }
 
-struct InFlight {
+/// Who sent the message in a slab slot, to whom, and whether the slot holds one.
+#[derive(Clone, Copy)]
+struct SlotMeta {
     from: TaskId,
     dest: TaskId,
-    msg: Message,
+    live: bool,
 }
+
+/// What a vacant slab slot holds: a message with nothing to drop. The slot's [`SlotMeta::live`]
+/// says whether it holds a message, never this value (ticks are handed to executors directly and
+/// never enter the slab).
+const VACANT: Message = Message::Tick;
 
 /// Where an injected bolt exception strikes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -942,7 +949,12 @@ struct Engine {
     components: Vec<String>,
     tasks: Vec<TaskState>,
     queue: EventQueue<Ev>,
-    slab: Vec<Option<InFlight>>,
+    /// Messages sent and not yet handled or dropped, by slab index ([`VACANT`] in a free slot).
+    /// The message itself, not an `Option` or a struct around it, so that a step moves it out
+    /// with `mem::replace` straight into the executor's argument (one 144-byte copy, not two).
+    slab: Vec<Message>,
+    /// Sender, destination and occupancy of each slab slot.
+    slab_meta: Vec<SlotMeta>,
     free: Vec<u32>,
     workers: usize,
     link_last: Vec<u64>,
@@ -1150,6 +1162,7 @@ impl Engine {
             tasks,
             queue: EventQueue::new(),
             slab: Vec::new(),
+            slab_meta: Vec::new(),
             free: Vec::new(),
             workers: w,
             link_last: vec![0; w * w],
@@ -1395,7 +1408,9 @@ impl Engine {
         let lost = self.tasks[t].inbox.len() as u64;
         let inbox = std::mem::take(&mut self.tasks[t].inbox);
         for idx in inbox {
-            self.slab[idx as usize] = None;
+            let i = idx as usize;
+            self.slab[i] = VACANT;
+            self.slab_meta[i].live = false;
             self.free.push(idx);
         }
         self.queued -= lost;
@@ -1475,10 +1490,15 @@ impl Engine {
         self.step(task, idx);
     }
 
-    fn take_slab(&mut self, idx: u32) -> Option<InFlight> {
-        let item = self.slab[idx as usize].take();
+    /// Frees slab slot `idx`, returning its message if it held one.
+    fn take_slab(&mut self, idx: u32) -> Option<Message> {
+        let i = idx as usize;
+        if !self.slab_meta[i].live {
+            return None;
+        }
+        self.slab_meta[i].live = false;
         self.free.push(idx);
-        item
+        Some(std::mem::replace(&mut self.slab[i], VACANT))
     }
 
     /// One step of a live task: handle the message in slab slot `idx` (freeing the slot), or (a
@@ -1489,7 +1509,7 @@ impl Engine {
         let now = self.now;
         let kind = self.tasks[t].kind;
         let held = match idx {
-            Some(i) if self.slab[i as usize].is_some() => Some(i),
+            Some(i) if self.slab_meta[i as usize].live => Some(i),
             Some(i) => {
                 self.free.push(i); // an empty slot: freed, and the step is one without a message
                 None
@@ -1498,24 +1518,32 @@ impl Engine {
         };
         if let Some(i) = held {
             let point = if kind == TaskKind::Bolt && self.armed_total > 0 {
-                match self.slab[i as usize].as_ref().map(|m| &m.msg) {
-                    Some(Message::Tuple(_)) => self.tasks[t].armed.pop_front(),
+                match &self.slab[i as usize] {
+                    Message::Tuple(_) => self.tasks[t].armed.pop_front(),
                     _ => None,
                 }
             } else {
                 None
             };
             self.free.push(i);
-            let Some(item) = self.slab[i as usize].take() else {
-                return;
-            };
+            let i = i as usize;
+            self.slab_meta[i].live = false;
             match point {
                 None => {
                     if let Some(exec) = self.tasks[t].exec.as_mut() {
-                        exec.handle(item.msg, now, &mut self.out);
+                        exec.handle(
+                            std::mem::replace(&mut self.slab[i], VACANT),
+                            now,
+                            &mut self.out,
+                        );
+                    } else {
+                        self.slab[i] = VACANT;
                     }
                 }
-                Some(p) => self.throw(task, item.msg, p),
+                Some(p) => {
+                    let msg = std::mem::replace(&mut self.slab[i], VACANT);
+                    self.throw(task, msg, p);
+                }
             }
         } else if kind == TaskKind::Spout {
             let emitted = match self.tasks[t].exec.as_mut() {
@@ -1663,36 +1691,16 @@ impl Engine {
         }
         let mut out = std::mem::take(&mut self.out);
         for env in out.drain() {
-            // Straight from the outbox into a slab slot (one copy of the 144-byte message);
-            // `send` then reads it there.
-            let item = Some(InFlight {
-                from: task,
-                dest: env.dest,
-                msg: env.message,
-            });
-            let idx = match self.free.pop() {
-                Some(i) => {
-                    self.slab[i as usize] = item;
-                    i
-                }
-                None => {
-                    self.slab.push(item);
-                    (self.slab.len() - 1) as u32
-                }
-            };
+            // Straight from the outbox into a slab slot; `send` then reads it there.
+            let mut msg = env.message;
             if self.bug_armed && self.tasks[t].kind == TaskKind::Acker {
-                if let Some(InFlight {
-                    msg: msg @ Message::Notice(Notice::Failed { .. }),
-                    ..
-                }) = &mut self.slab[idx as usize]
-                {
-                    if let Message::Notice(Notice::Failed { root }) = *msg {
-                        // The planted bug: report the first failed tree as completed.
-                        self.bug_armed = false;
-                        *msg = Message::Notice(Notice::Completed { root });
-                    }
+                if let Message::Notice(Notice::Failed { root }) = msg {
+                    // The planted bug: report the first failed tree as completed.
+                    self.bug_armed = false;
+                    msg = Message::Notice(Notice::Completed { root });
                 }
             }
+            let idx = self.store(task, env.dest, msg);
             self.send(idx);
         }
         // Back in place; what takes its place is the empty outbox `mem::take` made (`send` never
@@ -1705,15 +1713,23 @@ impl Engine {
 
     // ---- network ----------------------------------------------------------------------------
 
-    /// Stores `item` in a free slab slot and returns its index.
-    fn store(&mut self, item: InFlight) -> u32 {
+    /// Stores `msg`, sent by task `from` to task `dest`, in a free slab slot; returns its index.
+    #[inline(always)]
+    fn store(&mut self, from: TaskId, dest: TaskId, msg: Message) -> u32 {
+        let meta = SlotMeta {
+            from,
+            dest,
+            live: true,
+        };
         match self.free.pop() {
             Some(i) => {
-                self.slab[i as usize] = Some(item);
+                self.slab[i as usize] = msg;
+                self.slab_meta[i as usize] = meta;
                 i
             }
             None => {
-                self.slab.push(Some(item));
+                self.slab.push(msg);
+                self.slab_meta.push(meta);
                 (self.slab.len() - 1) as u32
             }
         }
@@ -1723,11 +1739,11 @@ impl Engine {
     /// link, or drops it (freeing the slot). The message stays in its slot, which it entered
     /// straight from the outbox, until a task handles it.
     fn send(&mut self, idx: u32) {
-        let Some(item) = self.slab[idx as usize].as_ref() else {
+        let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
+        if !live {
             return;
-        };
-        let (from, dest) = (item.from, item.dest);
-        let msg = &item.msg;
+        }
+        let msg = &self.slab[idx as usize];
         // Observed on the link, outside the executors: root ids are 64-bit random per emit (as
         // Storm's), so an init for a root id already initialized means an executor reused its
         // id sequence, e.g. a restarted spout seeded as its first incarnation (its new trees
@@ -1807,9 +1823,10 @@ impl Engine {
 
     fn on_deliver(&mut self, idx: u32) {
         self.in_flight -= 1;
-        let Some((from, dest)) = self.slab[idx as usize].as_ref().map(|m| (m.from, m.dest)) else {
+        let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
+        if !live {
             return;
-        };
+        }
         let d = dest as usize;
         if self.tasks[d].exec.is_none() {
             let item = self.take_slab(idx);
@@ -1823,10 +1840,8 @@ impl Engine {
             if self.trace.writing() {
                 let now = self.now;
                 if let Some(item) = item {
-                    self.trace.line(format_args!(
-                        "{now} drop(down) {from}->{dest} {:?}",
-                        item.msg
-                    ));
+                    self.trace
+                        .line(format_args!("{now} drop(down) {from}->{dest} {:?}", item));
                 }
             }
             return;
@@ -1878,11 +1893,7 @@ impl Engine {
                     values: Values::new(),
                     anchors: TupleAnchors::new(),
                 };
-                let idx = self.store(InFlight {
-                    from: task,
-                    dest: task,
-                    msg: Message::Tuple(tuple),
-                });
+                let idx = self.store(task, task, Message::Tuple(tuple));
                 self.send(idx);
             }
         }
