@@ -1465,6 +1465,7 @@ impl Engine {
     }
 
     /// [`maybe_schedule`](Self::maybe_schedule) for a task with no process event scheduled.
+    #[inline(always)]
     fn schedule(&mut self, task: TaskId) {
         let t = task as usize;
         if !self.has_work(task) {
@@ -1504,6 +1505,10 @@ impl Engine {
     /// One step of a live task: handle the message in slab slot `idx` (freeing the slot), or (a
     /// spout with no message) call `next_tuple`. The message is moved out of the slab only here,
     /// straight into the executor: a 144-byte `Message` is not copied on its way.
+    // `step`, `schedule`, `after_step` and `send` are forced inline into the event loop: each
+    // call saved its register saves and restores, 1 519 -> 1 439 instructions per simulated
+    // message in all (callgrind, `run --seed 1`); `#[inline]` alone left `schedule` a call.
+    #[inline(always)]
     fn step(&mut self, task: TaskId, idx: Option<u32>) {
         let t = task as usize;
         let now = self.now;
@@ -1675,6 +1680,7 @@ impl Engine {
     }
 
     /// Checks the acker oracle, applies the planted bug, and sends the outbox.
+    #[inline(always)]
     fn after_step(&mut self, task: TaskId) {
         let t = task as usize;
         if self.tasks[t].kind == TaskKind::Acker {
@@ -1738,6 +1744,7 @@ impl Engine {
     /// Sends the message in slab slot `idx` (from its task to its destination): puts it on its
     /// link, or drops it (freeing the slot). The message stays in its slot, which it entered
     /// straight from the outbox, until a task handles it.
+    #[inline(always)]
     fn send(&mut self, idx: u32) {
         let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
         if !live {
