@@ -955,6 +955,8 @@ struct Engine {
     slab: Vec<Message>,
     /// Sender, destination and occupancy of each slab slot.
     slab_meta: Vec<SlotMeta>,
+    /// The slab slots of the step being sent, in outbox order (kept between steps).
+    staged: Vec<u32>,
     free: Vec<u32>,
     workers: usize,
     link_last: Vec<u64>,
@@ -1163,6 +1165,7 @@ impl Engine {
             queue: EventQueue::new(),
             slab: Vec::new(),
             slab_meta: Vec::new(),
+            staged: Vec::new(),
             free: Vec::new(),
             workers: w,
             link_last: vec![0; w * w],
@@ -1695,26 +1698,42 @@ impl Engine {
                 }
             }
         }
-        let mut out = std::mem::take(&mut self.out);
-        for env in out.drain() {
-            // Straight from the outbox into a slab slot; `send` then reads it there.
+        // Every envelope moves from the outbox straight into a slab slot, then each is sent,
+        // in outbox order, from its slot (`send` never writes to the outbox).
+        let acker = self.tasks[t].kind == TaskKind::Acker;
+        for env in self.out.drain() {
             let mut msg = env.message;
-            if self.bug_armed && self.tasks[t].kind == TaskKind::Acker {
+            if self.bug_armed && acker {
                 if let Message::Notice(Notice::Failed { root }) = msg {
                     // The planted bug: report the first failed tree as completed.
                     self.bug_armed = false;
                     msg = Message::Notice(Notice::Completed { root });
                 }
             }
-            let idx = self.store(task, env.dest, msg);
+            let meta = SlotMeta {
+                from: task,
+                dest: env.dest,
+                live: true,
+            };
+            let idx = match self.free.pop() {
+                Some(i) => {
+                    self.slab[i as usize] = msg;
+                    self.slab_meta[i as usize] = meta;
+                    i
+                }
+                None => {
+                    self.slab.push(msg);
+                    self.slab_meta.push(meta);
+                    (self.slab.len() - 1) as u32
+                }
+            };
+            self.staged.push(idx);
+        }
+        for k in 0..self.staged.len() {
+            let idx = self.staged[k];
             self.send(idx);
         }
-        // Back in place; what takes its place is the empty outbox `mem::take` made (`send` never
-        // writes to `self.out`), which holds no allocation, so forgetting it frees nothing and
-        // saves its drop.
-        std::mem::swap(&mut self.out, &mut out);
-        debug_assert!(out.is_empty());
-        std::mem::forget(out);
+        self.staged.clear();
     }
 
     // ---- network ----------------------------------------------------------------------------
