@@ -1314,11 +1314,15 @@ impl Engine {
         self.now = end;
         self.check_invariants(false);
         self.violations.extend(self.watch.check_end(end));
+        // Built once (it sorts every message id the spouts saw) for the check and the outcome.
+        let callbacks = self.watch.callbacks();
         if self.opts.fails_only_under_faults && self.fired.is_empty() {
-            for (component, cb) in self.watch.callbacks() {
+            for (component, cb) in &callbacks {
                 if let Some((msg_id, _)) = cb.iter().find(|(_, c)| c.fails > 0) {
-                    self.violations
-                        .push(Violation::FailedWithoutFault { component, msg_id });
+                    self.violations.push(Violation::FailedWithoutFault {
+                        component: component.clone(),
+                        msg_id,
+                    });
                 }
             }
         }
@@ -1366,7 +1370,7 @@ impl Engine {
             spout,
             acker,
             components: per,
-            callbacks: self.watch.callbacks(),
+            callbacks,
             exceptions: self.exceptions,
             max_acker_roots: self.max_acker_roots,
             max_queue_len: self.max_queue_len,
