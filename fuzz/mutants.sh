@@ -13,14 +13,18 @@
 #              (RUSTFLAGS="--cfg loom", LOOM_MAX_PREEMPTIONS=3, `--test loom`). A mutant is missed
 #              only if both passes miss it.
 #   executors  runtime/src/executor/*.rs; `cargo test -p acker-runtime --release
-#              --no-default-features` (no connectors: no servers needed).
+#              --no-default-features` (no connectors: no servers needed; every unit and
+#              integration test of the runtime, 8 s a mutant on top of a ~60 s incremental build,
+#              so the whole suite is kept: nothing is left out of what counts as caught).
 #   oracles    sim/src/oracle.rs; `cargo test -p acker-sim --release`.
 #
-# --shard k/n (0-based k, round-robin) runs every n-th mutant, so shards are alike in mix; one
-# job (-j1, the machine is shared), test timeout MUTANTS_TIMEOUT (default 180 s), build timeout
-# MUTANTS_BUILD_TIMEOUT (default 600 s). Results: fuzz/work/mutants/TARGET-K-of-N/ (cargo-mutants'
-# mutants.out: outcomes.json, caught.txt, missed.txt, timeout.txt, unviable.txt) and one summary
-# line: caught, missed, timeout, unviable, score = caught / (caught + missed). Needs
+# Each run first builds the dependencies in cargo-mutants' scratch copy (~2 min) and runs the
+# unmutated baseline. --shard k/n (0-based k, round-robin) runs every n-th mutant, so shards
+# are alike in mix; one job (-j1, the machine is shared), test timeout MUTANTS_TIMEOUT (default
+# 180 s), build timeout MUTANTS_BUILD_TIMEOUT (default 600 s). Results:
+# fuzz/work/mutants/TARGET-K-of-N/ (cargo-mutants' mutants.out: outcomes.json, caught.txt,
+# missed.txt, timeout.txt, unviable.txt) and one summary line: caught, missed, timeout,
+# unviable, score = caught / (caught + missed). Needs
 # cargo-mutants (`cargo install cargo-mutants --locked`). Exit status: 0 when it ran (missed
 # mutants are results, not errors), 2 on bad use or if cargo-mutants failed to run.
 set -uo pipefail
@@ -84,7 +88,8 @@ if [[ $target == core ]] && grep -q '^acker-core/src/shared.rs:' "$m/missed.txt"
     # Missed in the end: missed by the first pass and not caught by loom.
     grep -vxF -f "$out/loom/mutants.out/caught.txt" "$m/missed.txt" >"$out/missed.txt" || true
 fi
-n() { grep -c . "$1" 2>/dev/null || echo 0; }
+# Non-empty lines of a file (0 if it is empty or absent: grep -c prints 0 and fails then).
+n() { local c; c=$(grep -c . "$1" 2>/dev/null); echo "${c:-0}"; }
 missed=$(n "$out/missed.txt")
 caught=$(( $(n "$m/caught.txt") + $(n "$m/missed.txt") - missed ))
 timeout=$(n "$m/timeout.txt")

@@ -1,0 +1,515 @@
+//! The executors' contract, driven one message at a time (no shell): what each executor kind does
+//! with each message kind, its counters, its accessors, and the fixed seeds and routes a replay
+//! depends on. Written for the mutation campaign (issue 16, `fuzz/mutants.sh --target
+//! executors`): each test pins exact values a user (or a replay) would check. Runtime: well under
+//! a second in release mode.
+
+use std::sync::{Arc, Mutex};
+
+use acker_core::{acker_index, AckerMessage, TaskId};
+use acker_runtime::{
+    task_seed, values, Bolt, BuildError, Config, Envelope, Executor, Input, Message, MessageId,
+    Notice, Outbox, OutputCollector, Placement, Plan, Spout, SpoutOutputCollector, TaskKind,
+    TopologyBuilder, Tuple,
+};
+
+/// What the user's spout saw, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Call {
+    Ack(MessageId),
+    Fail(MessageId),
+    Close,
+}
+
+/// Emits message ids 0, 1, 2, ... one per `next_tuple`, logging its callbacks.
+struct Counting {
+    next: MessageId,
+    log: Arc<Mutex<Vec<Call>>>,
+    done_after: MessageId,
+}
+impl Spout for Counting {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        c.emit(values![self.next as i64], Some(self.next)).unwrap();
+        self.next += 1;
+    }
+    fn ack(&mut self, id: MessageId) {
+        self.log.lock().unwrap().push(Call::Ack(id));
+    }
+    fn fail(&mut self, id: MessageId) {
+        self.log.lock().unwrap().push(Call::Fail(id));
+    }
+    fn close(&mut self) {
+        self.log.lock().unwrap().push(Call::Close);
+    }
+    fn is_done(&self) -> bool {
+        self.next >= self.done_after
+    }
+}
+
+/// Acks every input at once.
+struct Forward;
+impl Bolt for Forward {
+    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
+        c.ack(input).unwrap();
+    }
+}
+
+const SPOUT: TaskId = 0;
+const BOLT: TaskId = 1;
+const TIMEOUT_NS: u64 = 1_000_000;
+
+/// Spout (task 0) → bolt (task 1, shuffle), then `ackers` acker tasks (2, 3, ...).
+fn plan(ackers: usize, log: &Arc<Mutex<Vec<Call>>>) -> Plan {
+    let log = log.clone();
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        move || Counting {
+            next: 0,
+            log: log.clone(),
+            done_after: 2,
+        },
+        1,
+    )
+    .output_fields(&["n"]);
+    b.set_bolt("bolt", || Forward, 1).shuffle_grouping("spout");
+    b.build()
+        .unwrap()
+        .plan(&Config {
+            num_ackers: ackers,
+            message_timeout_ns: TIMEOUT_NS,
+            seed: 7,
+            ..Config::default()
+        })
+        .unwrap()
+}
+
+fn build(plan: &Plan, task: TaskId) -> Executor {
+    plan.build_executor(task, &Placement::single(plan.tasks().len()))
+        .unwrap()
+}
+
+/// The init a spout's emit sent: (acker task, root).
+fn init_of(out: &[Envelope]) -> (TaskId, u64) {
+    out.iter()
+        .find_map(|e| match e.message {
+            Message::Acker(AckerMessage::Init { root, .. }) => Some((e.dest, root)),
+            _ => None,
+        })
+        .expect("the emit sent an init")
+}
+
+fn new_log() -> Arc<Mutex<Vec<Call>>> {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+#[test]
+fn each_executor_counts_the_messages_it_does_not_take_as_ignored() {
+    let log = new_log();
+    let plan = plan(1, &log);
+    let (mut spout, mut bolt, mut acker) =
+        (build(&plan, SPOUT), build(&plan, BOLT), build(&plan, 2));
+    let mut out = Outbox::new();
+    let tuple = || Message::Tuple(Tuple::default());
+    let ack = || Message::Acker(AckerMessage::Ack { root: 5, xor: 9 });
+    let notice = || Message::Notice(Notice::Completed { root: 5 });
+    // Spout: 2 tuples, 3 acker messages; bolt: 2 acker messages, 3 notices; acker: 2 tuples,
+    // 1 notice.
+    for m in [tuple(), tuple(), ack(), ack(), ack()] {
+        spout.handle(m, 0, &mut out);
+    }
+    for m in [ack(), ack(), notice(), notice(), notice()] {
+        bolt.handle(m, 0, &mut out);
+    }
+    for m in [tuple(), tuple(), notice()] {
+        acker.handle(m, 0, &mut out);
+    }
+    assert!(out.is_empty(), "ignored messages sent {:?}", out.as_slice());
+    assert_eq!(spout.counters().ignored, 5);
+    assert_eq!(bolt.counters().ignored, 5);
+    assert_eq!(acker.counters().ignored, 3);
+    assert_eq!(
+        (bolt.counters().executed, acker.counters().executed),
+        (0, 0)
+    );
+    assert!(log.lock().unwrap().is_empty());
+}
+
+#[test]
+fn accessors_answer_for_each_executor_kind() {
+    let log = new_log();
+    let plan = plan(1, &log);
+    let all = plan
+        .build_all(&Placement::single(plan.tasks().len()))
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    let kinds: Vec<(TaskId, TaskKind)> = all.iter().map(|e| (e.task(), e.kind())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (0, TaskKind::Spout),
+            (1, TaskKind::Bolt),
+            (2, TaskKind::Acker)
+        ]
+    );
+    let [mut spout, bolt, acker]: [Executor; 3] = all.try_into().unwrap();
+    assert_eq!(
+        format!("{bolt:?}"),
+        format!(
+            "Executor {{ task: 1, kind: Bolt, counters: {:?} }}",
+            bolt.counters()
+        )
+    );
+    // Bolts and ackers: no next_tuple, always done, no latency histogram.
+    let mut out = Outbox::new();
+    assert!(!bolt.can_emit() && !acker.can_emit());
+    assert!(bolt.is_done() && acker.is_done());
+    assert!(bolt.complete_latency_ns().is_none() && acker.complete_latency_ns().is_none());
+    assert_eq!((bolt.pending_roots(), bolt.parked_messages()), (0, 0));
+    assert_eq!((spout.parked_messages(), spout.open_inputs()), (0, 0));
+    assert_eq!(acker.open_inputs(), 0);
+    // The spout is done after two emits (its own `is_done`).
+    assert!(spout.can_emit() && !spout.is_done());
+    assert!(spout.next_tuple(0, &mut out));
+    assert!(spout.next_tuple(0, &mut out));
+    assert!(spout.is_done());
+    assert_eq!(spout.pending_roots(), 2);
+    assert_eq!(spout.complete_latency_ns().unwrap().len(), 0);
+    spout.shutdown();
+    assert_eq!(*log.lock().unwrap(), [Call::Close]);
+}
+
+#[test]
+fn build_errors_name_the_task() {
+    let log = new_log();
+    let plan = plan(1, &log);
+    let e = plan
+        .build_executor(9, &Placement::single(plan.tasks().len()))
+        .unwrap_err();
+    assert_eq!(e, BuildError::UnknownTask(9));
+    assert_eq!(e.to_string(), "no task 9 in the plan");
+    assert_eq!(
+        BuildError::Config(4).to_string(),
+        "task 4: capacity or timeout refused"
+    );
+}
+
+#[test]
+fn the_spout_acks_fails_resets_and_times_out_each_root_once() {
+    let log = new_log();
+    let plan = plan(1, &log);
+    let mut spout = build(&plan, SPOUT);
+    let mut out = Outbox::new();
+    let mut roots = Vec::new();
+    for t in [100, 200, 300] {
+        assert!(spout.next_tuple(t, &mut out));
+        roots.push(init_of(out.as_slice()).1);
+        out.clear();
+    }
+    // Root 0 completes at 1,100 ns: complete latency 1,000 ns.
+    spout.handle(
+        Message::Notice(Notice::Completed { root: roots[0] }),
+        1_100,
+        &mut out,
+    );
+    // Root 1 fails; root 2 gets a reset at 900,000 ns, so it outlives the timeout.
+    spout.handle(
+        Message::Notice(Notice::Failed { root: roots[1] }),
+        1_200,
+        &mut out,
+    );
+    spout.handle(
+        Message::Notice(Notice::Reset { root: roots[2] }),
+        900_000,
+        &mut out,
+    );
+    // Anything for a root no longer (or never) pending is ignored.
+    for n in [
+        Notice::Completed { root: roots[0] },
+        Notice::Failed { root: roots[1] },
+        Notice::Reset { root: roots[1] },
+    ] {
+        spout.handle(Message::Notice(n), 1_300, &mut out);
+    }
+    let c = spout.counters();
+    assert_eq!(
+        (c.acked, c.failed, c.timed_out, c.ignored),
+        (1, 1, 0, 3),
+        "{c:?}"
+    );
+    // At 1,500,000 ns root 2 is 1,499,700 ns past its emit but only 600,000 ns past its reset.
+    spout.handle(Message::Tick, 1_500_000, &mut out);
+    assert_eq!(spout.counters().timed_out, 0);
+    spout.handle(Message::Tick, 2_900_001, &mut out);
+    let c = spout.counters();
+    assert_eq!((c.acked, c.failed, c.timed_out, c.ignored), (1, 1, 1, 3));
+    assert!(out.is_empty());
+    assert_eq!(
+        *log.lock().unwrap(),
+        [Call::Ack(0), Call::Fail(1), Call::Fail(2)]
+    );
+    let h = spout.complete_latency_ns().unwrap();
+    assert_eq!((h.len(), h.min(), h.max()), (1, 1_000, 1_000));
+    assert_eq!(spout.pending_roots(), 0);
+}
+
+#[test]
+fn the_acker_counts_each_decision_once() {
+    let log = new_log();
+    let plan = plan(1, &log);
+    let mut acker = build(&plan, 2);
+    let mut out = Outbox::new();
+    let send = |a: &mut Executor, m: AckerMessage, out: &mut Outbox| {
+        a.handle(Message::Acker(m), 0, out);
+    };
+    // Root 1 completes (init then a matching ack), root 2 fails, root 3 is reset, then a
+    // second init of root 3 is an error: seven messages, each executed (applied or refused).
+    send(
+        &mut acker,
+        AckerMessage::Init {
+            root: 1,
+            xor: 6,
+            spout_task: SPOUT,
+        },
+        &mut out,
+    );
+    send(&mut acker, AckerMessage::Ack { root: 1, xor: 6 }, &mut out);
+    send(
+        &mut acker,
+        AckerMessage::Init {
+            root: 2,
+            xor: 6,
+            spout_task: SPOUT,
+        },
+        &mut out,
+    );
+    send(&mut acker, AckerMessage::Fail { root: 2 }, &mut out);
+    send(
+        &mut acker,
+        AckerMessage::Init {
+            root: 3,
+            xor: 6,
+            spout_task: SPOUT,
+        },
+        &mut out,
+    );
+    send(&mut acker, AckerMessage::ResetTimeout { root: 3 }, &mut out);
+    send(
+        &mut acker,
+        AckerMessage::Init {
+            root: 3,
+            xor: 6,
+            spout_task: SPOUT,
+        },
+        &mut out,
+    );
+    let notices: Vec<(TaskId, Message)> = out.drain().map(|e| (e.dest, e.message)).collect();
+    assert_eq!(
+        notices,
+        [
+            (SPOUT, Message::Notice(Notice::Completed { root: 1 })),
+            (SPOUT, Message::Notice(Notice::Failed { root: 2 })),
+            (SPOUT, Message::Notice(Notice::Reset { root: 3 })),
+        ]
+    );
+    let c = acker.counters();
+    assert_eq!(
+        (c.executed, c.acked, c.failed, c.errors, c.parked),
+        (7, 1, 1, 1, 0),
+        "{c:?}"
+    );
+    assert_eq!((acker.pending_roots(), acker.parked_messages()), (1, 0));
+}
+
+#[test]
+fn the_bolt_counts_each_input_it_executes() {
+    let log = new_log();
+    let plan = plan(1, &log);
+    let mut bolt = build(&plan, BOLT);
+    let mut out = Outbox::new();
+    for _ in 0..3 {
+        bolt.handle(Message::Tuple(Tuple::default()), 0, &mut out);
+    }
+    let c = bolt.counters();
+    assert_eq!((c.executed, c.acked, c.ignored), (3, 3, 0), "{c:?}");
+    // An untracked input's ack sends nothing.
+    assert!(out.is_empty());
+    assert_eq!(bolt.open_inputs(), 0);
+}
+
+#[test]
+fn roots_go_to_the_acker_task_their_fixed_hash_names() {
+    let log = new_log();
+    let plan = plan(3, &log);
+    assert_eq!(plan.acker_tasks(), 2..5);
+    let mut spout = build(&plan, SPOUT);
+    let mut out = Outbox::new();
+    let mut by_acker = [0; 3];
+    for t in 0..24 {
+        assert!(spout.next_tuple(t, &mut out));
+        let (dest, root) = init_of(out.as_slice());
+        let i = acker_index(root, 3).unwrap();
+        assert_eq!(dest, 2 + i as TaskId, "root {root:#x}");
+        by_acker[i] += 1;
+        out.clear();
+    }
+    // Every acker gets some of 24 roots.
+    assert!(by_acker.iter().all(|&n| n > 0), "{by_acker:?}");
+}
+
+#[test]
+fn task_seeds_are_fixed_so_a_seed_replays_the_same_roots() {
+    // The seeds every task's xoshiro stream starts from (the simulator's trace hashes depend on
+    // them): pinned values.
+    assert_eq!(task_seed(0, 0), 0x5e41_ab08_7439_611e);
+    assert_eq!(task_seed(7, 3), 0x435e_b231_96e4_7bda);
+    let log = new_log();
+    let plan = plan(1, &log);
+    let placement = Placement::single(plan.tasks().len());
+    let first_root = |incarnation: u64| {
+        let mut s = plan
+            .restart_executor(SPOUT, &placement, incarnation)
+            .unwrap();
+        let mut out = Outbox::new();
+        assert!(s.next_tuple(0, &mut out));
+        init_of(out.as_slice()).1
+    };
+    assert_eq!(first_root(0), first_root(0));
+    // Each incarnation draws from its own stream (the first root of each, pinned).
+    assert_eq!(
+        [first_root(0), first_root(1), first_root(2)],
+        [
+            14_564_825_372_646_833_701,
+            16_388_744_176_289_403_254,
+            17_863_981_471_581_701_465
+        ]
+    );
+}
+
+/// Emits the word it is given next (`words`), untracked, one per `next_tuple`.
+struct Words {
+    words: Vec<&'static str>,
+    i: usize,
+}
+impl Spout for Words {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        let w = self.words[self.i % self.words.len()];
+        self.i += 1;
+        c.emit(values![w], None).unwrap();
+    }
+}
+
+/// A spout "words" (task 0) and one bolt "sink" of 4 tasks (1..=4), subscribed with `grouping`.
+fn routed(grouping: acker_runtime::Grouping, words: Vec<&'static str>) -> Plan {
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "words",
+        move || Words {
+            words: words.clone(),
+            i: 0,
+        },
+        1,
+    )
+    .output_fields(&["word"]);
+    b.set_bolt("sink", || Forward, 4)
+        .grouping("words", "default", grouping);
+    b.build()
+        .unwrap()
+        .plan(&Config {
+            seed: 7,
+            ..Config::default()
+        })
+        .unwrap()
+}
+
+/// The destination tasks of `n` emits of the spout of `plan`, built in `placement`.
+fn destinations(plan: &Plan, placement: &Placement, n: usize) -> Vec<TaskId> {
+    let mut s = plan.build_executor(SPOUT, placement).unwrap();
+    let mut out = Outbox::new();
+    let mut dests = Vec::new();
+    for t in 0..n {
+        assert!(s.next_tuple(t as u64, &mut out));
+        dests.extend(out.drain().map(|e| e.dest));
+    }
+    dests
+}
+
+#[test]
+fn groupings_pick_the_tasks_storm_picks() {
+    use acker_runtime::Grouping;
+    let words = vec![
+        "storm", "acker", "tuple", "storm", "bolt", "spout", "acker", "tree",
+    ];
+    let one = Placement::single(6);
+    // Shuffle: round-robin over the four tasks from a seeded start.
+    let d = destinations(&routed(Grouping::Shuffle, words.clone()), &one, 8);
+    let start = d[0];
+    let expected: Vec<TaskId> = (0..8).map(|k| 1 + (start - 1 + k) % 4).collect();
+    assert_eq!(d, expected);
+    // Fields: a fixed hash of the word; the same word always goes to the same task.
+    let d = destinations(
+        &routed(Grouping::Fields(vec!["word".into()]), words.clone()),
+        &one,
+        8,
+    );
+    assert_eq!(d, [3, 1, 4, 3, 3, 2, 1, 1]);
+    // All: every task, in task order.
+    let d = destinations(&routed(Grouping::All, words.clone()), &one, 2);
+    assert_eq!(d, [1, 2, 3, 4, 1, 2, 3, 4]);
+    // Global: the lowest task.
+    let d = destinations(&routed(Grouping::Global, words.clone()), &one, 3);
+    assert_eq!(d, [1, 1, 1]);
+    // Local-or-shuffle: round-robin over the tasks in the spout's worker (tasks 2 and 4 here),
+    // over all tasks when none is.
+    let plan = routed(Grouping::LocalOrShuffle, words.clone());
+    let d = destinations(&plan, &Placement::from_workers(vec![0, 1, 0, 1, 0, 0]), 6);
+    let start = d[0];
+    assert!(start == 2 || start == 4, "{d:?}");
+    let other = 6 - start;
+    assert_eq!(d, [start, other, start, other, start, other]);
+    let d = destinations(&plan, &Placement::from_workers(vec![0, 1, 1, 1, 1, 0]), 8);
+    let start = d[0];
+    let expected: Vec<TaskId> = (0..8).map(|k| 1 + (start - 1 + k) % 4).collect();
+    assert_eq!(d, expected);
+}
+
+#[test]
+fn a_full_acker_reports_its_live_roots_and_parked_messages() {
+    let mut b = TopologyBuilder::new();
+    let log = new_log();
+    b.set_spout(
+        "spout",
+        move || Counting {
+            next: 0,
+            log: log.clone(),
+            done_after: 2,
+        },
+        1,
+    )
+    .output_fields(&["n"]);
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            acker_capacity_roots: Some(2),
+            ..Config::default()
+        })
+        .unwrap();
+    let mut acker = build(&plan, plan.acker_tasks().start);
+    let mut out = Outbox::new();
+    for root in 1..=4 {
+        let init = AckerMessage::Init {
+            root,
+            xor: 6,
+            spout_task: SPOUT,
+        };
+        acker.handle(Message::Acker(init), 0, &mut out);
+    }
+    // Two roots fit; the inits of roots 3 and 4 wait in the park queue.
+    assert_eq!((acker.pending_roots(), acker.parked_messages()), (2, 2));
+    let Executor::Acker(a) = &acker else {
+        panic!("task {} is not an acker", acker.task());
+    };
+    assert_eq!((a.live_roots(), a.parked_messages()), (2, 2));
+    assert!(out.is_empty());
+}
