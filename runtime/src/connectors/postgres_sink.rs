@@ -968,6 +968,81 @@ mod tests {
         assert_eq!(counts(&mut c), want);
     }
 
+    /// The stop path of a blocked writer: its statement (`pg_sleep(3600)`, standing for a lock
+    /// wait) is cancelled by [`WriterStop::abandon`], the writer reports that transaction as
+    /// not committed within [`STOP_CANCEL_MS`] (plus 2 s of slack), attempts no further
+    /// transaction (the next batch, sent past the reconnect backoff, fails at once without a
+    /// write) and ends when the queue
+    /// closes. Every wait is bounded.
+    #[test]
+    fn abandon_cancels_a_blocked_statement_and_stops_further_writes() {
+        #[derive(Clone)]
+        struct Sleeper(Arc<AtomicU64>);
+        impl BatchWriter for Sleeper {
+            type Row = i64;
+            fn row(_: &Input) -> i64 {
+                0
+            }
+            fn write(&mut self, client: &mut Client, _: &[i64]) -> Result<(), postgres::Error> {
+                self.0.fetch_add(1, Ordering::Relaxed);
+                client.execute("SELECT pg_sleep(3600)", &[])?;
+                Ok(())
+            }
+        }
+        let server = PostgresServer::start().expect("start PostgreSQL (package postgresql)");
+        let writes = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(WriterStop::default());
+        let w = WriterThread {
+            url: server.url(),
+            writer: Sleeper(writes.clone()),
+            client: None,
+            reconnect_at: None,
+            backoff_ms: 50,
+            stop: stop.clone(),
+        };
+        let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
+        let (done_tx, done) = channel();
+        let thread = std::thread::spawn(move || w.run(jobs_rx, done_tx));
+        jobs.send(vec![1]).expect("queue a batch");
+        let mut watch = connect(&server.url()).expect("connect");
+        let t0 = Instant::now();
+        loop {
+            let sleeping: i64 = watch
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3600)'                      AND state = 'active'",
+                    &[],
+                )
+                .expect("read pg_stat_activity")
+                .get(0);
+            if sleeping == 1 {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "timed out after 10 s waiting for the writer's statement to run"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.abandon();
+        let bound = Duration::from_millis(STOP_CANCEL_MS + 2_000);
+        let first = done
+            .recv_timeout(bound)
+            .expect("the cancelled transaction's report within STOP_CANCEL_MS + 2 s");
+        assert_eq!((first.batches, first.committed), (1, false));
+        // Past the 50 ms reconnect backoff, so only the abandon flag keeps it from writing.
+        std::thread::sleep(Duration::from_millis(200));
+        jobs.send(vec![2]).expect("queue a batch");
+        let second = done
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the next batch's report within 5 s");
+        assert_eq!((second.batches, second.committed), (1, false));
+        assert_eq!(writes.load(Ordering::Relaxed), 1, "no write after abandon");
+        drop(jobs);
+        thread
+            .join()
+            .expect("the writer thread ends when the queue closes");
+    }
+
     /// A writer whose first transaction panics: the writer thread survives it, reports that
     /// batch as not committed (so its inputs stay unacked), reconnects after the backoff and
     /// commits the next batch. Every wait is bounded (5 s).
