@@ -1192,7 +1192,9 @@ fn sigterm_hands_back_unfinished_entries_so_a_drain_worker_does_not_wait() {
 /// on it (seen in `pg_locks`) and nothing commits. On SIGTERM the worker's trees time out
 /// (`--timeout-secs 5`), the spout hands their entries back, and the sink's `cleanup` waits
 /// `STOP_WRITER_MS`, cancels the blocked statement and waits at most `STOP_CANCEL_MS`: the
-/// worker exits 0 within 2 x 5 + 5 + 1 s plus 4 s of slack (measured 15.0 s; before this bound
+/// worker exits 0 within 2 x 5 + 5 + 1 + 2 s plus 4 s of slack (measured 15.0 s with only
+/// `word_counts` locked; with the records' table locked too, the prunes give up after their 1 s
+/// `statement_timeout`; before this bound
 /// it waited as long as the lock was held). The cancelled transaction is the writer's one
 /// failed commit (`postgres_errors` 1). Nothing was acked that did not commit: every one of the 300 entries is
 /// still pending, the summary says 0 acked and 0 commits, and `word_counts` is empty. Once
@@ -1226,8 +1228,12 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
     let mut client = pg(&pu);
     acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
     let mut lock = client.transaction().expect("begin");
-    lock.batch_execute("LOCK TABLE word_counts IN ACCESS EXCLUSIVE MODE")
-        .expect("lock word_counts");
+    // Both tables: the records' lock blocks the writer's first statement and the worker's
+    // prunes (periodic and final), which must not hold the stop either.
+    lock.batch_execute(
+        "LOCK TABLE word_counts, word_count_applied_entries IN ACCESS EXCLUSIVE MODE",
+    )
+    .expect("lock word_counts and word_count_applied_entries");
     let args: Vec<&str> = worker_args(&ru, &pu, "blocked", "stopped")
         .into_iter()
         .filter(|a| !["--drain", "3000", "--claim-after-ms"].contains(a))
@@ -1259,7 +1265,7 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
         let waiting: i64 = watch
             .query_one(
                 "SELECT count(*) FROM pg_locks WHERE NOT granted \
-                 AND relation = 'word_counts'::regclass",
+                 AND relation = 'word_count_applied_entries'::regclass",
                 &[],
             )
             .expect("read pg_locks")
@@ -1269,15 +1275,18 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
         }
         assert!(
             t0.elapsed() < Duration::from_secs(30),
-            "timed out after 30 s waiting for a transaction blocked on the lock of word_counts"
+            "timed out after 30 s waiting for a transaction blocked on the lock of \
+             word_count_applied_entries"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
 
     // The spout's part: the blocked trees time out and their entries are handed back before
     // the sinks' cleanup starts (measured 10.0 s from SIGTERM, 2 x the 5 s message timeout);
-    // then the sinks' bounded wait, and 4 s of slack for a loaded machine.
-    let bound = Duration::from_millis(2 * 5_000 + STOP_WRITER_MS + STOP_CANCEL_MS + 4_000);
+    // then the sinks' bounded wait, the last periodic prune and the final one (1 s
+    // statement_timeout each, PRUNE_STATEMENT_MS) and 4 s of slack for a loaded machine.
+    let bound =
+        Duration::from_millis(2 * 5_000 + STOP_WRITER_MS + STOP_CANCEL_MS + 2 * 1_000 + 4_000);
     let stopped_at = Instant::now();
     let status = Command::new("kill")
         .args(["-TERM", &w.child.id().to_string()])
@@ -1301,6 +1310,10 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
         v["postgres_errors"].as_u64(),
         Some(1),
         "the cancelled transaction: {out}"
+    );
+    assert!(
+        v["records_pruned"].is_null(),
+        "the final prune gave up on the locked records: {out}"
     );
     assert_eq!(
         pending_count(&mut con, "blocked"),
