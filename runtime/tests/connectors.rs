@@ -1186,3 +1186,156 @@ fn sigterm_hands_back_unfinished_entries_so_a_drain_worker_does_not_wait() {
     assert_eq!(counts, expected);
     assert_eq!(pending_count(&mut con, "lines"), 0);
 }
+
+/// A live PostgreSQL that blocks the sink's transaction does not hold a worker's stop. A
+/// session holds `word_counts` in `ACCESS EXCLUSIVE` mode, so the writer's transaction waits
+/// on it (seen in `pg_locks`) and nothing commits. On SIGTERM the worker's trees time out
+/// (`--timeout-secs 5`), the spout hands their entries back, and the sink's `cleanup` waits
+/// `STOP_WRITER_MS`, cancels the blocked statement and waits at most `STOP_CANCEL_MS`: the
+/// worker exits 0 within 2 x 5 + 5 + 1 + 2 s plus 4 s of slack (measured 15.0 s with only
+/// `word_counts` locked; with the records' table locked too, the prunes give up after their 1 s
+/// `statement_timeout`; before this bound
+/// it waited as long as the lock was held). The cancelled transaction is the writer's one
+/// failed commit (`postgres_errors` 1). Nothing was acked that did not commit: every one of the 300 entries is
+/// still pending, the summary says 0 acked and 0 commits, and `word_counts` is empty. Once
+/// the lock is released a `--drain` worker claims the 300 entries and the counts equal an
+/// independent count of the same lines.
+#[test]
+fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() {
+    use acker_runtime::connectors::postgres_sink::{STOP_CANCEL_MS, STOP_WRITER_MS};
+    const ENTRIES: i64 = 300;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(ENTRIES as usize)
+        .collect();
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for w in lines.iter().flat_map(|l| l.split_whitespace()) {
+        *expected.entry(w.to_string()).or_default() += 1;
+    }
+    let input = std::env::temp_dir().join(format!("acker-blocked-{}.txt", std::process::id()));
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write the input");
+    run_ok(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "blocked"),
+    );
+    let _ = std::fs::remove_file(&input);
+
+    let mut client = pg(&pu);
+    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
+    let mut lock = client.transaction().expect("begin");
+    // Both tables: the records' lock blocks the writer's first statement and the worker's
+    // prunes (periodic and final), which must not hold the stop either.
+    lock.batch_execute(
+        "LOCK TABLE word_counts, word_count_applied_entries IN ACCESS EXCLUSIVE MODE",
+    )
+    .expect("lock word_counts and word_count_applied_entries");
+    let args: Vec<&str> = worker_args(&ru, &pu, "blocked", "stopped")
+        .into_iter()
+        .filter(|a| !["--drain", "3000", "--claim-after-ms"].contains(a))
+        .chain(["--claim-after-ms", "60000"])
+        .collect();
+    let w = Proc::spawn("worker blocked on a locked word_counts", &args);
+    let mut con = redis_con(&ru);
+    let t0 = Instant::now();
+    loop {
+        // Before the worker creates the group XPENDING is an error (NOGROUP).
+        let read: redis::RedisResult<redis::Value> = redis::cmd("XPENDING")
+            .arg("blocked")
+            .arg("acker-wordcount")
+            .query(&mut con);
+        if matches!(read, Ok(redis::Value::Array(ref v)) if v.first() == Some(&redis::Value::Int(ENTRIES)))
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the worker to read the {ENTRIES} entries: {read:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The writer's transaction is waiting for the lock (not merely not started yet).
+    let mut watch = pg(&pu);
+    let t0 = Instant::now();
+    loop {
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted \
+                 AND relation = 'word_count_applied_entries'::regclass",
+                &[],
+            )
+            .expect("read pg_locks")
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for a transaction blocked on the lock of \
+             word_count_applied_entries"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // The spout's part: the blocked trees time out and their entries are handed back before
+    // the sinks' cleanup starts (measured 10.0 s from SIGTERM, 2 x the 5 s message timeout);
+    // then the sinks' bounded wait, the last periodic prune and the final one (1 s
+    // statement_timeout each, PRUNE_STATEMENT_MS) and 4 s of slack for a loaded machine.
+    let bound =
+        Duration::from_millis(2 * 5_000 + STOP_WRITER_MS + STOP_CANCEL_MS + 2 * 1_000 + 4_000);
+    let stopped_at = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &w.child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let (status, out, err) = w.wait(bound);
+    let stop_took = stopped_at.elapsed();
+    eprintln!(
+        "SIGTERM stop with a blocked transaction took {stop_took:?} (bound {bound:?}): {out}"
+    );
+    assert_eq!(status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(
+        (v["acked"].as_u64(), v["commits"].as_u64()),
+        (Some(0), Some(0)),
+        "{out}"
+    );
+    assert_eq!(v["handed_back"].as_i64(), Some(ENTRIES), "{out}");
+    assert_eq!(
+        v["postgres_errors"].as_u64(),
+        Some(1),
+        "the cancelled transaction: {out}"
+    );
+    assert!(
+        v["records_pruned"].is_null(),
+        "the final prune gave up on the locked records: {out}"
+    );
+    assert_eq!(
+        pending_count(&mut con, "blocked"),
+        ENTRIES,
+        "entries pending after the stop (none may be acked: nothing committed)"
+    );
+    let rows: i64 = lock
+        .query_one("SELECT count(*) FROM word_counts", &[])
+        .expect("count word_counts under the lock")
+        .get(0);
+    assert_eq!(rows, 0, "the blocked transaction must not have committed");
+    lock.rollback().expect("release the lock");
+
+    let drain: Vec<&str> = worker_args(&ru, &pu, "blocked", "drainer");
+    let (status, out, err) =
+        Proc::spawn("--drain worker after the lock", &drain).wait(Duration::from_secs(60));
+    assert!(status.success(), "drain worker failed ({status}): {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["claimed"].as_i64(), Some(ENTRIES), "{out}");
+    assert_eq!(v["acked"].as_i64(), Some(ENTRIES), "{out}");
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), expected.values().sum::<i64>());
+    assert_eq!(counts, expected);
+    assert_eq!(pending_count(&mut con, "blocked"), 0);
+}

@@ -58,11 +58,26 @@
 //! bounds memory during an outage; the spout replays them once the database
 //! is back. Each replay raises the entry's delivery count in Redis, so an outage longer than
 //! about `max_retries` message timeouts dead-letters entries.
+//!
+//! ## Stopping
+//! A stopping sink task (`cleanup`) waits for its writer at most [`STOP_WRITER_MS`] (5 s), then
+//! cancels the writer's running statement (a PostgreSQL cancel request) and waits at most
+//! [`STOP_CANCEL_MS`] (1 s) more before abandoning the thread, so a live database that blocks
+//! the writer's transaction (another session holding `LOCK TABLE word_counts` or a row lock)
+//! holds a worker's stop at most 6 s beyond the spout's own stop (about the message timeout
+//! while the blocked inputs' trees time out). The writer's connection gets no
+//! `statement_timeout` or `lock_timeout`: lock waits between workers are normal under load and
+//! a long transaction (one entry of 100,000 words) is legitimate, so only a stop cuts a
+//! transaction short. Inputs of a cancelled or abandoned transaction are never acked: their
+//! entries stay pending in the group and are delivered again, so at-least-once and
+//! exactly-once keep their guarantees.
 
 use std::collections::VecDeque;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::mpsc::{
+    channel, sync_channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError,
+};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -336,6 +351,31 @@ pub const MAX_QUEUED_BATCHES: usize = 4;
 /// are failed (their trees have timed out or soon will), which bounds memory during an outage.
 pub const MAX_HELD_BATCHES: usize = 16;
 
+/// Longest a stopping sink task (its `cleanup`) waits for its writer thread to finish the
+/// transactions queued to it, ms. A live PostgreSQL that blocks the writer's transaction (a
+/// session holding a lock on `word_counts` or on a row the transaction updates) would otherwise
+/// hold the worker's shutdown as long as the lock is held. Past this bound the sink asks the
+/// server to cancel the writer's running statement (a cancel request on a new connection, as
+/// `pg_cancel_backend` does; bounded by the 5 s connect timeout and sent from a short-lived
+/// thread of its own, so it never delays the stop) and tells the writer to attempt no further
+/// transaction; the cancelled transaction rolls back and its inputs stay unacked.
+pub const STOP_WRITER_MS: u64 = 5_000;
+
+/// After the cancel request of [`STOP_WRITER_MS`], how long the stopping sink waits for the
+/// writer thread to end, ms; past it the thread is abandoned (detached, not joined): it ends,
+/// dropping its connection, as soon as PostgreSQL answers. So a sink task's `cleanup` takes at
+/// most `STOP_WRITER_MS + STOP_CANCEL_MS` = 6 s whatever the database does.
+///
+/// Nothing is lost by stopping early: an input is acked only after its transaction committed,
+/// and the ack happens on the executor's thread, which `cleanup` no longer feeds; so every
+/// input of a cancelled or abandoned transaction is unacked, its stream entry stays pending in
+/// the group (handed back by the spout, or claimed after `claim_after_ms`) and is delivered
+/// again. Exactly-once skips whatever a transaction that did commit in the end applied;
+/// at-least-once may count it twice, as after any crash. At-most-once
+/// ([`BatchSink::commit_buffered_on_cleanup`]) loses the inputs not committed by then (its
+/// entries were acknowledged when read).
+pub const STOP_CANCEL_MS: u64 = 1_000;
+
 /// What the writer thread reports for each transaction: how many queued batches it covered (in
 /// order) and whether it committed.
 struct Done {
@@ -350,6 +390,33 @@ struct WriterThread<W: BatchWriter> {
     client: Option<Client>,
     reconnect_at: Option<Instant>,
     backoff_ms: u64,
+    /// Shared with the sink: the cancel token of the current connection, and whether the sink
+    /// stopped waiting (then no further transaction is attempted).
+    stop: Arc<WriterStop>,
+}
+
+/// What a stopping sink uses to end a blocked writer (see [`STOP_WRITER_MS`]).
+#[derive(Default)]
+struct WriterStop {
+    cancel: std::sync::Mutex<Option<postgres::CancelToken>>,
+    abandoned: std::sync::atomic::AtomicBool,
+}
+
+impl WriterStop {
+    /// Tells the writer to attempt no further transaction and asks the server to cancel the
+    /// statement running on the writer's connection (from a thread of its own: the request
+    /// connects anew, bounded by the connect timeout).
+    fn abandon(&self) {
+        self.abandoned.store(true, Ordering::SeqCst);
+        let token = self.cancel.lock().ok().and_then(|t| t.clone());
+        if let Some(token) = token {
+            let _ = std::thread::Builder::new()
+                .name("acker-sink-cancel".into())
+                .spawn(move || {
+                    let _ = token.cancel_query(NoTls);
+                });
+        }
+    }
 }
 
 impl<W: BatchWriter> WriterThread<W> {
@@ -364,12 +431,18 @@ impl<W: BatchWriter> WriterThread<W> {
     /// has passed). A panic in the writer counts as a lost connection, so the thread lives on.
     fn commit(&mut self, rows: &[W::Row]) -> bool {
         let now = Instant::now();
+        if self.stop.abandoned.load(Ordering::SeqCst) {
+            return false;
+        }
         if self.client.is_none() {
             if self.reconnect_at.is_some_and(|t| now < t) {
                 return false;
             }
             match connect(&self.url) {
                 Ok(c) => {
+                    if let Ok(mut t) = self.stop.cancel.lock() {
+                        *t = Some(c.cancel_token());
+                    }
                     self.client = Some(c);
                     self.backoff_ms = 50;
                     self.reconnect_at = None;
@@ -417,6 +490,7 @@ struct WriterHandle<R> {
     jobs: SyncSender<Vec<R>>,
     done: Receiver<Done>,
     thread: JoinHandle<()>,
+    stop: Arc<WriterStop>,
 }
 
 /// A sink bolt writing its inputs to PostgreSQL in batches through a [`BatchWriter`] (see the
@@ -435,8 +509,11 @@ struct WriterHandle<R> {
 /// written again at the next flush. At most [`MAX_QUEUED_BATCHES`] batches are queued to the
 /// writer, and at most [`MAX_HELD_BATCHES`] × `batch` inputs are held: beyond, the executor
 /// waits for the writer while its commits succeed (back-pressure, as a synchronous commit
-/// would), and fails the oldest buffered inputs while they fail (an outage). Dropping the sink closes the queue; the writer thread finishes the
-/// transaction it is in, then ends and frees what it held.
+/// would), and fails the oldest buffered inputs while they fail (an outage). Dropping the sink
+/// closes the queue; the writer thread finishes the transaction it is in, then ends and frees
+/// what it held. `cleanup` (a stopping task) waits for the writer at most [`STOP_WRITER_MS`],
+/// then cancels its running statement and waits at most [`STOP_CANCEL_MS`] more before
+/// abandoning the thread: a blocked transaction never holds a stop for longer.
 pub struct BatchSink<W: BatchWriter> {
     url: String,
     /// The writer until its thread starts (at the first batch).
@@ -557,18 +634,25 @@ impl<W: BatchWriter> BatchSink<W> {
             let writer = self.writer.take()?;
             let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
             let (done_tx, done) = channel();
+            let stop = Arc::new(WriterStop::default());
             let w = WriterThread {
                 url: self.url.clone(),
                 writer,
                 client: None,
                 reconnect_at: None,
                 backoff_ms: 50,
+                stop: stop.clone(),
             };
             let thread = std::thread::Builder::new()
                 .name("acker-sink-writer".into())
                 .spawn(move || w.run(jobs_rx, done_tx))
                 .ok()?;
-            self.handle = Some(WriterHandle { jobs, done, thread });
+            self.handle = Some(WriterHandle {
+                jobs,
+                done,
+                thread,
+                stop,
+            });
         }
         self.handle.as_ref()
     }
@@ -689,7 +773,10 @@ impl<W: BatchWriter> Bolt for BatchSink<W> {
         // Without `commit_buffered_on_cleanup`, inputs still held here were never acked: their
         // entries stay pending in the group and are delivered again (exactly-once skips what a
         // commit already applied). With it, the buffer is handed over and every queued batch
-        // is committed (one attempt each) before the writer thread is joined.
+        // is committed (one attempt each) before the writer thread is joined. Either way the
+        // wait is bounded: `STOP_WRITER_MS` for the writer to finish, then its running
+        // statement is cancelled and, `STOP_CANCEL_MS` later, the thread is abandoned.
+        let deadline = Instant::now() + Duration::from_millis(STOP_WRITER_MS);
         if self.commit_on_cleanup {
             // Hand the buffer over, waiting for the writer whenever the queue is full.
             while !self.buf.is_empty() {
@@ -697,7 +784,12 @@ impl<W: BatchWriter> Bolt for BatchSink<W> {
                 if self.buf.is_empty() {
                     break;
                 }
-                let Some(d) = self.handle.as_ref().and_then(|h| h.done.recv().ok()) else {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                let Some(d) = self
+                    .handle
+                    .as_ref()
+                    .and_then(|h| h.done.recv_timeout(wait).ok())
+                else {
                     break;
                 };
                 self.settle(d, None);
@@ -708,11 +800,28 @@ impl<W: BatchWriter> Bolt for BatchSink<W> {
         }
         if let Some(h) = self.handle.take() {
             drop(h.jobs);
-            // The writer ends once the queue is empty; draining `done` keeps it from blocking.
-            while let Ok(d) = h.done.recv() {
-                self.settle(d, None);
+            // The writer ends once the queue is empty (its `done` sender then disconnects);
+            // draining `done` keeps it from blocking.
+            let mut deadline = deadline;
+            let mut cancelled = false;
+            loop {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                match h.done.recv_timeout(wait) {
+                    Ok(d) => self.settle(d, None),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        let _ = h.thread.join();
+                        break;
+                    }
+                    Err(RecvTimeoutError::Timeout) if !cancelled => {
+                        h.stop.abandon();
+                        cancelled = true;
+                        deadline = Instant::now() + Duration::from_millis(STOP_CANCEL_MS);
+                    }
+                    // Abandoned: dropping the handle detaches the thread, which ends (and
+                    // drops its connection) once PostgreSQL answers; its inputs stay unacked.
+                    Err(RecvTimeoutError::Timeout) => break,
+                }
             }
-            let _ = h.thread.join();
         }
     }
 }
@@ -859,6 +968,81 @@ mod tests {
         assert_eq!(counts(&mut c), want);
     }
 
+    /// The stop path of a blocked writer: its statement (`pg_sleep(3600)`, standing for a lock
+    /// wait) is cancelled by [`WriterStop::abandon`], the writer reports that transaction as
+    /// not committed within [`STOP_CANCEL_MS`] (plus 2 s of slack), attempts no further
+    /// transaction (the next batch, sent past the reconnect backoff, fails at once without a
+    /// write) and ends when the queue
+    /// closes. Every wait is bounded.
+    #[test]
+    fn abandon_cancels_a_blocked_statement_and_stops_further_writes() {
+        #[derive(Clone)]
+        struct Sleeper(Arc<AtomicU64>);
+        impl BatchWriter for Sleeper {
+            type Row = i64;
+            fn row(_: &Input) -> i64 {
+                0
+            }
+            fn write(&mut self, client: &mut Client, _: &[i64]) -> Result<(), postgres::Error> {
+                self.0.fetch_add(1, Ordering::Relaxed);
+                client.execute("SELECT pg_sleep(3600)", &[])?;
+                Ok(())
+            }
+        }
+        let server = PostgresServer::start().expect("start PostgreSQL (package postgresql)");
+        let writes = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(WriterStop::default());
+        let w = WriterThread {
+            url: server.url(),
+            writer: Sleeper(writes.clone()),
+            client: None,
+            reconnect_at: None,
+            backoff_ms: 50,
+            stop: stop.clone(),
+        };
+        let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
+        let (done_tx, done) = channel();
+        let thread = std::thread::spawn(move || w.run(jobs_rx, done_tx));
+        jobs.send(vec![1]).expect("queue a batch");
+        let mut watch = connect(&server.url()).expect("connect");
+        let t0 = Instant::now();
+        loop {
+            let sleeping: i64 = watch
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3600)'                      AND state = 'active'",
+                    &[],
+                )
+                .expect("read pg_stat_activity")
+                .get(0);
+            if sleeping == 1 {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "timed out after 10 s waiting for the writer's statement to run"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.abandon();
+        let bound = Duration::from_millis(STOP_CANCEL_MS + 2_000);
+        let first = done
+            .recv_timeout(bound)
+            .expect("the cancelled transaction's report within STOP_CANCEL_MS + 2 s");
+        assert_eq!((first.batches, first.committed), (1, false));
+        // Past the 50 ms reconnect backoff, so only the abandon flag keeps it from writing.
+        std::thread::sleep(Duration::from_millis(200));
+        jobs.send(vec![2]).expect("queue a batch");
+        let second = done
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the next batch's report within 5 s");
+        assert_eq!((second.batches, second.committed), (1, false));
+        assert_eq!(writes.load(Ordering::Relaxed), 1, "no write after abandon");
+        drop(jobs);
+        thread
+            .join()
+            .expect("the writer thread ends when the queue closes");
+    }
+
     /// A writer whose first transaction panics: the writer thread survives it, reports that
     /// batch as not committed (so its inputs stay unacked), reconnects after the backoff and
     /// commits the next batch. Every wait is bounded (5 s).
@@ -887,6 +1071,7 @@ mod tests {
             client: None,
             reconnect_at: None,
             backoff_ms: 50,
+            stop: Arc::new(WriterStop::default()),
         };
         let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
         let (done_tx, done) = channel();

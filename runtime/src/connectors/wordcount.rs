@@ -230,12 +230,21 @@ pub fn prune_bound(con: &mut redis::Connection, stream: &str, group: &str) -> Op
     Some((ms, seq.checked_add(1)?))
 }
 
+/// Longest one prune of the exactly-once records may run, ms (its `statement_timeout`): a
+/// session locking `word_count_applied_entries` must not hold the progress thread, nor the
+/// final prune of a stopping worker. A prune cut short deletes nothing; the next one (this
+/// worker's in 5 s, or any worker's) deletes those records.
+const PRUNE_STATEMENT_MS: u64 = 1_000;
+
 /// Deletes the exactly-once records no consumer can need again ([`prune_bound`]); returns the
 /// rows deleted, `None` on any error (the next prune tries again).
 fn prune(redis_url: &str, pg_url: &str, stream: &str, group: &str) -> Option<u64> {
     let mut con = redis_stream::connect(redis_url).ok()?;
     let bound = prune_bound(&mut con, stream, group)?;
     let mut client = postgres_sink::connect(pg_url).ok()?;
+    client
+        .batch_execute(&format!("SET statement_timeout = {PRUNE_STATEMENT_MS}"))
+        .ok()?;
     postgres_sink::prune_applied(&mut client, stream, bound).ok()
 }
 
