@@ -1714,23 +1714,14 @@ impl Engine {
                     msg = Message::Notice(Notice::Completed { root });
                 }
             }
-            let meta = SlotMeta {
-                from: task,
-                dest: env.dest,
-                live: true,
-            };
-            let idx = match self.free.pop() {
-                Some(i) => {
-                    self.slab[i as usize] = msg;
-                    self.slab_meta[i as usize] = meta;
-                    i
-                }
-                None => {
-                    self.slab.push(msg);
-                    self.slab_meta.push(meta);
-                    (self.slab.len() - 1) as u32
-                }
-            };
+            let idx = store_in(
+                &mut self.slab,
+                &mut self.slab_meta,
+                &mut self.free,
+                task,
+                env.dest,
+                msg,
+            );
             self.staged.push(idx);
         }
         for k in 0..self.staged.len() {
@@ -1745,23 +1736,14 @@ impl Engine {
     /// Stores `msg`, sent by task `from` to task `dest`, in a free slab slot; returns its index.
     #[inline(always)]
     fn store(&mut self, from: TaskId, dest: TaskId, msg: Message) -> u32 {
-        let meta = SlotMeta {
+        store_in(
+            &mut self.slab,
+            &mut self.slab_meta,
+            &mut self.free,
             from,
             dest,
-            live: true,
-        };
-        match self.free.pop() {
-            Some(i) => {
-                self.slab[i as usize] = msg;
-                self.slab_meta[i as usize] = meta;
-                i
-            }
-            None => {
-                self.slab.push(msg);
-                self.slab_meta.push(meta);
-                (self.slab.len() - 1) as u32
-            }
-        }
+            msg,
+        )
     }
 
     /// Sends the message in slab slot `idx` (from its task to its destination): puts it on its
@@ -2020,6 +2002,38 @@ impl Engine {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Stores `msg`, sent by task `from` to task `dest`, in a free slot of the slab (`slab` and
+/// `slab_meta` side by side, `free` the indices of free slots); returns its index. A free
+/// function over the three fields so that `after_step` can store while it drains the outbox
+/// (another field of the engine).
+#[inline(always)]
+fn store_in(
+    slab: &mut Vec<Message>,
+    slab_meta: &mut Vec<SlotMeta>,
+    free: &mut Vec<u32>,
+    from: TaskId,
+    dest: TaskId,
+    msg: Message,
+) -> u32 {
+    let meta = SlotMeta {
+        from,
+        dest,
+        live: true,
+    };
+    match free.pop() {
+        Some(i) => {
+            slab[i as usize] = msg;
+            slab_meta[i as usize] = meta;
+            i
+        }
+        None => {
+            slab.push(msg);
+            slab_meta.push(meta);
+            (slab.len() - 1) as u32
         }
     }
 }
