@@ -61,6 +61,29 @@ impl Proc {
         }
     }
 
+    /// As [`Proc::spawn`], with `input` written to the process's standard input, which is then
+    /// closed (a few KB: fits in the pipe before the process reads it).
+    fn spawn_with_stdin(what: &str, args: &[&str], input: &[u8]) -> Proc {
+        use std::io::Write as _;
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .unwrap_or_else(|e| panic!("cannot write the standard input of {what}: {e}"));
+        Proc {
+            child,
+            what: what.to_string(),
+        }
+    }
+
     /// Waits at most `timeout` for the exit; returns (status, stdout, stderr).
     fn wait(mut self, timeout: Duration) -> (ExitStatus, String, String) {
         let t0 = Instant::now();
@@ -1020,28 +1043,15 @@ fn one_long_entry_is_counted_in_linear_time() {
 /// skipped and reported (new-user trial: they became entries), a line's own spaces are kept.
 #[test]
 fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
-    use std::io::Write as _;
     const INPUT: &[u8] = "to be or\n   \n\t\r\n not to be\n\n\u{a0}\n".as_bytes();
     let (redis, _postgres) = servers();
     let ru = redis.url();
-    let mut child = Command::new(BIN)
-        .args(["load", "--input", "-", "--redis", &ru, "--stream", "stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start acker-run load");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(INPUT)
-        .expect("write stdin");
-    let p = Proc {
-        child,
-        what: "acker-run load --input -".into(),
-    };
-    let (status, out, err) = p.wait(Duration::from_secs(60));
+    let (status, out, err) = Proc::spawn_with_stdin(
+        "acker-run load --input -",
+        &["load", "--input", "-", "--redis", &ru, "--stream", "stdin"],
+        INPUT,
+    )
+    .wait(Duration::from_secs(60));
     assert!(status.success(), "{err}");
     assert!(
         out.starts_with(
@@ -1062,8 +1072,9 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
         .collect();
     assert_eq!(lines, ["to be or", " not to be"]);
     // The same lines as `wordcount --input` counts (its own reading of the same bytes).
-    let mut child = Command::new(BIN)
-        .args([
+    let (status, out, err) = Proc::spawn_with_stdin(
+        "acker-run wordcount --input -",
+        &[
             "wordcount",
             "--input",
             "-",
@@ -1071,22 +1082,9 @@ fn load_reads_standard_input_and_refuses_an_empty_stream_name() {
             "1",
             "--no-pin",
             "--json",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start acker-run wordcount --input -");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(INPUT)
-        .expect("write stdin");
-    let (status, out, err) = Proc {
-        child,
-        what: "acker-run wordcount --input -".into(),
-    }
+        ],
+        INPUT,
+    )
     .wait(Duration::from_secs(60));
     assert!(status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
