@@ -58,10 +58,9 @@ const SPOUT: TaskId = 0;
 const BOLT: TaskId = 1;
 const TIMEOUT_NS: u64 = 1_000_000;
 
-/// Spout (task 0) → bolt (task 1, shuffle), then `ackers` acker tasks (2, 3, ...).
-fn plan(ackers: usize, log: &Arc<Mutex<Vec<Call>>>) -> Plan {
-    let log = log.clone();
-    let mut b = TopologyBuilder::new();
+/// Adds the component "spout": one task of [`Counting`] (two tuples on field "n", calls logged
+/// into `log`).
+fn add_counting_spout(b: &mut TopologyBuilder, log: Arc<Mutex<Vec<Call>>>) {
     b.set_spout(
         "spout",
         move || Counting {
@@ -72,6 +71,12 @@ fn plan(ackers: usize, log: &Arc<Mutex<Vec<Call>>>) -> Plan {
         1,
     )
     .output_fields(&["n"]);
+}
+
+/// Spout (task 0) → bolt (task 1, shuffle), then `ackers` acker tasks (2, 3, ...).
+fn plan(ackers: usize, log: &Arc<Mutex<Vec<Call>>>) -> Plan {
+    let mut b = TopologyBuilder::new();
+    add_counting_spout(&mut b, log.clone());
     b.set_bolt("bolt", || Forward, 1).shuffle_grouping("spout");
     b.build()
         .unwrap()
@@ -477,16 +482,7 @@ fn groupings_pick_the_tasks_storm_picks() {
 fn a_full_acker_reports_its_live_roots_and_parked_messages() {
     let mut b = TopologyBuilder::new();
     let log = new_log();
-    b.set_spout(
-        "spout",
-        move || Counting {
-            next: 0,
-            log: log.clone(),
-            done_after: 2,
-        },
-        1,
-    )
-    .output_fields(&["n"]);
+    add_counting_spout(&mut b, log);
     let plan = b
         .build()
         .unwrap()
