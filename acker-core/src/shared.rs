@@ -1451,9 +1451,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// Reserves (and locks) slot `j` if it is free.
     #[inline(always)]
     fn try_claim(&self, j: usize) -> bool {
-        self.meta(j)
-            .compare_exchange(FREE, RESERVED | LOCKED, Acquire, Relaxed)
-            .is_ok()
+        reserve(self.meta(j))
     }
 
     /// Reserves (and locks) the first free slot of the run `start..end`, reclaiming expired
@@ -1466,16 +1464,21 @@ impl<S: SharedStorage> SharedAckerTable<S> {
                 self.expire(start + k);
                 m = meta.load(Acquire);
             }
-            if m == FREE
-                && meta
-                    .compare_exchange(FREE, RESERVED | LOCKED, Acquire, Relaxed)
-                    .is_ok()
-            {
+            if m == FREE && reserve(meta) {
                 return Some(start + k);
             }
         }
         None
     }
+}
+
+/// Reserves (and locks) the slot whose meta word is `meta` if it is free: the one CAS through
+/// which a claim takes a slot (`FREE` -> `RESERVED | LOCKED`; `Acquire` on success, so the
+/// claimer sees the slot's last release before it writes the new entry).
+#[inline(always)]
+fn reserve(meta: &AtomicU32) -> bool {
+    meta.compare_exchange(FREE, RESERVED | LOCKED, Acquire, Relaxed)
+        .is_ok()
 }
 
 #[cfg(all(test, not(loom)))]
