@@ -972,8 +972,7 @@ mod tests {
     /// wait) is cancelled by [`WriterStop::abandon`], the writer reports that transaction as
     /// not committed within [`STOP_CANCEL_MS`] (plus 2 s of slack), attempts no further
     /// transaction (the next batch, sent past the reconnect backoff, fails at once without a
-    /// write) and ends when the queue
-    /// closes. Every wait is bounded.
+    /// write) and ends when the queue closes. Every wait is bounded.
     #[test]
     fn abandon_cancels_a_blocked_statement_and_stops_further_writes() {
         #[derive(Clone)]
@@ -1009,7 +1008,8 @@ mod tests {
         loop {
             let sleeping: i64 = watch
                 .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3600)'                      AND state = 'active'",
+                    "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3600)' \
+                     AND state = 'active'",
                     &[],
                 )
                 .expect("read pg_stat_activity")
