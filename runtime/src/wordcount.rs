@@ -114,6 +114,13 @@ impl Lines {
     }
 }
 
+/// Whether `line` holds a word, i.e. is neither empty nor only whitespace (Unicode
+/// `White_Space`, as `str::split_whitespace`): the lines [`Lines`] keeps, and the lines
+/// `acker-run load` turns into stream entries.
+pub(crate) fn holds_a_word(line: &str) -> bool {
+    line.split_whitespace().next().is_some()
+}
+
 /// Where the scan for the next piece resumes: a byte offset and the line number there.
 #[derive(Clone, Copy, Debug)]
 struct Cursor {
@@ -179,7 +186,7 @@ impl Cursor {
                     cut
                 }
             };
-            if text[start..end].split_whitespace().next().is_some() {
+            if holds_a_word(&text[start..end]) {
                 return Some((line_no, start..end));
             }
         }

@@ -528,7 +528,7 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
     let lines: Vec<&str> = text
         .lines()
         .inspect(|_| total += 1)
-        .filter(|l| l.split_whitespace().next().is_some())
+        .filter(|l| crate::wordcount::holds_a_word(l))
         .collect();
     let skipped = total - lines.len();
     for chunk in lines.chunks(1000) {
