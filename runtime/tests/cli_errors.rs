@@ -153,6 +153,126 @@ fn help_documents_the_exit_statuses() {
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("Exit status: 0 on success"), "{help}");
     assert!(help.contains("closed early"), "{help}");
+    // Also under `wordcount --help`, with the statuses a signal gives (new-user trial: 130 for
+    // Ctrl-C was missing); `signals_end_a_run_as_the_help_says` checks them on real runs.
+    for args in [&["--help"][..], &["wordcount", "--help"][..]] {
+        let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+        let help = String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for needle in [
+            "Exit status: 0 on success",
+            "130 on SIGINT (Ctrl-C) and 143 on SIGTERM",
+            "SIGINT and SIGTERM stop it cleanly",
+            "and it exits 0",
+        ] {
+            assert!(
+                help.contains(needle),
+                "{args:?}: {needle:?} missing from {help}"
+            );
+        }
+    }
+}
+
+/// What `--help` says a signal does: a run other than a connector worker installs no handler,
+/// so SIGINT (Ctrl-C) and SIGTERM end it by the signal (a shell reports 130 and 143). (The
+/// connector worker's clean stop and exit 0 on SIGINT and SIGTERM are checked in
+/// `connectors.rs` against real servers.)
+#[cfg(unix)]
+#[test]
+fn signals_end_a_run_as_the_help_says() {
+    use std::os::unix::process::ExitStatusExt;
+    for (name, number) in [("INT", 2), ("TERM", 15)] {
+        let child = bin()
+            .args([
+                "bench",
+                "pipeline",
+                "--seconds",
+                "30",
+                "--cores",
+                "1",
+                "--no-pin",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run acker-run bench pipeline");
+        // Let it start its run (a signal before would end it the same way).
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = Command::new("kill")
+            .args([&format!("-{name}"), &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -{name}");
+        let started = std::time::Instant::now();
+        let o = common::wait_bounded(child, None, LIMIT, &format!("acker-run after SIG{name}"));
+        assert_eq!(
+            (o.status.code(), o.status.signal()),
+            (None, Some(number)),
+            "SIG{name}: {}",
+            stderr(&o)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "SIG{name} took {:?}",
+            started.elapsed()
+        );
+        assert!(o.stdout.is_empty(), "SIG{name}: no summary");
+    }
+}
+
+/// `--max-spout-pending`'s defaults as `--help` states them are the values the code uses: the
+/// runtime's `DEFAULT_PENDING_CAPACITY` for the built-in job, and what the connector job
+/// computes from the default `--read-batch` (new-user trial: `--help` said "unbounded").
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn help_states_the_max_spout_pending_defaults_the_code_uses() {
+    use acker_runtime::connectors::wordcount::spout_pending;
+    let o = common::output_bounded(
+        bin().args(["wordcount", "--help"]),
+        LIMIT,
+        "acker-run wordcount --help",
+    );
+    let help = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(help.contains("--read-batch <READ_BATCH> Entries per XREADGROUP and ids per XACK (1 to 100000) [default: 500]"), "{help}");
+    let (in_flight, pending) = spout_pending(None, 500);
+    assert_eq!((in_flight, pending), (2000, 2001));
+    assert_eq!(spout_pending(Some(7), 500), (7, 8));
+    for needle in [
+        format!("Default {} (the runtime's fixed-size pending set", acker_runtime::DEFAULT_PENDING_CAPACITY),
+        format!("With `wordcount --redis` the default is {pending} instead: 4 x --read-batch ({in_flight} at the default 500)"),
+        "N given here means N trees in flight and N + 1 slots".to_string(),
+    ] {
+        assert!(help.contains(&needle), "{needle:?} missing from {help}");
+    }
+    assert!(!help.contains("unbounded up to"), "{help}");
+}
+
+/// clap's usage line shows every `wordcount` option as optional, also in an error about one of
+/// them (new-user trial: `Usage: acker-run wordcount --input <INPUT>`, as if required).
+#[test]
+fn usage_line_shows_input_as_optional() {
+    let input = tiny_input("usage");
+    let o = common::output_bounded(
+        bin().args(["wordcount", "--bogus", "--input"]).arg(&input),
+        LIMIT,
+        "acker-run wordcount --bogus --input FILE",
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "\nUsage: acker-run wordcount [--input <PATH>] [OPTIONS]\n       acker-run wordcount \
+             --redis <URL> --stream <NAME> --postgres <URL> [OPTIONS]\n"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("Usage: acker-run wordcount --input"), "{err}");
+    let _ = std::fs::remove_file(input);
 }
 
 #[test]
@@ -227,6 +347,181 @@ fn connector_options_without_the_connectors_are_refused() {
     assert_usage_error(
         &["wordcount", "--guarantee", "exactly-once", "--drain"],
         "--guarantee, --drain only apply with --redis URL",
+    );
+}
+
+/// Built-in-job options given with connector options: the error names exactly the options of
+/// each side that were given (new-user trial: it named `--fail-rate` when only `--input` was
+/// given).
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn connector_conflicts_name_exactly_the_options_given() {
+    let load_hint = "the connector job reads its lines from the stream: load a file into it with \
+                     `acker-run load --input FILE --redis URL --stream NAME`";
+    let fail_hint = "the connector job's failure injection is --poison-rate";
+    let cases: [(&[&str], String); 3] = [
+        (
+            &["wordcount", "--input", "f.txt", "--redis", "redis://127.0.0.1:1/"],
+            format!(
+                "acker-run: error: --input does not go with --redis ({load_hint}); leave out \
+                 --input, or leave out --redis to run the built-in job\n"
+            ),
+        ),
+        (
+            &["wordcount", "--fail-rate", "0.1", "--stream", "s", "--postgres", "postgresql://u@127.0.0.1:1/d"],
+            format!(
+                "acker-run: error: --fail-rate does not go with --stream, --postgres ({fail_hint}); \
+                 leave out --fail-rate, or leave out --stream, --postgres to run the built-in job\n"
+            ),
+        ),
+        (
+            &["wordcount", "--input", "f.txt", "--fail-rate", "0.5", "--redis", "redis://127.0.0.1:1/", "--stream", "s", "--postgres", "postgresql://u@127.0.0.1:1/d"],
+            format!(
+                "acker-run: error: --input and --fail-rate do not go with --redis, --stream, \
+                 --postgres ({load_hint}; {fail_hint}); leave out --input and --fail-rate, or \
+                 leave out --redis, --stream, --postgres to run the built-in job\n"
+            ),
+        ),
+    ];
+    for (args, want) in cases {
+        let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&o), want, "{args:?}");
+    }
+}
+
+/// A URL that does not parse is a bad argument: exit 2, a message saying what is wrong and
+/// showing a good URL, and no connection attempt to any server (new-user trial: `--redis
+/// redis//localhost` was reported as "cannot reach Redis at ... did not parse-
+/// InvalidClientConfig"). The other URL of each run points at a listener that counts the
+/// connections it accepts: none may arrive. A valid URL of a server that is not there still
+/// gives "cannot reach".
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn malformed_urls_are_bad_arguments_before_any_connection() {
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicU64::new(0));
+    {
+        let accepted = accepted.clone();
+        std::thread::spawn(move || {
+            for c in listener.incoming() {
+                accepted.fetch_add(1, Ordering::SeqCst);
+                drop(c);
+            }
+        });
+    }
+    let input = tiny_input("badurl");
+    let input = input.to_str().unwrap();
+    let (good_redis, good_pg) = (
+        format!("redis://127.0.0.1:{port}/"),
+        format!("postgresql://postgres@127.0.0.1:{port}/x"),
+    );
+    let redis_tail =
+        "; give one like redis://127.0.0.1:6379/ (redis://[USER:PASSWORD@]HOST[:PORT][/DB], \
+                      or redis+unix:///PATH/TO/SOCKET)\n";
+    let pg_tail = "; give one like postgresql://postgres@127.0.0.1:5432/postgres \
+                   (postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, or key=value pairs such as \
+                   'host=127.0.0.1 user=postgres')\n";
+    let redis_cases = [
+        (
+            "redis//localhost",
+            "it has no scheme (it must start with redis://)",
+        ),
+        (
+            "http://x",
+            "its scheme is http:// (redis://, rediss://, redis+unix:// or unix:// are accepted)",
+        ),
+        (
+            "redis://h:99999/",
+            "it does not parse as a URL (invalid port number)",
+        ),
+        ("redis://", "Missing hostname"),
+        ("redis://127.0.0.1/abc", "Invalid database number"),
+    ];
+    let pg_cases = [
+        (
+            "http://x",
+            "its scheme is http:// (postgresql:// or postgres:// are accepted)",
+        ),
+        (
+            "postgresql://u@h:abc/db",
+            "invalid connection string: invalid value for option `port`",
+        ),
+        ("postgresql://", "it names no host"),
+        ("nonsense", "invalid connection string: unexpected EOF"),
+    ];
+    for (url, what) in redis_cases {
+        let want =
+            format!("acker-run: error: --redis {url:?} is not a Redis URL: {what}{redis_tail}");
+        let wordcount = [
+            "wordcount",
+            "--redis",
+            url,
+            "--stream",
+            "s",
+            "--postgres",
+            &good_pg,
+            "--drain",
+        ];
+        let load = ["load", "--input", input, "--redis", url, "--stream", "s"];
+        for args in [&wordcount[..], &load[..]] {
+            let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+            assert_eq!(
+                (o.status.code(), stderr(&o)),
+                (Some(2), want.clone()),
+                "{args:?}"
+            );
+        }
+    }
+    for (url, what) in pg_cases {
+        let want = format!(
+            "acker-run: error: --postgres {url:?} is not a PostgreSQL URL: {what}{pg_tail}"
+        );
+        let wordcount = [
+            "wordcount",
+            "--redis",
+            &good_redis,
+            "--stream",
+            "s",
+            "--postgres",
+            url,
+            "--drain",
+        ];
+        let counts = ["counts", "--postgres", url];
+        for args in [&wordcount[..], &counts[..]] {
+            let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+            assert_eq!(
+                (o.status.code(), stderr(&o)),
+                (Some(2), want.clone()),
+                "{args:?}"
+            );
+        }
+    }
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "connections made for a malformed URL"
+    );
+    // Valid but unreachable (port 1 is closed): still "cannot reach", exit 2.
+    assert_usage_error(
+        &["counts", "--postgres", "postgresql://u@127.0.0.1:1/x"],
+        "acker-run: error: cannot reach PostgreSQL at postgresql://u@127.0.0.1:1/x: ",
+    );
+    assert_usage_error(
+        &[
+            "load",
+            "--input",
+            input,
+            "--redis",
+            "redis://127.0.0.1:1/",
+            "--stream",
+            "s",
+        ],
+        "acker-run: error: cannot reach Redis at redis://127.0.0.1:1/: ",
     );
 }
 

@@ -130,6 +130,37 @@ impl std::fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
+/// A good `--postgres` URL, shown in the error for a bad one.
+pub const URL_EXAMPLE: &str = "postgresql://postgres@127.0.0.1:5432/postgres";
+
+/// Checks that `url` is a connection string the client accepts, without connecting: a URL
+/// `postgresql://` or `postgres://...` or `key=value` pairs (`host=... user=...`), as
+/// `postgres::Config` parses them.
+///
+/// # Errors
+/// What is wrong with it and an example of a good one ([`URL_EXAMPLE`]), naming `--postgres`;
+/// the caller reports it as a bad argument (exit status 2) before any connection attempt.
+pub fn check_url(url: &str) -> Result<(), String> {
+    let bad = |what: String| {
+        format!(
+            "--postgres {url:?} is not a PostgreSQL URL: {what}; give one like {URL_EXAMPLE} \
+             (postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, or key=value pairs such as \
+             'host=127.0.0.1 user=postgres')"
+        )
+    };
+    let scheme = url.split_once("://").map(|(s, _)| s);
+    if let Some(s) = scheme.filter(|s| !["postgres", "postgresql"].contains(s)) {
+        return Err(bad(format!(
+            "its scheme is {s}:// (postgresql:// or postgres:// are accepted)"
+        )));
+    }
+    let config: postgres::Config = url.parse().map_err(|e| bad(error_chain(&e)))?;
+    if config.get_hosts().is_empty() {
+        return Err(bad("it names no host".to_string()));
+    }
+    Ok(())
+}
+
 /// PostgreSQL's SSLRequest: length 8, code 80877103 (the protocol's "Start-up" section).
 const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xD2, 0x16, 0x2F];
 

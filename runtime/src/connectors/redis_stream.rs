@@ -173,6 +173,46 @@ impl fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
+/// A good `--redis` URL, shown in the error for a bad one.
+pub const URL_EXAMPLE: &str = "redis://127.0.0.1:6379/";
+
+/// Checks that `url` is a Redis URL the client accepts, without connecting: a URL
+/// (`scheme://...`) whose scheme is `redis`, `rediss`, `redis+unix` or `unix`, with a host for
+/// `redis`/`rediss`, and a database number as its path if any.
+///
+/// # Errors
+/// What is wrong with it and an example of a good one ([`URL_EXAMPLE`]), naming `--redis`; the
+/// caller reports it as a bad argument (exit status 2) before any connection attempt.
+pub fn check_url(url: &str) -> Result<(), String> {
+    let bad = |what: String| {
+        format!(
+            "--redis {url:?} is not a Redis URL: {what}; give one like {URL_EXAMPLE} \
+             (redis://[USER:PASSWORD@]HOST[:PORT][/DB], or redis+unix:///PATH/TO/SOCKET)"
+        )
+    };
+    let parsed = url::Url::parse(url).map_err(|e| match e {
+        url::ParseError::RelativeUrlWithoutBase => {
+            bad("it has no scheme (it must start with redis://)".to_string())
+        }
+        e => bad(format!("it does not parse as a URL ({e})")),
+    })?;
+    if !["redis", "rediss", "redis+unix", "unix"].contains(&parsed.scheme()) {
+        return Err(bad(format!(
+            "its scheme is {}:// (redis://, rediss://, redis+unix:// or unix:// are accepted)",
+            parsed.scheme()
+        )));
+    }
+    // The client's text ends in `- InvalidClientConfig` (its error kind): dropped.
+    redis::Client::open(url).map(drop).map_err(|e| {
+        bad(e
+            .to_string()
+            .split("- ")
+            .next()
+            .unwrap_or_default()
+            .to_string())
+    })
+}
+
 /// Connects to `url` (2 s connect, read and write timeouts) and checks it with `PING`. A server
 /// that accepts the connection but does not answer within 2 s is an error too, not a hang.
 ///

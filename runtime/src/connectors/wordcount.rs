@@ -230,6 +230,21 @@ pub fn prune_bound(con: &mut redis::Connection, stream: &str, group: &str) -> Op
     Some((ms, seq.checked_add(1)?))
 }
 
+/// The connector spout's trees in flight and the topology's max spout pending, from
+/// `--max-spout-pending` (`None`: not given) and `--read-batch`: `(N, N + 1)` for a given `N`,
+/// `(4 x read_batch, 4 x read_batch + 1)` by default (2000 and 2001 at the default batch of
+/// 500). Whole read batches stay ahead of the sinks' commits while what a stop hands back or a
+/// crash leaves pending stays a few batches; the spout keeps the one extra slot free, so
+/// `next_tuple` keeps being called and its flush punctuation keeps reaching the sinks (see
+/// [`RedisSpoutConfig::max_in_flight`]). The built-in word count's default is
+/// [`crate::DEFAULT_PENDING_CAPACITY`] instead.
+pub fn spout_pending(max_spout_pending: Option<usize>, read_batch: u64) -> (usize, usize) {
+    let in_flight = max_spout_pending
+        .unwrap_or((read_batch as usize).saturating_mul(4))
+        .max(1);
+    (in_flight, in_flight.saturating_add(1))
+}
+
 /// Longest one prune of the exactly-once records may run, ms (its `statement_timeout`): a
 /// session locking `word_count_applied_entries` must not hold the progress thread, nor the
 /// final prune of a stopping worker. A prune cut short deletes nothing; the next one (this
@@ -255,8 +270,9 @@ fn prune(redis_url: &str, pg_url: &str, stream: &str, group: &str) -> Option<u64
 /// at-most-once) and the message timeout sets the default claim time.
 ///
 /// # Errors
-/// [`CliError::Run`] for missing or conflicting options, an unreachable Redis or PostgreSQL
-/// (naming the address), or a failed run; [`CliError::Stdout`] when the summary cannot be
+/// [`CliError::Run`] for missing or conflicting options, a URL that does not parse (before any
+/// connection attempt: [`redis_stream::check_url`], [`postgres_sink::check_url`]), an
+/// unreachable Redis or PostgreSQL (naming the address), or a failed run; [`CliError::Stdout`] when the summary cannot be
 /// written.
 pub fn run(
     args: &ConnectorArgs,
@@ -272,6 +288,9 @@ pub fn run(
             .to_string()
             .into());
     };
+    // A URL that does not parse is a bad argument, reported before any connection attempt.
+    redis_stream::check_url(redis_url)?;
+    postgres_sink::check_url(pg_url)?;
     if !(0.0..=1.0).contains(&args.poison_rate) {
         return Err(format!("--poison-rate must be in [0, 1], got {}", args.poison_rate).into());
     }
@@ -295,13 +314,8 @@ pub fn run(
     config.max_open_inputs = config
         .max_open_inputs
         .max(17 * args.sink_batch as usize + 1024);
-    // The spout keeps one slot of max spout pending free, so `next_tuple` keeps being called
-    // and its flush punctuation keeps reaching the sinks (see `RedisSpoutConfig::max_in_flight`).
-    let max_in_flight = config
-        .max_spout_pending
-        .unwrap_or(4 * args.read_batch as usize)
-        .max(1);
-    config.max_spout_pending = Some(max_in_flight + 1);
+    let (max_in_flight, pending) = spout_pending(config.max_spout_pending, args.read_batch);
+    config.max_spout_pending = Some(pending);
     // Reachable at start, or a clear error naming the address.
     let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
     redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
@@ -509,8 +523,9 @@ pub fn run(
 /// long line stays one entry (it is not cut into 64 KiB pieces).
 ///
 /// # Errors
-/// [`CliError::Run`] when the stream name is empty, the file cannot be read or Redis cannot be
-/// reached (naming the address); [`CliError::Stdout`] when the summary cannot be written.
+/// [`CliError::Run`] when the stream name is empty, the URL does not parse
+/// ([`redis_stream::check_url`]), the file cannot be read or Redis cannot be reached (naming
+/// the address); [`CliError::Stdout`] when the summary cannot be written.
 pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Result<(), CliError> {
     if stream.is_empty() {
         return Err(
@@ -519,6 +534,7 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
                 .into(),
         );
     }
+    redis_stream::check_url(url)?;
     let text = crate::cli::read_text(input).map_err(|e| format!("{e}; nothing was loaded"))?;
     let mut con = redis_stream::connect(url).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
@@ -560,9 +576,11 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
 /// without the table reads as empty (0, 0, no words) and is left unchanged.
 ///
 /// # Errors
-/// [`CliError::Run`] when PostgreSQL cannot be reached (naming the address) or the query fails;
+/// [`CliError::Run`] when the URL does not parse ([`postgres_sink::check_url`]), PostgreSQL
+/// cannot be reached (naming the address) or the query fails;
 /// [`CliError::Stdout`] when the output cannot be written.
 pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    postgres_sink::check_url(url)?;
     let mut client = postgres_sink::connect(url).map_err(|e| e.to_string())?;
     let read_err = |e: postgres::Error| {
         format!(
