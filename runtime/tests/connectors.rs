@@ -1345,3 +1345,171 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
     assert_eq!(counts, expected);
     assert_eq!(pending_count(&mut con, "blocked"), 0);
 }
+
+/// The largest delivery count among the group's pending entries of `stream` (`XPENDING ... - +
+/// 10000`), 0 when nothing is pending or the group does not exist yet.
+fn max_deliveries(con: &mut redis::Connection, stream: &str) -> i64 {
+    let p: redis::RedisResult<redis::Value> = redis::cmd("XPENDING")
+        .arg(stream)
+        .arg("acker-wordcount")
+        .arg("-")
+        .arg("+")
+        .arg(10_000)
+        .query(con);
+    let Ok(redis::Value::Array(rows)) = p else {
+        return 0;
+    };
+    rows.iter()
+        .filter_map(|r| match r {
+            redis::Value::Array(f) => match f.get(3) {
+                Some(redis::Value::Int(n)) => Some(*n),
+                _ => None,
+            },
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The sink's back-pressure wait is bounded (`BACKPRESSURE_WAIT_MS`). With `--sink-batch 1` a
+/// sink task holds at most 16 inputs; a session holds both tables locked, so the writer's first
+/// transaction blocks (seen in `pg_locks`) while the worker's one core keeps receiving words.
+/// Before the bound the executor then waited for the writer on the core thread for as long as
+/// the lock was held: nothing else on that core ran (no fail, no replay, no tick). Now, within
+/// `BACKPRESSURE_WAIT_MS` plus 5 s of slack, the sink fails the inputs beyond the cap and the
+/// spout, on the same core, re-delivers their entries: some pending entry reaches delivery
+/// count 2 (the message timeout is 30 s and the claim time 60 s, so only a fail handled by the
+/// running core can do that), and the count keeps rising while the lock is held. After the lock
+/// is released the same `--drain` worker finishes: exit 0, every entry acked, none
+/// dead-lettered, nothing pending, 0 claimed, exactly the words of the lines applied once
+/// (`words_applied`), and `word_counts` equal to an independent count.
+#[test]
+fn a_blocked_writer_holds_the_core_at_most_the_backpressure_bound() {
+    use acker_runtime::connectors::postgres_sink::BACKPRESSURE_WAIT_MS;
+    const ENTRIES: i64 = 200;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(ENTRIES as usize)
+        .collect();
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for w in lines.iter().flat_map(|l| l.split_whitespace()) {
+        *expected.entry(w.to_string()).or_default() += 1;
+    }
+    let words: i64 = expected.values().sum();
+    assert_eq!(words, 1_263, "words in the first {ENTRIES} lines");
+    let input = std::env::temp_dir().join(format!("acker-held-{}.txt", std::process::id()));
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write the input");
+    run_ok(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "held"),
+    );
+    let _ = std::fs::remove_file(&input);
+
+    let mut client = pg(&pu);
+    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
+    let mut lock = client.transaction().expect("begin");
+    lock.batch_execute(
+        "LOCK TABLE word_counts, word_count_applied_entries IN ACCESS EXCLUSIVE MODE",
+    )
+    .expect("lock word_counts and word_count_applied_entries");
+    let args: Vec<&str> = worker_args(&ru, &pu, "held", "held")
+        .into_iter()
+        .map(|a| match a {
+            "3000" => "60000",
+            "5" => "30",
+            a => a,
+        })
+        .chain(["--sink-batch", "1", "--max-retries", "1000000"])
+        .collect();
+    assert!(
+        args.windows(2).any(|w| w == ["--timeout-secs", "30"]),
+        "{args:?}"
+    );
+    assert!(
+        args.windows(2).any(|w| w == ["--claim-after-ms", "60000"]),
+        "{args:?}"
+    );
+    let w = Proc::spawn("worker with a blocked writer", &args);
+    let mut watch = pg(&pu);
+    let t0 = Instant::now();
+    loop {
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted \
+                 AND relation = 'word_count_applied_entries'::regclass",
+                &[],
+            )
+            .expect("read pg_locks")
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the writer's transaction to block on the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let blocked_at = Instant::now();
+    let mut con = redis_con(&ru);
+    let bound = Duration::from_millis(BACKPRESSURE_WAIT_MS + 5_000);
+    let first = loop {
+        let n = max_deliveries(&mut con, "held");
+        if n >= 2 {
+            break n;
+        }
+        assert!(
+            blocked_at.elapsed() < bound,
+            "no entry re-delivered within {bound:?} of the writer blocking: the core is held \
+             (max delivery count {n})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!(
+        "first re-delivery {:?} after the writer blocked",
+        blocked_at.elapsed()
+    );
+    // Still serving: the fails and re-deliveries go on while the lock is held.
+    let t0 = Instant::now();
+    loop {
+        let n = max_deliveries(&mut con, "held");
+        if n > first {
+            break;
+        }
+        assert!(
+            t0.elapsed() < bound,
+            "delivery counts stuck at {n} for {bound:?} while the lock is held"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rows: i64 = lock
+        .query_one("SELECT count(*) FROM word_counts", &[])
+        .expect("count word_counts under the lock")
+        .get(0);
+    assert_eq!(rows, 0, "nothing can have committed under the lock");
+    lock.rollback().expect("release the lock");
+
+    let (status, out, err) = w.wait(Duration::from_secs(60));
+    assert!(status.success(), "worker failed ({status}): {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(
+        (
+            v["acked"].as_i64(),
+            v["dead_lettered"].as_i64(),
+            v["claimed"].as_i64(),
+            v["words_applied"].as_i64()
+        ),
+        (Some(ENTRIES), Some(0), Some(0), Some(words)),
+        "{out}"
+    );
+    assert!(v["replays"].as_i64() > Some(0), "{out}");
+    assert_eq!(pending_count(&mut con, "held"), 0);
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), words);
+    assert_eq!(counts, expected);
+}

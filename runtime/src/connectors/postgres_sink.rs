@@ -53,9 +53,11 @@
 //! unacked; the writer reconnects with a capped backoff (50 ms doubling to 2 s) and the batch is
 //! written again at the next flush. At most [`MAX_QUEUED_BATCHES`] batches wait for the writer;
 //! beyond [`MAX_HELD_BATCHES`] batches held the executor waits for the writer while commits
-//! succeed (back-pressure, which at-most-once needs: nothing else throttles its spout), and
-//! fails the oldest inputs while they fail (their trees have timed out or soon will), which
-//! bounds memory during an outage; the spout replays them once the database
+//! succeed (back-pressure, which at-most-once needs: nothing else throttles its spout), at most
+//! [`BACKPRESSURE_WAIT_MS`] (2 s) for each outcome, so a writer blocked by a lock holds the
+//! core thread (its acks, ticks and other executors) no longer than that; and it fails the
+//! oldest inputs while commits fail or after a wait ran out, until the writer reports again
+//! (their trees have timed out or soon will), which bounds memory during an outage; the spout replays them once the database
 //! is back. Each replay raises the entry's delivery count in Redis, so an outage longer than
 //! about `max_retries` message timeouts dead-letters entries.
 //!
@@ -382,6 +384,18 @@ pub const MAX_QUEUED_BATCHES: usize = 4;
 /// are failed (their trees have timed out or soon will), which bounds memory during an outage.
 pub const MAX_HELD_BATCHES: usize = 16;
 
+/// Longest the executor waits for one outcome of the writer when a sink task holds more than
+/// [`MAX_HELD_BATCHES`] × `batch` inputs while commits succeed (back-pressure), ms. The wait runs
+/// on the core thread, so while it lasts that core serves nothing else (acks, ticks, the other
+/// executors placed on it); a writer blocked by a lock would hold the core as long as the lock
+/// is held. Past the bound the sink treats the writer as failing until it reports again: the
+/// core goes back to its work and the oldest buffered inputs beyond the cap fail (their
+/// entries are replayed, or, under at-most-once, lost), as during an outage. 2 s: well above a
+/// group commit of a full queue on a loaded machine (tens to hundreds of ms), so ordinary slow
+/// commits still throttle the spout (at-most-once has no other throttle), and well below the
+/// default 30 s message timeout.
+pub const BACKPRESSURE_WAIT_MS: u64 = 2_000;
+
 /// Longest a stopping sink task (its `cleanup`) waits for its writer thread to finish the
 /// transactions queued to it, ms. A live PostgreSQL that blocks the writer's transaction (a
 /// session holding a lock on `word_counts` or on a row the transaction updates) would otherwise
@@ -540,7 +554,8 @@ struct WriterHandle<R> {
 /// written again at the next flush. At most [`MAX_QUEUED_BATCHES`] batches are queued to the
 /// writer, and at most [`MAX_HELD_BATCHES`] × `batch` inputs are held: beyond, the executor
 /// waits for the writer while its commits succeed (back-pressure, as a synchronous commit
-/// would), and fails the oldest buffered inputs while they fail (an outage). Dropping the sink
+/// would; at most [`BACKPRESSURE_WAIT_MS`] for each outcome), and fails the oldest buffered
+/// inputs while they fail (an outage) or after a wait ran out (a blocked writer). Dropping the sink
 /// closes the queue; the writer thread finishes the transaction it is in, then ends and frees
 /// what it held. `cleanup` (a stopping task) waits for the writer at most [`STOP_WRITER_MS`],
 /// then cancels its running statement and waits at most [`STOP_CANCEL_MS`] more before
@@ -557,7 +572,8 @@ pub struct BatchSink<W: BatchWriter> {
     queued: VecDeque<Vec<Input>>,
     queued_inputs: usize,
     /// Whether the writer's last transaction committed (back-pressure rather than failing at
-    /// the cap).
+    /// the cap); false also after a wait for it ran past [`BACKPRESSURE_WAIT_MS`], until the
+    /// writer reports again.
     committing: bool,
     commit_on_cleanup: bool,
 }
@@ -757,8 +773,9 @@ impl<W: BatchWriter> BatchSink<W> {
 
     /// Bounds the inputs held to [`MAX_HELD_BATCHES`] × `batch`. While the writer's last
     /// transaction committed, it applies back-pressure: the executor waits for the writer's
-    /// next outcome (as long as one commit takes), acks it and hands the buffer over. When the
-    /// last transaction failed (an outage), it fails the oldest buffered inputs beyond the cap
+    /// next outcome (as long as one commit takes, at most [`BACKPRESSURE_WAIT_MS`] each), acks
+    /// it and hands the buffer over. When the last transaction failed (an outage) or a wait ran
+    /// past the bound (a blocked writer), it fails the oldest buffered inputs beyond the cap
     /// instead (their trees have timed out or soon will).
     fn cap(&mut self, c: &mut OutputCollector<'_>) {
         let limit = MAX_HELD_BATCHES * self.batch;
@@ -766,9 +783,19 @@ impl<W: BatchWriter> BatchSink<W> {
             let Some(h) = self.handle.as_ref() else {
                 break;
             };
-            match h.done.recv() {
+            match h
+                .done
+                .recv_timeout(Duration::from_millis(BACKPRESSURE_WAIT_MS))
+            {
                 Ok(d) => self.settle(d, Some(c)),
-                Err(_) => {
+                // No outcome within the bound: the writer is blocked (a lock) or very slow.
+                // Treated as failing until it reports again: the core goes back to its other
+                // work, and the oldest buffered inputs beyond the cap fail below.
+                Err(RecvTimeoutError::Timeout) => {
+                    self.committing = false;
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
                     self.poll(c);
                     break;
                 }
