@@ -1288,7 +1288,9 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
     }
 
     // The spout's part: the blocked trees time out and their entries are handed back before
-    // the sinks' cleanup starts (measured 10.0 s from SIGTERM, 2 x the 5 s message timeout);
+    // the sinks' cleanup starts: T to 2T after their emit (Storm's timeout buckets: epochs of
+    // T = 5 s from the run's start; trees emitted in the first epoch time out at run time 10 s,
+    // whenever SIGTERM came), so at most 2T from SIGTERM;
     // then the sinks' bounded wait, the last periodic prune and the final one (1 s
     // statement_timeout each, PRUNE_STATEMENT_MS) and 4 s of slack for a loaded machine.
     let bound =

@@ -28,7 +28,9 @@
 //!   stands. Acks not yet sent are kept and sent after the reconnect.
 //! - **Stop.** When the shared stop flag is set (SIGINT/SIGTERM) the spout reads nothing more,
 //!   lets its in-flight trees finish or fail (a tree that does neither is failed by the message
-//!   timeout, so this takes at most about the message timeout), sends its acks, then hands back
+//!   timeout T between T and 2T after its emit or last reset, as Storm's rotating timeout
+//!   buckets do: `acker_core::pending`'s epochs are T long from the start of the run, so this
+//!   takes at most 2T after the last emit), sends its acks, then hands back
 //!   the entries it read but did not finish (not emitted yet, or failed while stopping) and
 //!   reports done. A pending entry cannot be given back to the group unowned, so handing back is
 //!   `XCLAIM s g c 0 id... TIME 1 JUSTID`: the entry stays pending under this consumer with its
