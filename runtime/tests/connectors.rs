@@ -1193,6 +1193,68 @@ fn sigterm_hands_back_unfinished_entries_so_a_drain_worker_does_not_wait() {
     assert_eq!(pending_count(&mut con, "lines"), 0);
 }
 
+/// Loads the first `n` lines of tinyshakespeare that hold a word into `stream` at `redis_url`
+/// (`acker-run load`, one entry a line) and returns an independent count of their words.
+fn load_first_lines(redis_url: &str, stream: &str, n: usize) -> HashMap<String, i64> {
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .collect();
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for w in lines.iter().flat_map(|l| l.split_whitespace()) {
+        *expected.entry(w.to_string()).or_default() += 1;
+    }
+    let input = std::env::temp_dir().join(format!("acker-{stream}-{}.txt", std::process::id()));
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write the input");
+    run_ok(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), redis_url, stream),
+    );
+    let _ = std::fs::remove_file(&input);
+    expected
+}
+
+/// Creates the sink's tables and holds both in `ACCESS EXCLUSIVE` mode until the returned
+/// transaction ends (rolled back, or dropped).
+fn lock_both_tables(client: &mut postgres::Client) -> postgres::Transaction<'_> {
+    acker_runtime::connectors::postgres_sink::ensure_schema(client).expect("schema");
+    let mut lock = client.transaction().expect("begin");
+    lock.batch_execute(
+        "LOCK TABLE word_counts, word_count_applied_entries IN ACCESS EXCLUSIVE MODE",
+    )
+    .expect("lock word_counts and word_count_applied_entries");
+    lock
+}
+
+/// Waits (at most 30 s) until a transaction waits for the lock of `word_count_applied_entries`
+/// (the writer's, blocked: not merely not started yet).
+fn wait_writer_blocked(pg_url: &str) {
+    let mut watch = pg(pg_url);
+    let t0 = Instant::now();
+    loop {
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted \
+                 AND relation = 'word_count_applied_entries'::regclass",
+                &[],
+            )
+            .expect("read pg_locks")
+            .get(0);
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for a transaction blocked on the lock of \
+             word_count_applied_entries"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A live PostgreSQL that blocks the sink's transaction does not hold a worker's stop. A
 /// session holds `word_counts` in `ACCESS EXCLUSIVE` mode, so the writer's transaction waits
 /// on it (seen in `pg_locks`) and nothing commits. On SIGTERM the worker's trees time out
@@ -1212,34 +1274,11 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
     const ENTRIES: i64 = 300;
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
-    let text =
-        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(ENTRIES as usize)
-        .collect();
-    let mut expected: HashMap<String, i64> = HashMap::new();
-    for w in lines.iter().flat_map(|l| l.split_whitespace()) {
-        *expected.entry(w.to_string()).or_default() += 1;
-    }
-    let input = std::env::temp_dir().join(format!("acker-blocked-{}.txt", std::process::id()));
-    std::fs::write(&input, lines.join("\n") + "\n").expect("write the input");
-    run_ok(
-        "acker-run load",
-        &load_args(input.to_str().unwrap(), &ru, "blocked"),
-    );
-    let _ = std::fs::remove_file(&input);
-
+    let expected = load_first_lines(&ru, "blocked", ENTRIES as usize);
     let mut client = pg(&pu);
-    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
-    let mut lock = client.transaction().expect("begin");
     // Both tables: the records' lock blocks the writer's first statement and the worker's
     // prunes (periodic and final), which must not hold the stop either.
-    lock.batch_execute(
-        "LOCK TABLE word_counts, word_count_applied_entries IN ACCESS EXCLUSIVE MODE",
-    )
-    .expect("lock word_counts and word_count_applied_entries");
+    let mut lock = lock_both_tables(&mut client);
     let args: Vec<&str> = worker_args(&ru, &pu, "blocked", "stopped")
         .into_iter()
         .filter(|a| !["--drain", "3000", "--claim-after-ms"].contains(a))
@@ -1265,27 +1304,7 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
         std::thread::sleep(Duration::from_millis(20));
     }
     // The writer's transaction is waiting for the lock (not merely not started yet).
-    let mut watch = pg(&pu);
-    let t0 = Instant::now();
-    loop {
-        let waiting: i64 = watch
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE NOT granted \
-                 AND relation = 'word_count_applied_entries'::regclass",
-                &[],
-            )
-            .expect("read pg_locks")
-            .get(0);
-        if waiting > 0 {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "timed out after 30 s waiting for a transaction blocked on the lock of \
-             word_count_applied_entries"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_writer_blocked(&pu);
 
     // The spout's part: the blocked trees time out and their entries are handed back before
     // the sinks' cleanup starts: T to 2T after their emit (Storm's timeout buckets: epochs of
@@ -1391,34 +1410,11 @@ fn a_blocked_writer_holds_the_core_at_most_the_backpressure_bound() {
     const ENTRIES: i64 = 200;
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
-    let text =
-        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(ENTRIES as usize)
-        .collect();
-    let mut expected: HashMap<String, i64> = HashMap::new();
-    for w in lines.iter().flat_map(|l| l.split_whitespace()) {
-        *expected.entry(w.to_string()).or_default() += 1;
-    }
+    let expected = load_first_lines(&ru, "held", ENTRIES as usize);
     let words: i64 = expected.values().sum();
     assert_eq!(words, 1_263, "words in the first {ENTRIES} lines");
-    let input = std::env::temp_dir().join(format!("acker-held-{}.txt", std::process::id()));
-    std::fs::write(&input, lines.join("\n") + "\n").expect("write the input");
-    run_ok(
-        "acker-run load",
-        &load_args(input.to_str().unwrap(), &ru, "held"),
-    );
-    let _ = std::fs::remove_file(&input);
-
     let mut client = pg(&pu);
-    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
-    let mut lock = client.transaction().expect("begin");
-    lock.batch_execute(
-        "LOCK TABLE word_counts, word_count_applied_entries IN ACCESS EXCLUSIVE MODE",
-    )
-    .expect("lock word_counts and word_count_applied_entries");
+    let mut lock = lock_both_tables(&mut client);
     let args: Vec<&str> = worker_args(&ru, &pu, "held", "held")
         .into_iter()
         .map(|a| match a {
@@ -1437,26 +1433,7 @@ fn a_blocked_writer_holds_the_core_at_most_the_backpressure_bound() {
         "{args:?}"
     );
     let w = Proc::spawn("worker with a blocked writer", &args);
-    let mut watch = pg(&pu);
-    let t0 = Instant::now();
-    loop {
-        let waiting: i64 = watch
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE NOT granted \
-                 AND relation = 'word_count_applied_entries'::regclass",
-                &[],
-            )
-            .expect("read pg_locks")
-            .get(0);
-        if waiting > 0 {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "timed out after 30 s waiting for the writer's transaction to block on the lock"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_writer_blocked(&pu);
     let blocked_at = Instant::now();
     let mut con = redis_con(&ru);
     let bound = Duration::from_millis(BACKPRESSURE_WAIT_MS + 5_000);

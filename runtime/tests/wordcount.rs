@@ -372,26 +372,27 @@ fn cli_one_long_line_with_a_short_timeout_counts_exactly_in_bounded_memory() {
     }
 }
 
+/// At-most-once on tinyshakespeare from stdin, with failures: `wordcount` options after
+/// `--no-pin`.
+const AT_MOST_ONCE_ARGS: [&str; 10] = [
+    "--cores",
+    "2",
+    "--ackers",
+    "0",
+    "--fail-rate",
+    "0.1",
+    "--seed",
+    "3",
+    "--input",
+    "-",
+];
+
 /// The issue's case: `--ackers 0 --fail-rate 0.1 --seed 3` on tinyshakespeare lost 20,991 words
 /// while the summary said "32777 acked, 0 failed" and "p50 0.0 us". Now it says what was lost.
 #[test]
 fn cli_at_most_once_reports_lines_lost_and_no_latency() {
     let Some(text) = shakespeare() else { return };
-    let v = json_run(
-        &[
-            "--cores",
-            "2",
-            "--ackers",
-            "0",
-            "--fail-rate",
-            "0.1",
-            "--seed",
-            "3",
-            "--input",
-            "-",
-        ],
-        Some(text.as_bytes()),
-    );
+    let v = json_run(&AT_MOST_ONCE_ARGS, Some(text.as_bytes()));
     assert_eq!(v["words_total"], 181_660);
     assert_eq!(wc_w(&text) - 181_660, 20_991);
     assert_eq!(v["lines_lost"], 3_371);
@@ -428,22 +429,9 @@ fn cli_at_most_once_reports_lines_lost_and_no_latency() {
 #[test]
 fn cli_at_most_once_summary_says_trees_are_not_tracked() {
     let Some(text) = shakespeare() else { return };
-    let args = [
-        "wordcount",
-        "--no-pin",
-        "--cores",
-        "2",
-        "--ackers",
-        "0",
-        "--fail-rate",
-        "0.1",
-        "--seed",
-        "3",
-        "--input",
-        "-",
-    ];
     let child = bin()
-        .args(args)
+        .args(["wordcount", "--no-pin"])
+        .args(AT_MOST_ONCE_ARGS)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -465,7 +453,7 @@ fn cli_at_most_once_summary_says_trees_are_not_tracked() {
         "lines: 32777 emitted, 0 replayed; trees: not tracked (at-most-once: no acker; the spout \
          counts all 32777 acked at their emit, 3371 of them lost)"
     );
-    let v = json_run(&args[2..], Some(text.as_bytes()));
+    let v = json_run(&AT_MOST_ONCE_ARGS, Some(text.as_bytes()));
     assert_eq!(
         (
             v["acked"].as_u64(),
