@@ -168,7 +168,9 @@ struct RunArgs {
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
     /// failed yet). Default 16384 (the runtime's fixed-size pending set,
-    /// `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, this runtime needs a bound). With
+    /// `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, this runtime needs a bound; the
+    /// word count's spout also keeps at most 1 MiB of text in flight, which binds first when
+    /// the lines average more than 64 bytes). With
     /// `wordcount --redis` the default is 2001 instead: 4 x --read-batch (2000 at the default
     /// 500) trees in flight, whole read batches ahead of the sink's commits while keeping what a
     /// stop hands back or a crash leaves pending small, plus one slot the spout keeps free for
