@@ -21,6 +21,48 @@ pub mod redis_stream;
 #[cfg(all(feature = "redis", feature = "postgres"))]
 pub mod wordcount;
 
+/// A server URL given on the command line that does not parse, found before any connection
+/// attempt ([`redis_stream::check_url`], [`postgres_sink::check_url`]). Its `Display` says which
+/// option, what is wrong and what a good URL looks like; `acker-run` reports it as a bad
+/// argument (exit status 2).
+#[cfg(any(feature = "redis", feature = "postgres"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadUrl {
+    /// The option that gave it: `--redis` or `--postgres`.
+    pub option: &'static str,
+    /// The URL as given.
+    pub url: String,
+    /// What is wrong with it (e.g. "it has no scheme (it must start with redis://)").
+    pub reason: String,
+    /// The server it is for: `Redis` or `PostgreSQL`.
+    pub server: &'static str,
+    /// A good URL (`redis_stream::URL_EXAMPLE`, `postgres_sink::URL_EXAMPLE`).
+    pub example: &'static str,
+    /// The forms the client accepts, in words.
+    pub forms: &'static str,
+}
+
+#[cfg(any(feature = "redis", feature = "postgres"))]
+impl std::fmt::Display for BadUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {:?} is not a {} URL: {}; give one like {} ({})",
+            self.option, self.url, self.server, self.reason, self.example, self.forms
+        )
+    }
+}
+
+#[cfg(any(feature = "redis", feature = "postgres"))]
+impl std::error::Error for BadUrl {}
+
+#[cfg(any(feature = "redis", feature = "postgres"))]
+impl From<BadUrl> for crate::cli::CliError {
+    fn from(e: BadUrl) -> Self {
+        crate::cli::CliError::Run(e.to_string())
+    }
+}
+
 /// Parses a Redis stream entry id `<ms>-<seq>` into its two numbers (`None` for anything else,
 /// including numbers past `i64::MAX`).
 pub fn parse_entry_id(id: &str) -> Option<(i64, i64)> {
@@ -80,4 +122,33 @@ fn probe_answers(
         };
     }
     Err(last)
+}
+
+#[cfg(all(test, feature = "redis", feature = "postgres"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_urls_are_typed_errors_naming_the_option_and_the_fault() {
+        let e = redis_stream::check_url("redis//localhost").unwrap_err();
+        assert_eq!(e.option, "--redis");
+        assert_eq!(e.url, "redis//localhost");
+        assert_eq!(e.reason, "it has no scheme (it must start with redis://)");
+        let e = redis_stream::check_url("redis://localhost/abc").unwrap_err();
+        assert_eq!(e.reason, "Invalid database number");
+        let e = postgres_sink::check_url("http://x").unwrap_err();
+        assert_eq!(e.option, "--postgres");
+        assert_eq!(
+            e.reason,
+            "its scheme is http:// (postgresql:// or postgres:// are accepted)"
+        );
+        assert!(e
+            .to_string()
+            .contains("give one like postgresql://postgres@127.0.0.1:5432/postgres"));
+        assert_eq!(redis_stream::check_url("redis://127.0.0.1:6379/0"), Ok(()));
+        assert_eq!(
+            postgres_sink::check_url("host=127.0.0.1 user=postgres"),
+            Ok(())
+        );
+    }
 }

@@ -86,7 +86,7 @@ use std::time::{Duration, Instant};
 
 use postgres::{Client, NoTls};
 
-use super::parse_entry_id;
+use super::{parse_entry_id, BadUrl};
 use crate::{Bolt, Input, OutputCollector, TopologyContext};
 
 /// How the sink applies its inputs.
@@ -137,18 +137,21 @@ pub const URL_EXAMPLE: &str = "postgresql://postgres@127.0.0.1:5432/postgres";
 
 /// Checks that `url` is a connection string the client accepts, without connecting: a URL
 /// `postgresql://` or `postgres://...` or `key=value` pairs (`host=... user=...`), as
-/// `postgres::Config` parses them.
+/// `postgres::Config` parses them, naming at least one host.
 ///
 /// # Errors
-/// What is wrong with it and an example of a good one ([`URL_EXAMPLE`]), naming `--postgres`;
-/// the caller reports it as a bad argument (exit status 2) before any connection attempt.
-pub fn check_url(url: &str) -> Result<(), String> {
-    let bad = |what: String| {
-        format!(
-            "--postgres {url:?} is not a PostgreSQL URL: {what}; give one like {URL_EXAMPLE} \
-             (postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, or key=value pairs such as \
-             'host=127.0.0.1 user=postgres')"
-        )
+/// [`BadUrl`] for `--postgres`: what is wrong with it and an example of a good one
+/// ([`URL_EXAMPLE`]); `acker-run` reports it as a bad argument (exit status 2) before any
+/// connection attempt.
+pub fn check_url(url: &str) -> Result<(), BadUrl> {
+    let bad = |reason: String| BadUrl {
+        option: "--postgres",
+        url: url.to_string(),
+        reason,
+        server: "PostgreSQL",
+        example: URL_EXAMPLE,
+        forms: "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB, or key=value pairs such as \
+                'host=127.0.0.1 user=postgres'",
     };
     let scheme = url.split_once("://").map(|(s, _)| s);
     if let Some(s) = scheme.filter(|s| !["postgres", "postgresql"].contains(s)) {

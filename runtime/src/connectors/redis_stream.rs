@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value as RV;
 
-use super::parse_entry_id;
+use super::{parse_entry_id, BadUrl};
 use crate::{values, MessageId, Spout, SpoutOutputCollector, TopologyContext};
 
 /// Longest a stopping spout keeps trying to hand its unfinished entries back while Redis cannot
@@ -183,14 +183,17 @@ pub const URL_EXAMPLE: &str = "redis://127.0.0.1:6379/";
 /// `redis`/`rediss`, and a database number as its path if any.
 ///
 /// # Errors
-/// What is wrong with it and an example of a good one ([`URL_EXAMPLE`]), naming `--redis`; the
-/// caller reports it as a bad argument (exit status 2) before any connection attempt.
-pub fn check_url(url: &str) -> Result<(), String> {
-    let bad = |what: String| {
-        format!(
-            "--redis {url:?} is not a Redis URL: {what}; give one like {URL_EXAMPLE} \
-             (redis://[USER:PASSWORD@]HOST[:PORT][/DB], or redis+unix:///PATH/TO/SOCKET)"
-        )
+/// [`BadUrl`] for `--redis`: what is wrong with it and an example of a good one
+/// ([`URL_EXAMPLE`]); `acker-run` reports it as a bad argument (exit status 2) before any
+/// connection attempt.
+pub fn check_url(url: &str) -> Result<(), BadUrl> {
+    let bad = |reason: String| BadUrl {
+        option: "--redis",
+        url: url.to_string(),
+        reason,
+        server: "Redis",
+        example: URL_EXAMPLE,
+        forms: "redis://[USER:PASSWORD@]HOST[:PORT][/DB], or redis+unix:///PATH/TO/SOCKET",
     };
     let parsed = url::Url::parse(url).map_err(|e| match e {
         url::ParseError::RelativeUrlWithoutBase => {
@@ -204,13 +207,15 @@ pub fn check_url(url: &str) -> Result<(), String> {
             parsed.scheme()
         )));
     }
-    // The client's text ends in `- InvalidClientConfig` (its error kind): dropped.
+    // The client's own description, without the `- InvalidClientConfig` (its error kind) that
+    // its `Display` appends.
     redis::Client::open(url).map(drop).map_err(|e| {
-        bad(e
-            .to_string()
-            .split("- ")
-            .next()
-            .unwrap_or_default()
+        let text = e.to_string();
+        let kind = format!("- {:?}", e.kind());
+        bad(text
+            .strip_suffix(&kind)
+            .unwrap_or(&text)
+            .trim_end()
             .to_string())
     })
 }
