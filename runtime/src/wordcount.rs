@@ -20,6 +20,7 @@
 //! - `count` keeps a count per word and hands its counts over in `cleanup`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -239,6 +240,32 @@ pub struct SpoutStats {
     pub max_bytes_in_flight: AtomicU64,
 }
 
+/// The hasher of the `lines` spout's open pieces: a message id (a piece index, unique in the
+/// map) times an odd constant, one multiply instead of SipHash's rounds (four lookups a line:
+/// emit, its payload, settle, ack). No input chooses the keys, so no flooding defence is
+/// needed; the low bits of the product (hashbrown's bucket index) are a bijection of the id's
+/// low bits, so consecutive ids never collide there, and the top bits (its tag) mix them all.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for `u64` keys (they use `write_u64`); correct for any bytes anyway.
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// The `lines` spout.
 pub struct LineSpout {
     lines: Lines,
@@ -251,7 +278,7 @@ pub struct LineSpout {
     next_index: usize,
     /// Emitted pieces neither acked nor failed, and failed pieces waiting for their replay: by
     /// message id, (line number, byte range). At most max spout pending of them.
-    open: HashMap<MessageId, (u64, std::ops::Range<usize>)>,
+    open: HashMap<MessageId, (u64, std::ops::Range<usize>), BuildHasherDefault<IdHasher>>,
     replay: VecDeque<MessageId>,
     /// One bit per piece (by message id): whether its tree completed.
     acked: Vec<u64>,
@@ -271,7 +298,7 @@ impl LineSpout {
             step: 1,
             cursor: Cursor::default(),
             next_index: 0,
-            open: HashMap::new(),
+            open: HashMap::default(),
             replay: VecDeque::new(),
             acked: Vec::new(),
             acked_count: 0,
