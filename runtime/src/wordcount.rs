@@ -150,7 +150,8 @@ impl Cursor {
             }
             let window = &b[start..b.len().min(start + MAX_PIECE_BYTES + 1)];
             let line_no = self.line_no;
-            let end = match window.iter().position(|&c| c == b'\n') {
+            // memchr: a word of bytes at a time (a line is ~35 bytes; a byte loop cost ~4 Ir a byte).
+            let end = match memchr::memchr(b'\n', window) {
                 Some(nl) => {
                     // The rest of the line fits: one piece, without the newline (nor a `\r`).
                     self.offset = start + nl + 1;
