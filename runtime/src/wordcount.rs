@@ -119,7 +119,12 @@ impl Lines {
 /// `White_Space`, as `str::split_whitespace`): the lines [`Lines`] keeps, and the lines
 /// `acker-run load` turns into stream entries.
 pub(crate) fn holds_a_word(line: &str) -> bool {
-    line.split_whitespace().next().is_some()
+    match line.as_bytes().first() {
+        // An ASCII first character that is not White_Space (the ASCII ones are U+0009..=U+000D
+        // and U+0020) starts a word: the answer without decoding the line (nearly every line).
+        Some(&b) if b.is_ascii() && !matches!(b, b'\t'..=b'\r' | b' ') => true,
+        _ => line.split_whitespace().next().is_some(),
+    }
 }
 
 /// Where the scan for the next piece resumes: a byte offset and the line number there.
@@ -577,6 +582,36 @@ pub fn plain_count(text: &str) -> HashMap<&str, u64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn holds_a_word_agrees_with_split_whitespace() {
+        // Every ASCII character first, then Unicode whitespace (Rust's `char::is_whitespace`:
+        // U+000B counts, U+001C..=U+001F do not) and non-ASCII letters.
+        let mut lines: Vec<String> = (0u8..128).map(|b| format!("{}", b as char)).collect();
+        lines.extend((0u8..128).map(|b| format!("{} x", b as char)));
+        for s in [
+            "",
+            " ",
+            "\u{b}",
+            "\u{1c}",
+            "\u{85}",
+            "\u{a0}x",
+            "\u{3000}",
+            "\u{2028}\u{2029}",
+        ] {
+            lines.push(s.to_string());
+        }
+        lines.extend(["é", " é ", "\r\n", "\t\u{c}"].map(String::from));
+        for l in &lines {
+            assert_eq!(
+                holds_a_word(l),
+                l.split_whitespace().next().is_some(),
+                "{l:?}"
+            );
+        }
+        assert!(!holds_a_word("\u{b}"));
+        assert!(holds_a_word("\u{1c}"));
+    }
     use super::*;
 
     #[test]
