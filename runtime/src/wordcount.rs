@@ -582,6 +582,7 @@ pub fn plain_count(text: &str) -> HashMap<&str, u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn holds_a_word_agrees_with_split_whitespace() {
@@ -612,7 +613,6 @@ mod tests {
         assert!(!holds_a_word("\u{b}"));
         assert!(holds_a_word("\u{1c}"));
     }
-    use super::*;
 
     #[test]
     fn whitespace_only_lines_hold_no_word_and_are_skipped() {
