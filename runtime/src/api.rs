@@ -362,7 +362,9 @@ pub struct ExecutorCounters {
     pub emitted: u64,
     /// Tuple copies sent (an emit to three tasks counts three).
     pub transferred: u64,
-    /// Inputs handed to the bolt's `execute`; messages applied by an acker.
+    /// Inputs handed to the bolt's `execute`; messages applied by an acker (in the threaded
+    /// shell, consecutive acks of one root sent to one acker may arrive coalesced into one
+    /// message: see [`crate::shell`]'s module docs, "Batching").
     pub executed: u64,
     /// Spout: trees completed (user `ack` calls, including at-once acks with 0 ackers).
     /// Bolt: inputs acked. Acker: `Completed` decisions.

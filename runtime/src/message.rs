@@ -320,3 +320,48 @@ impl Outbox {
         self.envelopes.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash written out independently (every word, the last one zero-padded, through
+    /// `chunks`): fields grouping's task choice, and with it the simulator's pinned traces,
+    /// depend on every bit of it.
+    fn reference_hash(bytes: &[u8], h: u64) -> u64 {
+        fn mix(h: u64, w: u64) -> u64 {
+            (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+        }
+        let mut h = mix(h, 2 ^ ((bytes.len() as u64) << 8));
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            h = mix(h, u64::from_le_bytes(w));
+        }
+        h
+    }
+
+    #[test]
+    fn string_hash_equals_the_zero_padded_word_hash_at_every_length() {
+        let text: Vec<u8> = (0u8..40).map(|i| b'!' + i * 7 % 94).collect();
+        for n in 0..=text.len() {
+            let s = std::str::from_utf8(&text[..n]).unwrap();
+            for seed in [0, 0xcbf2_9ce4_8422_2325] {
+                let want = reference_hash(s.as_bytes(), seed);
+                assert_eq!(Value::from(s).stable_hash(seed), want, "length {n}");
+                assert_eq!(
+                    Value::Shared(Arc::from(s)).stable_hash(seed),
+                    want,
+                    "length {n}"
+                );
+            }
+        }
+        // Fixed values (a change here changes which task fields grouping picks).
+        assert_eq!(Value::from("the").stable_hash(0), 0x52e4_854a_4146_3368);
+        assert_eq!(
+            Value::from("wherefore").stable_hash(0xcbf2_9ce4_8422_2325),
+            0x4a50_eff9_efbf_0332
+        );
+        assert_eq!(Value::Int(7).stable_hash(0), 0xe1e1_9bde_1717_e0d4);
+    }
+}

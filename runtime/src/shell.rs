@@ -24,8 +24,11 @@
 //!   (ack, fail, reset) are collected per destination acker task during a loop turn and shipped
 //!   as one acker-lane envelope per 8 messages, the rest at the end of the turn; the acker's
 //!   thread applies a batch's messages in their sending order and routes the notices once per
-//!   batch. So the messages one executor sends to one acker still arrive in the order they were
-//!   sent (a spout's inits go unbatched on the control lane, a bolt's messages all through the
+//!   batch. An ack for the same root as the message just before it in the open batch is XORed
+//!   into that one instead of taking a message of its own (ack coalescing: a bolt acking every
+//!   word of a line in a row sends one ack; see `AckerBatch::coalesce` for why no decision of a
+//!   correct tree changes, and why nothing merges across a fail or reset). So the messages one
+//!   executor sends to one acker still arrive in the order they were sent (a spout's inits go unbatched on the control lane, a bolt's messages all through the
 //!   batches); messages of different executors interleave in some order, as they always could.
 //!   A spout's init is never held back: the spout's next `next_tuple` may block in user code
 //!   while the tree's clock runs. A bolt's ack may wait for the end of the loop turn, i.e. for
@@ -78,7 +81,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::ring::{ring, Consumer, Producer};
-use acker_core::TaskId;
+use acker_core::{RootId, TaskId};
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 
@@ -391,6 +394,37 @@ impl AckerBatch {
         len: 0,
         msgs: [AckerMessage::Fail { root: 0 }; ACKER_BATCH],
     };
+
+    /// Ack coalescing: when the batch (not empty) ends with an `Ack` for `root`, XORs `xor` into
+    /// it and returns true (the new ack then needs no message of its own); otherwise changes
+    /// nothing and returns false.
+    ///
+    /// Why no decision can differ for a correct tree: the acker applies a batch's messages back
+    /// to back (no tick, no other message in between), and XOR is associative and commutative,
+    /// so `Ack(r, a)` then `Ack(r, b)` and the one `Ack(r, a ^ b)` leave the same ack val, the
+    /// same entry (created by the first if the root was absent, with the same value either way)
+    /// and the same park queue position (an ack for an absent root in a full table parks as one
+    /// message instead of two, applied at the same point). The one difference would be a
+    /// decision *between* the two: `Ack(r, a)` bringing the ack val to 0 while `b` is still to
+    /// come. For a correct tree that cannot happen: `b` carries the edge id of an input that was
+    /// emitted anchored, whose id is still in the ack val until `b` arrives, so the val is not 0
+    /// before (barring a 64-bit edge id collision, the same odds under which Storm's acker may
+    /// complete a tree early). Only an `Ack` directly before is merged with: never across a
+    /// `Fail` or a `ResetTimeout` (of this root or any other), so a fail still reaches the acker
+    /// in its place, and the messages of different roots keep their order. In Storm's word count
+    /// the count bolt acks every word tuple of a line in a row, so a line's word acks become one
+    /// message; the acker's `executed` counter counts the messages it applied (fewer), its
+    /// `acked` / `failed` decisions are unchanged.
+    #[inline]
+    fn coalesce(&mut self, root: RootId, xor: u64) -> bool {
+        match self.msgs.get_mut((self.len as usize).wrapping_sub(1)) {
+            Some(AckerMessage::Ack { root: r, xor: x }) if *r == root => {
+                *x ^= xor;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -567,6 +601,11 @@ impl Core<'_> {
                     if b.len == 0 {
                         b.dest = dest;
                         self.open_batches.push(dest);
+                    } else if let AckerMessage::Ack { root, xor } = *m {
+                        // Ack coalescing (see [`AckerBatch::coalesce`]).
+                        if b.coalesce(root, xor) {
+                            continue;
+                        }
                     }
                     b.msgs[b.len as usize] = *m;
                     b.len += 1;
