@@ -1,7 +1,8 @@
 //! Internal (`#[doc(hidden)]`): not part of the library API, and may change with the binaries.
 //!
 //! What the workspace's command-line programs (`acker-run`, `acker-sim`, `acker-bench`) share:
-//! how they end on an error, the clap value parser for whole-number options, and reading an
+//! how they end on an error, the clap value parser for whole-number options, the acker-capacity
+//! check the word-count jobs share, and reading an
 //! `--input` text.
 //!
 //! Every program exits 0 on success, also when stdout is a pipe its reader closed early
@@ -31,6 +32,36 @@ impl From<io::Error> for CliError {
     fn from(e: io::Error) -> Self {
         CliError::Stdout(e)
     }
+}
+
+/// Refuses an acker capacity the run cannot use, as the built-in job does: with ackers, fewer
+/// roots in all acker tables than `spout_tasks` × max spout pending (the acker would park and
+/// drop messages on every round, and the spout would replay healthy entries until they are
+/// dead-lettered); without ackers (at-most-once), any `--acker-capacity` (it would be ignored).
+///
+/// # Errors
+/// The message for stderr, naming the options and what to change.
+pub fn check_acker_capacity(config: &crate::Config, spout_tasks: usize) -> Result<(), String> {
+    let Some(capacity) = config.acker_capacity_roots else {
+        return Ok(());
+    };
+    if config.num_ackers == 0 {
+        return Err(format!(
+            "--acker-capacity {capacity} was given, but this run has no ackers (at-most-once: \
+             nothing is tracked): leave --acker-capacity out"
+        ));
+    }
+    let pending = spout_tasks.saturating_mul(config.pending_capacity());
+    if capacity.saturating_mul(config.num_ackers) < pending {
+        return Err(format!(
+            "--acker-capacity {capacity} x {} acker(s) holds fewer roots than the spouts may keep \
+             pending ({spout_tasks} spout task(s) x max spout pending {}): raise --acker-capacity \
+             or lower --max-spout-pending",
+            config.num_ackers,
+            config.pending_capacity()
+        ));
+    }
+    Ok(())
 }
 
 /// The exit status for a command's result, after printing `program: error: ...` on stderr for

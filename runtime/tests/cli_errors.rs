@@ -618,3 +618,97 @@ fn at_most_once_refuses_a_nonzero_ackers() {
         assert_usage_error(&args, "redis://127.0.0.1:1/");
     }
 }
+
+/// An acker capacity the run cannot use is refused in the connector job as in the built-in one
+/// (a new-user trial ran `--acker-capacity 10` against Redis: the acker parked and dropped
+/// messages, the spout replayed healthy entries until 2,573 of them were dead-lettered), and so
+/// is any `--acker-capacity` with at-most-once, which has no ackers. Both before any connection
+/// (the servers named here do not exist).
+#[test]
+fn connector_job_refuses_an_acker_capacity_it_cannot_use() {
+    let base = [
+        "wordcount",
+        "--redis",
+        "redis://127.0.0.1:1/",
+        "--stream",
+        "s",
+        "--postgres",
+        "postgresql://nobody@127.0.0.1:1/none",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        base.iter().chain(extra).copied().collect()
+    };
+    assert_usage_error(
+        &with(&["--acker-capacity", "10"]),
+        "error: --acker-capacity 10 x 1 acker(s) holds fewer roots than the spouts may keep \
+         pending (1 spout task(s) x max spout pending 2001): raise --acker-capacity or lower \
+         --max-spout-pending\n",
+    );
+    assert_usage_error(
+        &with(&["--acker-capacity", "2000", "--ackers", "1"]),
+        "max spout pending 2001)",
+    );
+    // Enough roots in all: the run goes on to contact Redis (which is not there).
+    assert_usage_error(
+        &with(&["--acker-capacity", "1001", "--ackers", "2"]),
+        "redis://127.0.0.1:1/",
+    );
+    assert_usage_error(
+        &with(&["--acker-capacity", "5000", "--guarantee", "at-most-once"]),
+        "error: --acker-capacity 5000 was given, but this run has no ackers (at-most-once: \
+         nothing is tracked): leave --acker-capacity out\n",
+    );
+    // The built-in job, the same rules.
+    assert_usage_error(
+        &["wordcount", "--ackers", "0", "--acker-capacity", "5000"],
+        "this run has no ackers",
+    );
+    assert_usage_error(
+        &["wordcount", "--acker-capacity", "10"],
+        "(1 spout task(s) x max spout pending 16384)",
+    );
+}
+
+/// Empty `--stream`, `--group` or `--consumer` names are refused (Redis would take them and the
+/// run would read nothing a user meant), and a password in a server URL is never printed.
+#[test]
+fn connector_job_refuses_empty_names_and_hides_passwords() {
+    let args = |stream: &'static str, extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec![
+            "wordcount",
+            "--redis",
+            "redis://:pw@127.0.0.1:1/",
+            "--stream",
+            stream,
+            "--postgres",
+            "postgresql://u:secret@127.0.0.1:1/x",
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    assert_usage_error(&args("", &[]), "error: --stream must not be empty\n");
+    assert_usage_error(
+        &args("s", &["--group", ""]),
+        "error: --group must not be empty\n",
+    );
+    assert_usage_error(
+        &args("s", &["--consumer", ""]),
+        "error: --consumer must not be empty\n",
+    );
+    let o = common::output_bounded(bin().args(args("s", &[])), LIMIT, "acker-run wordcount");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot reach Redis at redis://:***@127.0.0.1:1/: "),
+        "{err}"
+    );
+    assert!(!err.contains("pw@"), "{err}");
+    assert_usage_error(
+        &[
+            "counts",
+            "--postgres",
+            "postgresql://u:secret@127.0.0.1:1/x",
+        ],
+        "cannot reach PostgreSQL at postgresql://u:***@127.0.0.1:1/x: ",
+    );
+}

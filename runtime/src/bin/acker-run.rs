@@ -26,7 +26,9 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use acker_runtime::cli::{at_least, count_at_least, exit_status, read_text, CliError};
+use acker_runtime::cli::{
+    at_least, check_acker_capacity, count_at_least, exit_status, read_text, CliError,
+};
 use acker_runtime::shell::{self, RunReport, ShellOptions};
 use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
 use acker_runtime::{values, Config, Spout, SpoutOutputCollector, TopologyBuilder};
@@ -273,25 +275,14 @@ fn config(run: &RunArgs) -> Config {
 fn plan(topology: &acker_runtime::Topology, run: &RunArgs) -> Result<acker_runtime::Plan, String> {
     let config = config(run);
     let plan = topology.plan(&config).map_err(|e| e.to_string())?;
-    if let Some(capacity) = run.acker_capacity {
-        // Acker tables smaller than the trees the spouts may keep pending would park and drop
-        // messages on every round, replaying nearly everything: refuse rather than crawl.
-        let spouts = plan
-            .tasks()
-            .iter()
-            .filter(|t| t.kind == acker_runtime::TaskKind::Spout)
-            .count();
-        let pending = spouts.saturating_mul(config.pending_capacity());
-        if run.ackers > 0 && capacity.saturating_mul(run.ackers) < pending {
-            return Err(format!(
-                "--acker-capacity {capacity} x {} acker(s) holds fewer roots than the spouts may keep \
-                 pending ({spouts} spout task(s) x max spout pending {}): raise --acker-capacity or \
-                 lower --max-spout-pending",
-                run.ackers,
-                config.pending_capacity()
-            ));
-        }
-    }
+    // Acker tables smaller than the trees the spouts may keep pending would park and drop
+    // messages on every round, replaying nearly everything: refuse rather than crawl.
+    let spouts = plan
+        .tasks()
+        .iter()
+        .filter(|t| t.kind == acker_runtime::TaskKind::Spout)
+        .count();
+    check_acker_capacity(&config, spouts)?;
     Ok(match run.acker_park_capacity {
         Some(n) => plan.with_acker_park_capacity(n),
         None => plan,

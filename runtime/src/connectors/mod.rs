@@ -63,6 +63,48 @@ impl From<BadUrl> for crate::cli::CliError {
     }
 }
 
+/// `url` as it may be shown in a message: a password in it (`scheme://user:PASSWORD@host...`,
+/// or a `password=...` pair of a PostgreSQL key=value string) replaced by `***`; anything else
+/// unchanged.
+pub fn redact_password(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        if let Some((userinfo, host)) = authority.rsplit_once('@') {
+            if let Some((user, _password)) = userinfo.split_once(':') {
+                return format!("{scheme}://{user}:***@{host}{tail}");
+            }
+        }
+        return url.to_string();
+    }
+    url.split(' ')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.trim() == "password" => format!("{key}=***"),
+            _ => pair.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A client's error text as one line for a message: its lines joined with `; `, and a trailing
+/// `- Kind` (the Redis client's `Display` appends its error kind, e.g. `- AuthenticationFailed`)
+/// left out when `kind` is given.
+pub fn one_line_reason(text: &str, kind: Option<&str>) -> String {
+    let text = match kind {
+        Some(k) => text
+            .trim_end()
+            .strip_suffix(k)
+            .and_then(|t| t.strip_suffix('-').or_else(|| t.strip_suffix("- ")))
+            .unwrap_or(text),
+        None => text,
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Parses a Redis stream entry id `<ms>-<seq>` into its two numbers (`None` for anything else,
 /// including numbers past `i64::MAX`).
 pub fn parse_entry_id(id: &str) -> Option<(i64, i64)> {
@@ -146,6 +188,36 @@ mod tests {
             .to_string()
             .contains("give one like postgresql://postgres@127.0.0.1:5432/postgres"));
         assert_eq!(redis_stream::check_url("redis://127.0.0.1:6379/0"), Ok(()));
+        assert_eq!(
+            redact_password("redis://:pw@127.0.0.1:6379/0"),
+            "redis://:***@127.0.0.1:6379/0"
+        );
+        assert_eq!(
+            redact_password("postgresql://postgres:secret@127.0.0.1:1/postgres"),
+            "postgresql://postgres:***@127.0.0.1:1/postgres"
+        );
+        assert_eq!(
+            redact_password("host=h user=u password=secret dbname=d"),
+            "host=h user=u password=*** dbname=d"
+        );
+        assert_eq!(
+            redact_password("redis://127.0.0.1:6379/"),
+            "redis://127.0.0.1:6379/"
+        );
+        assert_eq!(
+            one_line_reason(
+                "Password authentication failed- AuthenticationFailed",
+                Some("AuthenticationFailed")
+            ),
+            "Password authentication failed"
+        );
+        assert_eq!(
+            one_line_reason(
+                "parse error - ParseError: Parse error at 1\nUnexpected `84`\n",
+                None
+            ),
+            "parse error - ParseError: Parse error at 1; Unexpected `84`"
+        );
         assert_eq!(
             postgres_sink::check_url("host=127.0.0.1 user=postgres"),
             Ok(())

@@ -114,9 +114,9 @@ pub struct SinkCounters {
 /// Why the sink could not reach PostgreSQL at start.
 #[derive(Debug)]
 pub struct ConnectError {
-    /// The address tried.
+    /// The address tried, as given (its `Display` hides a password in it).
     pub url: String,
-    /// The client's error.
+    /// The client's error, with its causes.
     pub reason: String,
 }
 
@@ -125,7 +125,8 @@ impl std::fmt::Display for ConnectError {
         write!(
             f,
             "cannot reach PostgreSQL at {}: {}",
-            self.url, self.reason
+            super::redact_password(&self.url),
+            self.reason
         )
     }
 }

@@ -161,15 +161,20 @@ pub struct SpoutCounters {
 /// Why the spout could not reach Redis at start.
 #[derive(Debug)]
 pub struct ConnectError {
-    /// The address tried.
+    /// The address tried, as given (its `Display` hides a password in it).
     pub url: String,
-    /// The client's error.
+    /// The client's error, on one line.
     pub reason: String,
 }
 
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot reach Redis at {}: {}", self.url, self.reason)
+        write!(
+            f,
+            "cannot reach Redis at {}: {}",
+            super::redact_password(&self.url),
+            self.reason
+        )
     }
 }
 
@@ -228,7 +233,7 @@ pub fn check_url(url: &str) -> Result<(), BadUrl> {
 pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
     let err = |e: redis::RedisError| ConnectError {
         url: url.to_string(),
-        reason: e.to_string(),
+        reason: super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind()))),
     };
     let client = redis::Client::open(url).map_err(err)?;
     // The client's own set-up commands wait without a timeout: a server that accepts the

@@ -91,7 +91,7 @@ pub struct ConnectorArgs {
     /// Entries per XREADGROUP and ids per XACK (1 to 100000).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub read_batch: u64,
-    /// Inputs per sink transaction (1 to 100000); each bolt task may hold 17 x this many open inputs.
+    /// Inputs per sink transaction (1 to 100000); each sink task holds at most 16 x this many unacked inputs (MAX_HELD_BATCHES), then waits for its writer or fails the oldest.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
     /// Seconds between progress lines on stderr (0: none).
@@ -291,6 +291,16 @@ pub fn run(
     // A URL that does not parse is a bad argument, reported before any connection attempt.
     redis_stream::check_url(redis_url)?;
     postgres_sink::check_url(pg_url)?;
+    // Redis takes an empty key or group name, but a run on one reads nothing a user meant.
+    for (option, name) in [
+        ("--stream", Some(stream.as_str())),
+        ("--group", Some(args.group.as_str())),
+        ("--consumer", args.consumer.as_deref()),
+    ] {
+        if name == Some("") {
+            return Err(format!("{option} must not be empty").into());
+        }
+    }
     if !(0.0..=1.0).contains(&args.poison_rate) {
         return Err(format!("--poison-rate must be in [0, 1], got {}", args.poison_rate).into());
     }
@@ -316,18 +326,24 @@ pub fn run(
         .max(17 * args.sink_batch as usize + 1024);
     let (max_in_flight, pending) = spout_pending(config.max_spout_pending, args.read_batch);
     config.max_spout_pending = Some(pending);
+    crate::cli::check_acker_capacity(&config, 1)?;
     // Reachable at start, or a clear error naming the address.
     let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
     redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
         format!(
-            "cannot create consumer group {} on {stream} at {redis_url}: {e}",
-            args.group
+            "cannot create consumer group {} on {stream} at {}: {e}",
+            args.group,
+            super::redact_password(redis_url)
         )
     })?;
     drop(con);
     let mut client = postgres_sink::connect(pg_url).map_err(|e| e.to_string())?;
-    postgres_sink::ensure_schema(&mut client)
-        .map_err(|e| format!("cannot create the tables at {pg_url}: {e}"))?;
+    postgres_sink::ensure_schema(&mut client).map_err(|e| {
+        format!(
+            "cannot create the tables at {}: {e}",
+            super::redact_password(pg_url)
+        )
+    })?;
     drop(client);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -557,8 +573,12 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
                 .arg(*l)
                 .ignore();
         }
-        p.query::<()>(&mut con)
-            .map_err(|e| format!("appending to {stream} at {url} failed: {e}"))?;
+        p.query::<()>(&mut con).map_err(|e| {
+            format!(
+                "appending to {stream} at {} failed: {e}",
+                super::redact_password(url)
+            )
+        })?;
     }
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     writeln!(
@@ -584,7 +604,8 @@ pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<
     let mut client = postgres_sink::connect(url).map_err(|e| e.to_string())?;
     let read_err = |e: postgres::Error| {
         format!(
-            "reading word_counts at {url}: {}",
+            "reading word_counts at {}: {}",
+            super::redact_password(url),
             postgres_sink::error_chain(&e)
         )
     };
