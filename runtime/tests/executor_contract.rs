@@ -157,7 +157,7 @@ fn accessors_answer_for_each_executor_kind() {
             (2, TaskKind::Acker)
         ]
     );
-    let [mut spout, bolt, acker]: [Executor; 3] = all.try_into().unwrap();
+    let [mut spout, mut bolt, mut acker]: [Executor; 3] = all.try_into().unwrap();
     assert_eq!(
         format!("{bolt:?}"),
         format!(
@@ -173,6 +173,9 @@ fn accessors_answer_for_each_executor_kind() {
     assert_eq!((bolt.pending_roots(), bolt.parked_messages()), (0, 0));
     assert_eq!((spout.parked_messages(), spout.open_inputs()), (0, 0));
     assert_eq!(acker.open_inputs(), 0);
+    // Only a spout has a `next_tuple`: a bolt's or an acker's does nothing and says so.
+    assert!(!bolt.next_tuple(0, &mut out) && !acker.next_tuple(0, &mut out));
+    assert!(out.is_empty());
     // The spout is done after two emits (its own `is_done`).
     assert!(spout.can_emit() && !spout.is_done());
     assert!(spout.next_tuple(0, &mut out));
@@ -507,5 +510,63 @@ fn a_full_acker_reports_its_live_roots_and_parked_messages() {
         panic!("task {} is not an acker", acker.task());
     };
     assert_eq!((a.live_roots(), a.parked_messages()), (2, 2));
+    let c = acker.counters();
+    assert_eq!((c.executed, c.parked, c.dropped_full), (2, 2, 0), "{c:?}");
+    assert!(out.is_empty());
+}
+
+/// Holds every input it is given, except every third one, which it acks after dropping all it
+/// holds (unacked).
+#[derive(Default)]
+struct Hoard {
+    held: Vec<Input>,
+    seen: u32,
+}
+impl Bolt for Hoard {
+    fn execute(&mut self, input: Input, c: &mut OutputCollector<'_>) {
+        self.seen += 1;
+        if self.seen.is_multiple_of(3) {
+            self.held.clear();
+            c.ack(input).unwrap();
+        } else {
+            self.held.push(input);
+        }
+    }
+}
+
+#[test]
+fn a_bolt_counts_the_inputs_its_user_code_holds_and_drops_unacked() {
+    let mut b = TopologyBuilder::new();
+    add_counting_spout(&mut b, new_log());
+    b.set_bolt("hoard", Hoard::default, 1)
+        .shuffle_grouping("spout");
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let mut bolt = build(&plan, BOLT);
+    let mut out = Outbox::new();
+    let mut give = |bolt: &mut Executor| {
+        bolt.handle(Message::Tuple(Tuple::default()), 0, &mut out);
+    };
+    give(&mut bolt);
+    give(&mut bolt);
+    assert_eq!(bolt.open_inputs(), 2);
+    assert_eq!(bolt.counters().inputs_dropped_unacked, 0);
+    // The third input: the two held ones are dropped unacked, the third acked.
+    give(&mut bolt);
+    assert_eq!(bolt.open_inputs(), 0);
+    let c = bolt.counters();
+    assert_eq!(
+        (c.executed, c.acked, c.inputs_dropped_unacked),
+        (3, 1, 2),
+        "{c:?}"
+    );
+    give(&mut bolt);
+    assert_eq!(bolt.open_inputs(), 1);
+    // A crash drops the user's bolt, and with it the fourth input, unacked.
+    let c = bolt.crash();
+    assert_eq!(
+        (c.executed, c.acked, c.inputs_dropped_unacked),
+        (4, 1, 3),
+        "{c:?}"
+    );
     assert!(out.is_empty());
 }
