@@ -673,7 +673,11 @@ fn small_max_spout_pending_does_not_stall_the_sink() {
     p.query::<()>(&mut con).expect("XADD x 300");
     let mut args: Vec<&str> = worker_args(&ru, &pu, "small", "w")
         .into_iter()
-        .map(|a| if a == "5" { "30" } else { a })
+        .map(|a| match a {
+            "5" => "30",
+            "3000" => "60000",
+            a => a,
+        })
         .collect();
     args.extend(["--max-spout-pending", "10", "--sink-batch", "100000"]);
     let t0 = Instant::now();
@@ -1586,4 +1590,86 @@ fn sigterm_with_a_busy_writer_stops_within_the_bound_and_stays_exact() {
     assert_eq!(v["acked"].as_i64(), Some(1), "{out}");
     assert_eq!(db_counts(&pu), expected, "every word's count, exactly once");
     assert_eq!(pending_count(&mut con, "busy"), 0);
+}
+
+/// The entry size limit (`redis_stream::MAX_ENTRY_BYTES`, 1,048,576 bytes): an entry of
+/// exactly the limit in the sink's worst case (524,288 one-letter words) is counted exactly
+/// once by one exactly-once worker within the default 30 s message timeout (no replay; claim
+/// time 60 s); an entry one byte over is dead-lettered with the reason
+/// `entry too long (1048577 bytes > 1048576)`, acked and counted, and the short entries around
+/// it count exactly.
+#[test]
+fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
+    use acker_runtime::connectors::redis_stream::MAX_ENTRY_BYTES;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let letters: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string()).collect();
+    // 524,287 one-letter words and "zz": 2 x 524,288 bytes = the limit.
+    let n = MAX_ENTRY_BYTES / 2 - 1;
+    let mut at_limit: Vec<&str> = (0..n).map(|i| letters[i % 26].as_str()).collect();
+    at_limit.push("zz");
+    let at_limit = at_limit.join(" ");
+    assert_eq!(at_limit.len(), MAX_ENTRY_BYTES);
+    let over = format!("{at_limit}z");
+    let lines = [
+        "first short line",
+        at_limit.as_str(),
+        &over,
+        "last short line",
+    ];
+    let mut con = redis_con(&ru);
+    let mut ids = Vec::new();
+    for line in lines {
+        let id: String = redis::cmd("XADD")
+            .arg("big")
+            .arg("*")
+            .arg("line")
+            .arg(line)
+            .query(&mut con)
+            .expect("XADD");
+        ids.push(id);
+    }
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for line in [lines[0], lines[1], lines[3]] {
+        for w in line.split_whitespace() {
+            *expected.entry(w.to_string()).or_default() += 1;
+        }
+    }
+    let args: Vec<&str> = worker_args(&ru, &pu, "big", "solo")
+        .into_iter()
+        .map(|a| match a {
+            "5" => "30",
+            "3000" => "60000",
+            a => a,
+        })
+        .collect();
+    let started = Instant::now();
+    let (status, out, err) = Proc::spawn("worker", &args).wait(Duration::from_secs(90));
+    eprintln!(
+        "one worker, entries of 16, {MAX_ENTRY_BYTES} ({} words), {} and 15 bytes: {:?}: {out}",
+        n + 1,
+        over.len(),
+        started.elapsed()
+    );
+    assert!(status.success(), "worker failed ({status}): {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(
+        (
+            v["dead_lettered"].as_u64(),
+            v["acked"].as_u64(),
+            v["replays"].as_u64()
+        ),
+        (Some(1), Some(3), Some(0)),
+        "{out}"
+    );
+    assert_eq!(
+        dead_rows(&mut con, "big:dead"),
+        [(
+            ids[2].clone(),
+            "entry too long (1048577 bytes > 1048576)".to_string(),
+            "1".to_string()
+        )]
+    );
+    assert_eq!(db_counts(&pu), expected, "every word's count");
+    assert_eq!(pending_count(&mut con, "big"), 0);
 }
