@@ -673,7 +673,11 @@ fn small_max_spout_pending_does_not_stall_the_sink() {
     p.query::<()>(&mut con).expect("XADD x 300");
     let mut args: Vec<&str> = worker_args(&ru, &pu, "small", "w")
         .into_iter()
-        .map(|a| if a == "5" { "30" } else { a })
+        .map(|a| match a {
+            "5" => "30",
+            "3000" => "60000",
+            a => a,
+        })
         .collect();
     args.extend(["--max-spout-pending", "10", "--sink-batch", "100000"]);
     let t0 = Instant::now();
@@ -1491,4 +1495,181 @@ fn a_blocked_writer_holds_the_core_at_most_the_backpressure_bound() {
     let counts = db_counts(&pu);
     assert_eq!(counts.values().sum::<i64>(), words);
     assert_eq!(counts, expected);
+}
+
+/// SIGTERM while the sink's writer is busy rather than blocked: its commits succeed, slowly
+/// (new-user trial: one entry of 1,000,000 words took 20.6 s from SIGTERM to exit 0, with
+/// 4,000,000 words 123 s, because the sink's back-pressure held the topology's drain at the
+/// writer's pace and its bounded `cleanup` came only after every input had been committed).
+/// Here a statement trigger on `word_counts` makes every commit take 1 s, so one entry of
+/// 100,000 words at `--sink-batch 500` (at most 4 queued batches, 2,000 words, per group
+/// commit) would keep the writer busy for about 50 s. Once the writer has committed, SIGTERM:
+/// the stop must end within the documented bound (the entry's tree times out at most 2T after
+/// its emit, then `STOP_WRITER_MS` + `STOP_CANCEL_MS` for the writer, the two prunes' 1 s and
+/// 4 s of slack) with part of the entry applied and the entry still pending; a `--drain` run
+/// afterwards (trigger dropped) counts every word exactly once.
+#[test]
+fn sigterm_with_a_busy_writer_stops_within_the_bound_and_stays_exact() {
+    use acker_runtime::connectors::postgres_sink::{STOP_CANCEL_MS, STOP_WRITER_MS};
+    const WORDS: u32 = 100_000;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let words: Vec<String> = (0..WORDS)
+        .map(|i| format!("w{}", i.wrapping_mul(2_654_435_761) % 5_000))
+        .collect();
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for w in &words {
+        *expected.entry(w.clone()).or_default() += 1;
+    }
+    let input = std::env::temp_dir().join(format!("acker-busy-writer-{}.txt", std::process::id()));
+    std::fs::write(&input, words.join(" ") + "\n").expect("write the input");
+    run_ok(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "busy"),
+    );
+    let _ = std::fs::remove_file(&input);
+    let mut client = pg(&pu);
+    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
+    client
+        .batch_execute(
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS
+                 $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
+             CREATE TRIGGER slow_commit AFTER INSERT ON word_counts
+                 FOR EACH STATEMENT EXECUTE FUNCTION slow_commit();",
+        )
+        .expect("create the slow trigger");
+    let args: Vec<&str> = worker_args(&ru, &pu, "busy", "stopped")
+        .into_iter()
+        .filter(|a| !["--drain", "3000", "--claim-after-ms"].contains(a))
+        .chain(["--claim-after-ms", "60000", "--sink-batch", "500"])
+        .collect();
+    let w = Proc::spawn("worker with a busy writer", &args);
+    // The writer commits (busy, not blocked).
+    wait_applied(&pu, 500, Duration::from_secs(30));
+    let bound =
+        Duration::from_millis(2 * 5_000 + STOP_WRITER_MS + STOP_CANCEL_MS + 2 * 1_000 + 4_000);
+    let stopped_at = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &w.child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let (status, out, err) = w.wait(bound);
+    let stop_took = stopped_at.elapsed();
+    eprintln!("SIGTERM stop with a busy writer took {stop_took:?} (bound {bound:?}): {out}");
+    assert_eq!(status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["acked"].as_u64(), Some(0), "{out}");
+    let applied: i64 = client
+        .query_one(
+            "SELECT coalesce(sum(count), 0)::bigint FROM word_counts",
+            &[],
+        )
+        .expect("sum word_counts")
+        .get(0);
+    assert!(
+        (500..i64::from(WORDS)).contains(&applied),
+        "a part of the entry committed before the stop, not all of it: {applied} words"
+    );
+    let mut con = redis_con(&ru);
+    assert_eq!(
+        pending_count(&mut con, "busy"),
+        1,
+        "the unfinished entry stays pending"
+    );
+    client
+        .batch_execute("DROP TRIGGER slow_commit ON word_counts")
+        .expect("drop the slow trigger");
+    let (status, out, err) = Proc::spawn(
+        "--drain worker after the stop",
+        &worker_args(&ru, &pu, "busy", "drainer"),
+    )
+    .wait(Duration::from_secs(60));
+    assert!(status.success(), "drain worker failed ({status}): {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["acked"].as_i64(), Some(1), "{out}");
+    assert_eq!(db_counts(&pu), expected, "every word's count, exactly once");
+    assert_eq!(pending_count(&mut con, "busy"), 0);
+}
+
+/// The entry size limit (`redis_stream::MAX_ENTRY_BYTES`, 1,048,576 bytes): an entry of
+/// exactly the limit in the sink's worst case (524,288 one-letter words) is counted exactly
+/// once by one exactly-once worker within the default 30 s message timeout (no replay; claim
+/// time 60 s); an entry one byte over is dead-lettered with the reason
+/// `entry too long (1048577 bytes > 1048576)`, acked and counted, and the short entries around
+/// it count exactly.
+#[test]
+fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
+    use acker_runtime::connectors::redis_stream::MAX_ENTRY_BYTES;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let letters: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string()).collect();
+    // 524,287 one-letter words and "zz": 2 x 524,288 bytes = the limit.
+    let n = MAX_ENTRY_BYTES / 2 - 1;
+    let mut at_limit: Vec<&str> = (0..n).map(|i| letters[i % 26].as_str()).collect();
+    at_limit.push("zz");
+    let at_limit = at_limit.join(" ");
+    assert_eq!(at_limit.len(), MAX_ENTRY_BYTES);
+    let over = format!("{at_limit}z");
+    let lines = [
+        "first short line",
+        at_limit.as_str(),
+        &over,
+        "last short line",
+    ];
+    let mut con = redis_con(&ru);
+    let mut ids = Vec::new();
+    for line in lines {
+        let id: String = redis::cmd("XADD")
+            .arg("big")
+            .arg("*")
+            .arg("line")
+            .arg(line)
+            .query(&mut con)
+            .expect("XADD");
+        ids.push(id);
+    }
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for line in [lines[0], lines[1], lines[3]] {
+        for w in line.split_whitespace() {
+            *expected.entry(w.to_string()).or_default() += 1;
+        }
+    }
+    let args: Vec<&str> = worker_args(&ru, &pu, "big", "solo")
+        .into_iter()
+        .map(|a| match a {
+            "5" => "30",
+            "3000" => "60000",
+            a => a,
+        })
+        .collect();
+    let started = Instant::now();
+    let (status, out, err) = Proc::spawn("worker", &args).wait(Duration::from_secs(90));
+    eprintln!(
+        "one worker, entries of 16, {MAX_ENTRY_BYTES} ({} words), {} and 15 bytes: {:?}: {out}",
+        n + 1,
+        over.len(),
+        started.elapsed()
+    );
+    assert!(status.success(), "worker failed ({status}): {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(
+        (
+            v["dead_lettered"].as_u64(),
+            v["acked"].as_u64(),
+            v["replays"].as_u64()
+        ),
+        (Some(1), Some(3), Some(0)),
+        "{out}"
+    );
+    assert_eq!(
+        dead_rows(&mut con, "big:dead"),
+        [(
+            ids[2].clone(),
+            "entry too long (1048577 bytes > 1048576)".to_string(),
+            "1".to_string()
+        )]
+    );
+    assert_eq!(db_counts(&pu), expected, "every word's count");
+    assert_eq!(pending_count(&mut con, "big"), 0);
 }

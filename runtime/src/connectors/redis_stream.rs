@@ -19,8 +19,9 @@
 //! - **Start.** A worker first takes its own pending entries (delivered to this consumer name but
 //!   never acked: `XPENDING ... consumer`, then `XCLAIM`), then, periodically, entries other
 //!   consumers have held idle for more than `claim_after_ms` (`XAUTOCLAIM`), then new ones.
-//! - **Malformed entries** (no `line` field, not UTF-8) go to the dead-letter stream with the
-//!   reason and are acked and counted; they never reach the topology.
+//! - **Malformed entries** (no `line` field, not UTF-8, or a line longer than
+//!   [`MAX_ENTRY_BYTES`]) go to the dead-letter stream with the reason and are acked and
+//!   counted; they never reach the topology.
 //! - **At-most-once** reads with `NOACK`: the entry is acknowledged as it is delivered, before its
 //!   tuple is emitted, so no crash or restart delivers it twice.
 //! - **Redis gone mid-run.** Any error drops the connection; the spout emits nothing and retries
@@ -69,6 +70,19 @@ pub const FLUSH_STREAM: &str = "flush";
 
 /// The entry field holding the text line.
 pub const LINE_FIELD: &str = "line";
+
+/// The longest `line` the spout emits, bytes; a longer entry is dead-lettered with the reason
+/// `entry too long (N bytes > 1048576)`, acked and counted (as `dead_lettered` and `malformed`),
+/// never emitted. The exactly-once sink records an entry's applied word positions in one row
+/// (`word_count_applied_entries.positions`) that every commit touching the entry rewrites, so
+/// one entry costs time quadratic in its words: an entry of 1,000,000 words never finished
+/// within a 30 s message timeout (each delivery timed out until it was dead-lettered for its
+/// retries, after minutes of work). At this limit an entry holds at most 524,288 words (one
+/// letter and a space each), which one exactly-once worker counted in 7.2 s, no replay, at a
+/// load average of 4.4 on 2 cores (test
+/// `an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly`): well within the
+/// default 30 s message timeout. Raise `--timeout-secs` with care for lines near the limit.
+pub const MAX_ENTRY_BYTES: usize = 1_048_576;
 
 /// How the spout reads and acknowledges.
 #[derive(Clone, Debug)]
@@ -554,6 +568,11 @@ impl RedisStreamSpout {
                 .find(|(k, _)| k.as_slice() == LINE_FIELD.as_bytes())
                 .map(|(_, v)| std::str::from_utf8(v).map(Arc::<str>::from));
             match line {
+                Some(Ok(l)) if l.len() > MAX_ENTRY_BYTES => bad.push((
+                    e.id,
+                    format!("entry too long ({} bytes > {MAX_ENTRY_BYTES})", l.len()),
+                    1,
+                )),
                 Some(Ok(l)) if parse_entry_id(&e.id).is_some() => self.ready.push_back((e.id, l)),
                 Some(Ok(_)) => bad.push((e.id, "malformed: bad entry id".to_string(), 1)),
                 Some(Err(_)) => bad.push((e.id, "malformed: line is not UTF-8".to_string(), 1)),

@@ -395,10 +395,12 @@ pub fn run(
         let (url, stream, counters) = (pg_url.clone(), stream.clone(), sink_counters.clone());
         let batch = args.sink_batch as usize;
         let at_most_once = guarantee == Guarantee::AtMostOnce;
+        let stop = stop.clone();
         b.set_bolt(
             "sink",
             move || {
-                let sink = PostgresSinkBolt::new(&url, &stream, mode, batch, counters.clone());
+                let sink = PostgresSinkBolt::new(&url, &stream, mode, batch, counters.clone())
+                    .stop_on(stop.clone());
                 if at_most_once {
                     sink.commit_buffered_on_cleanup()
                 } else {
