@@ -1280,6 +1280,15 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
     let (ru, pu) = (redis.url(), postgres.url());
     let expected = load_first_lines(&ru, "blocked", ENTRIES as usize);
     let mut client = pg(&pu);
+    // The stream's prune mark exists (as after any committed exactly-once transaction), so the
+    // prunes do reach the locked records.
+    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
+    client
+        .execute(
+            "INSERT INTO word_count_pruned_below VALUES ('blocked', 0, 0)",
+            &[],
+        )
+        .expect("prune mark");
     // Both tables: the records' lock blocks the writer's first statement and the worker's
     // prunes (periodic and final), which must not hold the stop either.
     let mut lock = lock_both_tables(&mut client);
@@ -1672,4 +1681,62 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
     );
     assert_eq!(db_counts(&pu), expected, "every word's count");
     assert_eq!(pending_count(&mut con, "big"), 0);
+}
+
+/// Exactly-once across a prune: a worker that claims its own in-flight entry (claim time 1 s,
+/// message timeout 30 s) delivers one long entry twice; the first delivery to complete acks it,
+/// the periodic prune deletes its record, and the other delivery's words, still queued at the
+/// sink, then came to a table with no record of them and were counted again (found while
+/// measuring the entry size limit: 1,461,943 words applied for 524,294). The prune mark
+/// (`word_count_pruned_below`, share-locked by every exactly-once transaction) makes the sink
+/// skip contributions of entries below it.
+#[test]
+fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let letters: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string()).collect();
+    let long: Vec<&str> = (0..400_000).map(|i| letters[i % 26].as_str()).collect();
+    let long = long.join(" ");
+    let mut lines: Vec<String> = vec![long];
+    lines.extend((0..50).map(|i| format!("short line {i} of the stream")));
+    let mut con = redis_con(&ru);
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    let mut words = 0u64;
+    for line in &lines {
+        let _: String = redis::cmd("XADD")
+            .arg("twice")
+            .arg("*")
+            .arg("line")
+            .arg(line)
+            .query(&mut con)
+            .expect("XADD");
+        for w in line.split_whitespace() {
+            *expected.entry(w.to_string()).or_default() += 1;
+            words += 1;
+        }
+    }
+    let args: Vec<&str> = worker_args(&ru, &pu, "twice", "solo")
+        .into_iter()
+        .map(|a| match a {
+            "5" => "30",
+            "3000" => "1000",
+            a => a,
+        })
+        .collect();
+    let (status, out, err) = Proc::spawn("worker", &args).wait(Duration::from_secs(120));
+    eprintln!("one worker, a 400,000-word entry claimed by itself after 1 s: {out}");
+    assert!(status.success(), "worker failed ({status}): {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["words_applied"].as_u64(), Some(words), "{out}");
+    assert_eq!(db_counts(&pu), expected, "every word's count");
+    assert_eq!(pending_count(&mut con, "twice"), 0);
+    // Nothing pending: the prunes (periodic and at the stop) left no record behind.
+    let records: i64 = pg(&pu)
+        .query_one(
+            "SELECT count(*) FROM word_count_applied_entries WHERE stream = 'twice'",
+            &[],
+        )
+        .expect("count records")
+        .get(0);
+    assert_eq!(records, 0, "records left after a drained run");
 }

@@ -39,6 +39,17 @@
 //! one `MULTI`, so an entry delivered in between is above the bound). The worker prunes
 //! periodically and when it stops, so the table holds about the entries in flight.
 //!
+//! An older delivery of an entry may still have contributions queued at a sink when the entry's
+//! records go: its tree timed out (or another consumer claimed the entry) and the replay
+//! completed and was acknowledged first. Without its record such a contribution would count
+//! again. So [`prune_applied`] first raises the stream's mark in
+//! `word_count_pruned_below(stream, entry_ms, entry_seq)` to its bound, in the same transaction
+//! as the delete, and every exactly-once transaction share-locks the mark first and skips the
+//! contributions of entries below it: an entry below the mark was acknowledged, which happens
+//! only after every one of its words committed, so each of those contributions is a duplicate.
+//! The share lock orders the two: a prune waits for the transactions reading the old mark, and a
+//! transaction that reads the new one skips what the delete removed.
+//!
 //! ## Commits off the executor's thread
 //! Each sink task has a writer thread owning its connection: the bolt hands it whole batches and
 //! keeps going (the executor's core reads the source and splits lines while a transaction
@@ -229,7 +240,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Creates `word_counts` and `word_count_applied_entries` unless they exist (under an advisory lock, so
+/// Creates `word_counts`, `word_count_applied_entries` and `word_count_pruned_below` unless they exist (under an advisory lock, so
 /// workers starting together do not race).
 ///
 /// # Errors
@@ -242,7 +253,9 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), postgres::Error> {
          CREATE TABLE IF NOT EXISTS word_count_applied_entries (
              stream text NOT NULL, entry_ms bigint NOT NULL, entry_seq bigint NOT NULL,
              positions int[] NOT NULL, added int[] NOT NULL,
-             PRIMARY KEY (stream, entry_ms, entry_seq));",
+             PRIMARY KEY (stream, entry_ms, entry_seq));
+         CREATE TABLE IF NOT EXISTS word_count_pruned_below (
+             stream text PRIMARY KEY, entry_ms bigint NOT NULL, entry_seq bigint NOT NULL);",
     )?;
     tx.commit()
 }
@@ -272,8 +285,14 @@ const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
     RETURNING entry_ms, entry_seq, added";
 
 /// Deletes the exactly-once records of `stream` below `bound` (`(ms, seq)`, exclusive): the
-/// entries no consumer of the group can be delivered again (see the module docs). Returns the
-/// rows deleted.
+/// entries no consumer of the group can be delivered again (see the module docs). In the same
+/// transaction it first raises the stream's prune mark in `word_count_pruned_below` to `bound`
+/// (never lowers it); every exactly-once transaction share-locks that mark and skips the
+/// contributions of entries below it, so a contribution of an older delivery still queued at
+/// a sink when its entry's records go (its tree timed out, or another consumer claimed the
+/// entry, and the replay completed) is skipped instead of counted again. Nothing is deleted
+/// before the stream has a mark row (a sink's first exactly-once transaction creates it).
+/// Returns the rows deleted.
 ///
 /// # Errors
 /// The database's error.
@@ -282,11 +301,33 @@ pub fn prune_applied(
     stream: &str,
     bound: (i64, i64),
 ) -> Result<u64, postgres::Error> {
-    client.execute(
-        "DELETE FROM word_count_applied_entries WHERE stream = $1 AND (entry_ms, entry_seq) < ($2, $3)",
-        &[&stream, &bound.0, &bound.1],
-    )
+    let mut tx = client.transaction()?;
+    let raised = tx.execute(RAISE_PRUNE_MARK_SQL, &[&stream, &bound.0, &bound.1])?;
+    let deleted = if raised == 1 {
+        tx.execute(
+            "DELETE FROM word_count_applied_entries WHERE stream = $1 AND (entry_ms, entry_seq) < ($2, $3)",
+            &[&stream, &bound.0, &bound.1],
+        )?
+    } else {
+        0
+    };
+    tx.commit()?;
+    Ok(deleted)
 }
+
+/// Raises stream `$1`'s prune mark to `($2, $3)` when that is higher (the row locked either
+/// way, so the delete that follows waits for every exactly-once transaction holding the mark);
+/// no row: nothing is updated.
+const RAISE_PRUNE_MARK_SQL: &str = "UPDATE word_count_pruned_below SET
+        entry_ms = CASE WHEN (entry_ms, entry_seq) < ($2, $3) THEN $2 ELSE entry_ms END,
+        entry_seq = CASE WHEN (entry_ms, entry_seq) < ($2, $3) THEN $3 ELSE entry_seq END
+    WHERE stream = $1";
+
+/// Stream `$1`'s prune mark, created at `(0, 0)` if missing, share-locked until the end of the
+/// transaction (so no prune raises it and deletes records meanwhile).
+const READ_PRUNE_MARK_SQL: &str = "WITH ins AS (
+        INSERT INTO word_count_pruned_below VALUES ($1, 0, 0) ON CONFLICT (stream) DO NOTHING)
+    SELECT entry_ms, entry_seq FROM word_count_pruned_below WHERE stream = $1 FOR SHARE";
 
 /// One input's contribution: its word, and its entry id and word position (`(0, 0)` and 0 when
 /// missing, as the split bolt always sets them).
@@ -325,6 +366,21 @@ fn apply_batch<'a>(
             n
         }
         SinkMode::ExactlyOnce => {
+            // Entries below the prune mark were acknowledged (all their words applied) and
+            // their records may be gone: their contributions are skipped (see `prune_applied`).
+            let mark = match tx.query_opt(READ_PRUNE_MARK_SQL, &[&stream])? {
+                Some(row) => (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+                None => {
+                    // Created by this statement's own INSERT, which its SELECT cannot see yet.
+                    let row = tx.query_one(
+                        "SELECT entry_ms, entry_seq FROM word_count_pruned_below \
+                         WHERE stream = $1 FOR SHARE",
+                        &[&stream],
+                    )?;
+                    (row.get::<_, i64>(0), row.get::<_, i64>(1))
+                }
+            };
+            let buf = buf.filter(move |(_, entry, _)| *entry >= mark);
             let mut entries: BTreeMap<(i64, i64), Vec<i32>> = BTreeMap::new();
             for (_, entry, pos) in buf.clone() {
                 entries.entry(entry).or_default().push(pos);
