@@ -712,3 +712,26 @@ fn connector_job_refuses_empty_names_and_hides_passwords() {
         "cannot reach PostgreSQL at postgresql://u:***@127.0.0.1:1/x: ",
     );
 }
+
+/// `wordcount --help` states the entry size limit the Redis spout enforces.
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn help_states_the_entry_size_limit_the_spout_enforces() {
+    let o = common::output_bounded(
+        bin().args(["wordcount", "--help"]),
+        LIMIT,
+        "wordcount --help",
+    );
+    let help = String::from_utf8_lossy(&o.stdout);
+    let limit = acker_runtime::connectors::redis_stream::MAX_ENTRY_BYTES;
+    let with_commas = format!(
+        "{},{:03},{:03}",
+        limit / 1_000_000,
+        limit / 1000 % 1000,
+        limit % 1000
+    );
+    assert!(
+        help.contains(&format!("longer than {with_commas} bytes")),
+        "--help does not state {with_commas}: {help}"
+    );
+}

@@ -63,7 +63,8 @@ pub struct ConnectorArgs {
     /// Read lines from this Redis (`redis://HOST:PORT/`), stream `--stream`, field `line`.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
-    /// The Redis stream key (with --redis).
+    /// The Redis stream key (with --redis). An entry whose `line` is longer than 1,048,576 bytes
+    /// (`redis_stream::MAX_ENTRY_BYTES`) is dead-lettered as "entry too long".
     #[arg(long, value_name = "NAME")]
     pub stream: Option<String>,
     /// Write counts to this PostgreSQL (`postgresql://USER@HOST:PORT/DB`), table `word_counts`.
