@@ -1601,6 +1601,16 @@ fn sigterm_with_a_busy_writer_stops_within_the_bound_and_stays_exact() {
     assert_eq!(pending_count(&mut con, "busy"), 0);
 }
 
+/// `n` one-letter words, `a` to `z` over and over: the most words a line of its size can hold
+/// (the exactly-once sink's worst case per byte).
+fn one_letter_words(n: usize) -> Vec<&'static str> {
+    const LETTERS: [&str; 26] = [
+        "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r",
+        "s", "t", "u", "v", "w", "x", "y", "z",
+    ];
+    (0..n).map(|i| LETTERS[i % 26]).collect()
+}
+
 /// The entry size limit (`redis_stream::MAX_ENTRY_BYTES`, 1,048,576 bytes): an entry of
 /// exactly the limit in the sink's worst case (524,288 one-letter words) is counted exactly
 /// once by one exactly-once worker within the default 30 s message timeout (no replay; claim
@@ -1612,10 +1622,9 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
     use acker_runtime::connectors::redis_stream::MAX_ENTRY_BYTES;
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
-    let letters: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string()).collect();
     // 524,287 one-letter words and "zz": 2 x 524,288 bytes = the limit.
     let n = MAX_ENTRY_BYTES / 2 - 1;
-    let mut at_limit: Vec<&str> = (0..n).map(|i| letters[i % 26].as_str()).collect();
+    let mut at_limit = one_letter_words(n);
     at_limit.push("zz");
     let at_limit = at_limit.join(" ");
     assert_eq!(at_limit.len(), MAX_ENTRY_BYTES);
@@ -1694,9 +1703,7 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
 fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
-    let letters: Vec<String> = (b'a'..=b'z').map(|c| (c as char).to_string()).collect();
-    let long: Vec<&str> = (0..400_000).map(|i| letters[i % 26].as_str()).collect();
-    let long = long.join(" ");
+    let long = one_letter_words(400_000).join(" ");
     let mut lines: Vec<String> = vec![long];
     lines.extend((0..50).map(|i| format!("short line {i} of the stream")));
     let mut con = redis_con(&ru);
