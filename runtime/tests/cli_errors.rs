@@ -624,6 +624,7 @@ fn at_most_once_refuses_a_nonzero_ackers() {
 /// messages, the spout replayed healthy entries until 2,573 of them were dead-lettered), and so
 /// is any `--acker-capacity` with at-most-once, which has no ackers. Both before any connection
 /// (the servers named here do not exist).
+#[cfg(all(feature = "redis", feature = "postgres"))]
 #[test]
 fn connector_job_refuses_an_acker_capacity_it_cannot_use() {
     let base = [
@@ -658,10 +659,15 @@ fn connector_job_refuses_an_acker_capacity_it_cannot_use() {
         "error: --acker-capacity 5000 was given, but this run has no ackers (at-most-once: \
          nothing is tracked): leave --acker-capacity out\n",
     );
-    // The built-in job, the same rules.
+}
+
+/// The built-in job refuses the same acker capacities as the connector job.
+#[test]
+fn builtin_job_refuses_an_acker_capacity_it_cannot_use() {
     assert_usage_error(
         &["wordcount", "--ackers", "0", "--acker-capacity", "5000"],
-        "this run has no ackers",
+        "error: --acker-capacity 5000 was given, but this run has no ackers (at-most-once: \
+         nothing is tracked): leave --acker-capacity out\n",
     );
     assert_usage_error(
         &["wordcount", "--acker-capacity", "10"],
@@ -671,6 +677,7 @@ fn connector_job_refuses_an_acker_capacity_it_cannot_use() {
 
 /// Empty `--stream`, `--group` or `--consumer` names are refused (Redis would take them and the
 /// run would read nothing a user meant), and a password in a server URL is never printed.
+#[cfg(all(feature = "redis", feature = "postgres"))]
 #[test]
 fn connector_job_refuses_empty_names_and_hides_passwords() {
     let args = |stream: &'static str, extra: &[&'static str]| -> Vec<&'static str> {
