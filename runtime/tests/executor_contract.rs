@@ -262,6 +262,72 @@ fn the_spout_acks_fails_resets_and_times_out_each_root_once() {
 }
 
 #[test]
+fn with_no_ackers_each_tracked_emit_is_acked_at_once_and_counted() {
+    // Storm with 0 acker tasks: a spout tuple with a message id is acked as soon as it is
+    // emitted; no init is sent and nothing stays pending.
+    let log = new_log();
+    let plan = plan(0, &log);
+    let mut spout = build(&plan, SPOUT);
+    let mut out = Outbox::new();
+    for t in [100, 200] {
+        assert!(spout.next_tuple(t, &mut out));
+    }
+    assert!(
+        !out.as_slice()
+            .iter()
+            .any(|e| matches!(e.message, Message::Acker(_))),
+        "no acker message without ackers: {:?}",
+        out.as_slice()
+    );
+    assert_eq!(out.len(), 2, "one tuple a call to the bolt");
+    let c = spout.counters();
+    assert_eq!((c.acked, c.failed, c.timed_out), (2, 0, 0), "{c:?}");
+    assert_eq!(spout.pending_roots(), 0);
+    assert_eq!(*log.lock().unwrap(), [Call::Ack(0), Call::Ack(1)]);
+}
+
+/// Emits on the default stream, which its component does not declare; keeps each result.
+struct NoDefault {
+    results: Arc<Mutex<Vec<String>>>,
+}
+impl Spout for NoDefault {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        let r = c.emit(values![1], Some(1));
+        self.results.lock().unwrap().push(format!("{r:?}"));
+    }
+}
+
+#[test]
+fn an_emit_on_an_undeclared_default_stream_is_refused_and_sends_nothing() {
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let r = results.clone();
+    let mut b = TopologyBuilder::new();
+    b.set_spout("spout", move || NoDefault { results: r.clone() }, 1)
+        .output_stream("other", &["n"]);
+    b.set_bolt("bolt", || Forward, 1)
+        .grouping("spout", "other", acker_runtime::Grouping::Shuffle);
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            num_ackers: 1,
+            message_timeout_ns: TIMEOUT_NS,
+            seed: 7,
+            ..Config::default()
+        })
+        .unwrap();
+    let mut spout = build(&plan, SPOUT);
+    let mut out = Outbox::new();
+    spout.next_tuple(100, &mut out);
+    assert!(out.is_empty(), "a refused emit sent {:?}", out.as_slice());
+    assert_eq!(
+        *results.lock().unwrap(),
+        [r#"Err(UnknownStream("default"))"#]
+    );
+    assert_eq!(spout.pending_roots(), 0);
+}
+
+#[test]
 fn the_acker_counts_each_decision_once() {
     let log = new_log();
     let plan = plan(1, &log);
