@@ -593,6 +593,48 @@ fn redis_and_postgres_restarts_mid_run_stay_exact() {
     assert!(v["redis_errors"].as_u64() > Some(0), "{out}");
     assert!(v["postgres_errors"].as_u64() > Some(0), "{out}");
     assert_eq!(v["dead_lettered"], 0, "{out}");
+    // Each outage said so on stderr, once when the connection was lost and once when it was
+    // back (new-user trial: nothing appeared until the summary's `errors redis N`).
+    for (server, url, meanwhile) in [
+        ("Redis", &ru, "emitting nothing meanwhile"),
+        ("PostgreSQL", &pu, "acking nothing meanwhile"),
+    ] {
+        let lost_prefix = format!("acker-run: lost {server} at {url}: ");
+        let lost: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with(&lost_prefix))
+            .collect();
+        assert_eq!(lost.len(), 1, "one 'lost {server}' line; stderr:\n{err}");
+        assert!(
+            lost[0].contains(&format!(
+                "; reconnecting with capped backoff (50 ms doubling to 2 s), {meanwhile} ("
+            )),
+            "{}",
+            lost[0]
+        );
+        let back_prefix = format!("acker-run: {server} at {url} is back after ");
+        let back: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with(&back_prefix))
+            .collect();
+        assert_eq!(back.len(), 1, "one '{server} back' line; stderr:\n{err}");
+        let rest = &back[0][back_prefix.len()..];
+        let (secs, attempts) = rest
+            .strip_suffix("); resuming")
+            .and_then(|r| r.split_once(" s ("))
+            .unwrap_or_else(|| panic!("the back line's shape: {}", back[0]));
+        assert!(secs.parse::<f64>().is_ok_and(|s| s >= 0.0), "{}", back[0]);
+        let n: u64 = attempts
+            .trim_end_matches(" connection attempts")
+            .trim_end_matches(" connection attempt")
+            .parse()
+            .unwrap_or_else(|_| panic!("the attempts of {}", back[0]));
+        assert!(n >= 1, "{}", back[0]);
+        assert!(
+            err.find(lost[0]) < err.find(back[0]),
+            "lost before back: {err}"
+        );
+    }
     let counts = db_counts(&pu);
     assert_eq!(counts.values().sum::<i64>(), 202_651, "total words");
     assert_eq!(counts, expected, "every word's count");
@@ -715,21 +757,30 @@ fn at_most_once_without_faults_counts_every_word() {
     assert_eq!(counts, expected, "every word's count");
 }
 
-/// `counts` on a database no word count wrote to reads as empty and creates nothing; `--top`
-/// beyond PostgreSQL's bigint asks for every word instead of failing; `load` of a file that is
-/// not UTF-8 names the offset of the first bad byte and appends nothing.
+/// `counts` on a database no word count wrote to is an error naming the database and the server
+/// and what to run first (new-user trial: it printed zeros), and creates nothing; an empty
+/// `word_counts` reads as zeros; `--top` beyond PostgreSQL's bigint asks for every word instead
+/// of failing; `load` of a file that is not UTF-8 names the offset of the first bad byte and
+/// appends nothing.
 #[test]
 fn counts_and_load_edge_cases() {
     let (r, p) = servers();
     let (ru, pu) = (r.url(), p.url());
-    let out = run_ok(
+    let (status, out, err) = Proc::spawn(
         "counts on an empty database",
         &["counts", "--postgres", &pu, "--json"],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "exit status; stdout: {out}");
+    assert_eq!(out, "", "nothing on stdout");
+    assert_eq!(
+        err,
+        format!(
+            "acker-run: error: no word_counts table in database \"postgres\" at {pu}: no word \
+             count has written there; run `acker-run wordcount --redis URL --stream NAME \
+             --postgres {pu}` first (it creates the table), or check --postgres\n"
+        )
     );
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("counts --json");
-    assert_eq!(v["words_total"], 0);
-    assert_eq!(v["distinct_words"], 0);
-    assert_eq!(v["top"], serde_json::json!([]));
     let tables: i64 = pg(&pu)
         .query_one(
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
@@ -740,10 +791,14 @@ fn counts_and_load_edge_cases() {
     assert_eq!(tables, 0, "counts created tables");
 
     pg(&pu)
-        .batch_execute(
-            "CREATE TABLE word_counts (word text PRIMARY KEY, count bigint NOT NULL);
-             INSERT INTO word_counts VALUES ('a', 3), ('b', 1), ('c', 3);",
-        )
+        .batch_execute("CREATE TABLE word_counts (word text PRIMARY KEY, count bigint NOT NULL)")
+        .expect("create word_counts");
+    assert_eq!(
+        run_ok("counts on an empty table", &["counts", "--postgres", &pu]),
+        "words total 0, distinct 0\n"
+    );
+    pg(&pu)
+        .batch_execute("INSERT INTO word_counts VALUES ('a', 3), ('b', 1), ('c', 3)")
         .expect("write counts");
     let top = u64::MAX.to_string();
     let out = run_ok(
@@ -1724,4 +1779,116 @@ fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
         .expect("count records")
         .get(0);
     assert_eq!(records, 0, "records left after a drained run");
+}
+
+/// A `--stream` that did not exist (a misspelling) is created empty with a warning naming the
+/// stream and the server, saying that the `--drain` run ends with nothing read (exit status
+/// still 0: an empty stream is legitimate), and only the run that created it warns. A stream of
+/// malformed entries only reports the rate of settled entries (acked or dead-lettered) beside
+/// the acked rate (new-user trial: 0 entries/s), in `--json` and in the text summary; and the
+/// README lists exactly the `--json` fields a run prints.
+#[test]
+fn a_missing_stream_warns_and_a_dead_lettered_run_reports_its_rate() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (status, out, err) = Proc::spawn(
+        "worker on a misspelled stream",
+        &worker_args(&ru, &pu, "lnies", "w"),
+    )
+    .wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "exit status; stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["read"], 0, "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "acker-run: warning: stream \"lnies\" did not exist at {ru}: created it empty (with \
+             its consumer group); with --drain this run will end at once with nothing read. \
+             Check --stream if you meant an existing stream (load one with `acker-run load \
+             --input FILE --redis URL --stream NAME`)\n"
+        )
+    );
+    let (status, _, err) = Proc::spawn(
+        "worker on the stream the first run created",
+        &worker_args(&ru, &pu, "lnies", "w"),
+    )
+    .wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "exit status; stderr: {err}");
+    assert_eq!(err, "", "no warning for a stream that exists");
+
+    let mut con = redis_con(&ru);
+    for s in ["bad", "bad2"] {
+        let mut p = redis::pipe();
+        for i in 0..40 {
+            p.cmd("XADD").arg(s).arg("*").arg("text").arg(i).ignore();
+        }
+        p.query::<()>(&mut con).expect("XADD malformed entries");
+    }
+    let out = run_ok(
+        "worker on malformed entries",
+        &worker_args(&ru, &pu, "bad", "w"),
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(
+        (
+            &v["read"],
+            &v["acked"],
+            &v["dead_lettered"],
+            &v["malformed"]
+        ),
+        (
+            &serde_json::json!(40),
+            &serde_json::json!(0),
+            &serde_json::json!(40),
+            &serde_json::json!(40)
+        ),
+        "{out}"
+    );
+    let secs = v["elapsed_ms"].as_f64().expect("elapsed_ms") / 1e3;
+    let rate = v["entries_per_sec"].as_f64().expect("entries_per_sec");
+    assert!(
+        (rate * secs - 40.0).abs() < 1e-6,
+        "entries_per_sec x elapsed = 40 settled entries: {out}"
+    );
+    assert_eq!(v["acked_per_sec"], 0.0, "{out}");
+
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("read README.md");
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let start = "The connector job's `--json` summary is one object with the fields ";
+    let from = flat
+        .find(start)
+        .unwrap_or_else(|| panic!("README.md no longer says {start:?}"))
+        + start.len();
+    let to = from + flat[from..].find(';').expect("end of the list");
+    let mut listed: Vec<String> = flat[from..to]
+        .split(',')
+        .map(|f| f.trim().trim_matches('`').to_string())
+        .collect();
+    let mut printed: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+    listed.sort();
+    printed.sort();
+    assert_eq!(listed, printed, "README.md's fields (left) against a run's");
+
+    let mut args = worker_args(&ru, &pu, "bad2", "w");
+    args.retain(|a| *a != "--json");
+    let out = run_ok("worker on malformed entries, text summary", &args);
+    let last = out.lines().last().expect("a summary");
+    let rest = last
+        .strip_prefix("exactly-once in ")
+        .unwrap_or_else(|| panic!("the summary's last line: {out}"));
+    let (secs, rest) = rest.split_once(" s: ").expect("elapsed");
+    let (rate, rest) = rest.split_once(' ').expect("rate");
+    assert_eq!(
+        rest, "entries/s settled (acked or dead-lettered), 0 acked/s",
+        "{out}"
+    );
+    let (secs, rate): (f64, f64) = (secs.parse().expect("secs"), rate.parse().expect("rate"));
+    assert!(rate > 0.0, "{out}");
+    // Both are rounded (to 0.005 s and 0.5 entries/s): 40 entries in `secs` give `rate`.
+    assert!(
+        rate >= 40.0 / (secs + 0.005) - 0.5 && rate <= 40.0 / (secs - 0.005) + 0.5,
+        "{out}"
+    );
+    assert!(out.contains("dead-lettered 40 (malformed 40)"), "{out}");
 }

@@ -26,7 +26,9 @@
 //!   tuple is emitted, so no crash or restart delivers it twice.
 //! - **Redis gone mid-run.** Any error drops the connection; the spout emits nothing and retries
 //!   the connection with a capped backoff (50 ms doubling to 2 s), then resumes where the group
-//!   stands. Acks not yet sent are kept and sent after the reconnect.
+//!   stands. Acks not yet sent are kept and sent after the reconnect. It says so on stderr: one
+//!   line when the connection is lost (address, reason, what it does meanwhile), one when it is
+//!   back (after how long, how many connection attempts), rate-limited ([`super::OutageLog`]).
 //! - **Stop.** When the shared stop flag is set (SIGINT/SIGTERM) the spout reads nothing more,
 //!   lets its in-flight trees finish or fail (a tree that does neither is failed by the message
 //!   timeout T between T and 2T after its emit or last reset, as Storm's rotating timeout
@@ -64,6 +66,16 @@ use crate::{values, MessageId, Spout, SpoutOutputCollector, TopologyContext};
 /// Longest a stopping spout keeps trying to hand its unfinished entries back while Redis cannot
 /// be reached, ms (see the module docs, **Stop**).
 pub const STOP_HAND_BACK_MS: u64 = 5_000;
+
+/// What the spout does while Redis is down, as its "lost" line on stderr says
+/// ([`super::OutageLog`]).
+pub const OUTAGE_MEANWHILE: &str = "emitting nothing meanwhile (trees in flight finish or time \
+     out; acks not sent yet are kept and sent once it is back)";
+
+/// A Redis error as one line, without the error kind the client's `Display` appends.
+fn redis_reason(e: &redis::RedisError) -> String {
+    super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
+}
 
 /// The stream on which the spout emits its flush punctuation (field `flush`).
 pub const FLUSH_STREAM: &str = "flush";
@@ -271,15 +283,20 @@ pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
     Ok(con)
 }
 
-/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists.
+/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists. Returns whether
+/// the stream key did not exist before (`EXISTS`) and this call created it, empty: the caller
+/// warns then, since a misspelled `--stream` otherwise reads nothing without a word (new-user
+/// trial). An empty stream created this way is legitimate (a worker started before the loader),
+/// so it is no error.
 ///
 /// # Errors
-/// Any Redis error other than `BUSYGROUP`.
+/// Any Redis error other than `BUSYGROUP` (the group exists: `Ok(false)`).
 pub fn ensure_group(
     con: &mut redis::Connection,
     stream: &str,
     group: &str,
-) -> redis::RedisResult<()> {
+) -> redis::RedisResult<bool> {
+    let existed: bool = redis::cmd("EXISTS").arg(stream).query(con)?;
     let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
         .arg("CREATE")
         .arg(stream)
@@ -288,8 +305,8 @@ pub fn ensure_group(
         .arg("MKSTREAM")
         .query(con);
     match r {
-        Ok(_) => Ok(()),
-        Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+        Ok(_) => Ok(!existed),
+        Err(e) if e.code() == Some("BUSYGROUP") => Ok(false),
         Err(e) => Err(e),
     }
 }
@@ -404,12 +421,15 @@ pub struct RedisStreamSpout {
     /// When the spout first saw the stop flag with nothing in flight and no ack to send.
     stop_quiet_since: Option<Instant>,
     done: bool,
+    /// Reports losing Redis and getting it back on stderr.
+    outage: super::OutageLog,
 }
 
 impl RedisStreamSpout {
     /// A spout reading with `cfg`, counting into `counters`, stopping when `stop` is set.
     pub fn new(cfg: RedisSpoutConfig, counters: Arc<SpoutCounters>, stop: Arc<AtomicBool>) -> Self {
         let now = Instant::now();
+        let url = cfg.url.clone();
         let phase = if cfg.at_most_once {
             Phase::New
         } else {
@@ -437,6 +457,7 @@ impl RedisStreamSpout {
             hand_back: Vec::new(),
             stop_quiet_since: None,
             done: false,
+            outage: super::OutageLog::new("Redis", &url, OUTAGE_MEANWHILE),
         }
     }
 
@@ -446,18 +467,24 @@ impl RedisStreamSpout {
                 return None;
             }
             match connect(&self.cfg.url)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.reason)
                 .and_then(|mut c| {
                     ensure_group(&mut c, &self.cfg.stream, &self.cfg.group)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| redis_reason(&e))?;
                     Ok(c)
                 }) {
                 Ok(c) => {
                     self.con = Some(c);
                     self.backoff_ms = 50;
                     self.reconnect_at = None;
+                    if let Some(line) = self.outage.connected(now) {
+                        eprintln!("{line}");
+                    }
                 }
-                Err(_) => {
+                Err(reason) => {
+                    if let Some(line) = self.outage.failed(now, &reason, true) {
+                        eprintln!("{line}");
+                    }
                     self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
                     self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
                     self.backoff_ms = (self.backoff_ms * 2).min(2000);
@@ -468,8 +495,12 @@ impl RedisStreamSpout {
         self.con.as_mut()
     }
 
-    /// Drops the connection after an error; the next call reconnects after the backoff.
-    fn lost(&mut self, now: Instant) {
+    /// Drops the connection after `error`; the next call reconnects after the backoff. The
+    /// first error of an outage is reported on stderr ([`super::OutageLog`]).
+    fn lost(&mut self, now: Instant, error: &redis::RedisError) {
+        if let Some(line) = self.outage.failed(now, &redis_reason(error), false) {
+            eprintln!("{line}");
+        }
         self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
         self.con = None;
         self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
@@ -498,9 +529,9 @@ impl RedisStreamSpout {
                     .fetch_add(ids.len() as u64, Ordering::Relaxed);
                 self.oldest_ack = None;
             }
-            Err(_) => {
+            Err(e) => {
                 self.acks = ids;
-                self.lost(now);
+                self.lost(now, &e);
             }
         }
     }
@@ -546,9 +577,9 @@ impl RedisStreamSpout {
                     .fetch_add(rows.len() as u64, Ordering::Relaxed);
                 true
             }
-            Err(_) => {
+            Err(e) => {
                 if ack {
-                    self.lost(now);
+                    self.lost(now, &e);
                 }
                 false
             }
@@ -641,8 +672,8 @@ impl RedisStreamSpout {
                 self.accept(got, now);
                 true
             }
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 false
             }
         }
@@ -682,9 +713,9 @@ impl RedisStreamSpout {
                     self.retry = ids;
                 }
             }
-            Err(_) => {
+            Err(e) => {
                 self.retry = ids;
-                self.lost(now);
+                self.lost(now, &e);
             }
         }
     }
@@ -725,9 +756,9 @@ impl RedisStreamSpout {
                     self.phase = Phase::OwnPending(after);
                 }
             }
-            Err(_) => {
+            Err(e) => {
                 self.phase = Phase::OwnPending(after);
-                self.lost(now);
+                self.lost(now, &e);
             }
         }
     }
@@ -754,8 +785,8 @@ impl RedisStreamSpout {
             .query(con);
         let v = match r {
             Ok(v) => v,
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 return 0;
             }
         };
@@ -788,8 +819,8 @@ impl RedisStreamSpout {
                 .iter()
                 .map(|r| pending_rows(r).first().map_or(1, |row| row.2))
                 .collect(),
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 return 0;
             }
         };
@@ -839,8 +870,8 @@ impl RedisStreamSpout {
                 let got = read_reply_entries(&v);
                 Some(self.accept(got, now))
             }
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 None
             }
         }
@@ -857,8 +888,8 @@ impl RedisStreamSpout {
         {
             Ok(RV::Array(v)) => v.first().and_then(int),
             Ok(_) => None,
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 None
             }
         }
@@ -896,8 +927,8 @@ impl RedisStreamSpout {
                         .handed_back
                         .fetch_add(n as u64, Ordering::Relaxed);
                 }
-                Err(_) => {
-                    self.lost(now);
+                Err(e) => {
+                    self.lost(now, &e);
                     return false;
                 }
             }
