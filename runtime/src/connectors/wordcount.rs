@@ -360,8 +360,18 @@ pub fn run(
     let (max_in_flight, pending) = spout_pending(config.max_spout_pending, args.read_batch);
     config.max_spout_pending = Some(pending);
     crate::cli::check_acker_capacity(&config, 1)?;
-    // Reachable at start, or a clear error naming the address.
+    // Reachable at start, or a clear error naming the address: Redis first, then PostgreSQL;
+    // the group (and a missing stream, with its warning) only once both answered, so that a
+    // run refused for PostgreSQL leaves no empty stream behind (the next run would not warn).
     let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
+    let mut client = postgres_sink::connect(pg_url).map_err(|e| e.to_string())?;
+    postgres_sink::ensure_schema(&mut client).map_err(|e| {
+        format!(
+            "cannot create the tables at {}: {e}",
+            super::redact_password(pg_url)
+        )
+    })?;
+    drop(client);
     let created = redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
         format!(
             "cannot create consumer group {} on {stream} at {}: {e}",
@@ -373,14 +383,6 @@ pub fn run(
     if created {
         eprintln!("{}", created_stream_warning(stream, redis_url, args.drain));
     }
-    let mut client = postgres_sink::connect(pg_url).map_err(|e| e.to_string())?;
-    postgres_sink::ensure_schema(&mut client).map_err(|e| {
-        format!(
-            "cannot create the tables at {}: {e}",
-            super::redact_password(pg_url)
-        )
-    })?;
-    drop(client);
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
