@@ -1898,3 +1898,117 @@ fn a_missing_stream_warns_and_a_dead_lettered_run_reports_its_rate() {
     assert!(secs < 0.01 || rate <= 40.0 / (secs - 0.005) + 0.5, "{out}");
     assert!(out.contains("dead-lettered 40 (malformed 40)"), "{out}");
 }
+
+/// A failed entry is re-emitted after its retry backoff, not at once (new-user trial: a lock
+/// held for seconds with a small `--sink-batch` used up `--max-retries`): with
+/// `--retry-initial-ms 300 --retry-max-ms 600`, the server's delivery count of a poison entry
+/// (failed on every delivery) rises no sooner than 300, 600 and 600 ms apart, as observed from
+/// outside by polling `XPENDING`; after `--max-retries 3` it is dead-lettered with 4
+/// deliveries; the other entries count exactly.
+#[test]
+fn failed_entries_are_re_emitted_after_their_backoff() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let lines: Vec<String> = (0..30).map(|i| format!("w{i} common")).collect();
+    load_lines(&ru, "r", &lines);
+    let mut args = worker_args(&ru, &pu, "r", "w");
+    args.extend([
+        "--poison-rate",
+        "0.4",
+        "--max-retries",
+        "3",
+        "--retry-initial-ms",
+        "300",
+        "--retry-max-ms",
+        "600",
+    ]);
+    let mut w = Proc::spawn("worker with poison entries", &args);
+    let mut con = redis_con(&ru);
+    // (entry, delivery count) -> when the count was first seen.
+    let mut seen: HashMap<(String, i64), Instant> = HashMap::new();
+    let t0 = Instant::now();
+    while w.child.try_wait().expect("try_wait").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "timed out after 60 s waiting for the worker to drain the stream"
+        );
+        let rows: redis::Value = redis::cmd("XPENDING")
+            .arg("r")
+            .arg("acker-wordcount")
+            .arg("-")
+            .arg("+")
+            .arg(100)
+            .query(&mut con)
+            .unwrap_or(redis::Value::Nil);
+        let now = Instant::now();
+        if let redis::Value::Array(rows) = rows {
+            for r in rows {
+                let redis::Value::Array(f) = r else { continue };
+                let (redis::Value::BulkString(id), redis::Value::Int(n)) = (&f[0], &f[3]) else {
+                    continue;
+                };
+                let id = String::from_utf8_lossy(id).into_owned();
+                seen.entry((id, *n)).or_insert(now);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (status, out, err) = w.wait(Duration::from_secs(5));
+    assert!(status.success(), "worker: {status} {err}");
+    let dead = dead_rows(&mut con, "r:dead");
+    assert!(!dead.is_empty(), "no entry was poison: {out}");
+    for (id, reason, deliveries) in &dead {
+        assert_eq!(
+            (reason.as_str(), deliveries.as_str()),
+            ("failed after 4 deliveries (--max-retries 3)", "4"),
+            "{id}"
+        );
+        let at = |n: i64| {
+            *seen
+                .get(&(id.clone(), n))
+                .unwrap_or_else(|| panic!("delivery {n} of {id} was not observed"))
+        };
+        // Observed at most one poll (5 ms plus a round trip) late: 40 ms of slack.
+        for (n, delay_ms) in [(1, 300), (2, 600), (3, 600)] {
+            let gap = at(n + 1).duration_since(at(n));
+            assert!(
+                gap >= Duration::from_millis(delay_ms - 40),
+                "{id}: delivery {} came {gap:?} after delivery {n}, sooner than the {delay_ms} ms \
+                 backoff",
+                n + 1
+            );
+        }
+    }
+    // The words of every entry not dead-lettered, exactly once.
+    let entries: redis::Value = redis::cmd("XRANGE")
+        .arg("r")
+        .arg("-")
+        .arg("+")
+        .query(&mut con)
+        .expect("XRANGE");
+    let redis::Value::Array(entries) = entries else {
+        panic!("XRANGE: {entries:?}")
+    };
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for e in entries {
+        let redis::Value::Array(e) = e else { panic!() };
+        let (redis::Value::BulkString(id), redis::Value::Array(kv)) = (&e[0], &e[1]) else {
+            panic!("{e:?}")
+        };
+        let id = String::from_utf8_lossy(id).into_owned();
+        if dead.iter().any(|d| d.0 == id) {
+            continue;
+        }
+        let redis::Value::BulkString(line) = &kv[1] else {
+            panic!("{kv:?}")
+        };
+        for w in String::from_utf8_lossy(line).split_whitespace() {
+            *expected.entry(w.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(
+        db_counts(&pu),
+        expected,
+        "counts of the entries not dead-lettered"
+    );
+}

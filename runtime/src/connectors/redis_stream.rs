@@ -10,7 +10,10 @@
 //!   thread; after an empty read the spout waits `idle_poll_ms` before reading again.
 //! - **Acks.** `ack` → the entry id joins a batch sent as one `XACK s g id...` (at `batch` ids,
 //!   after `ack_delay_ms`, or on stop).
-//! - **Fail and timeout.** The entry is still in the group's PEL: the spout asks the server for
+//! - **Fail and timeout.** After a backoff (`retry_initial_ms`, doubling with each fail of the
+//!   entry in this life of the spout, at most `retry_max_ms`: Storm's KafkaSpout retries with
+//!   exponential backoff; the wait is checked on each `next_tuple`, so other entries keep
+//!   flowing meanwhile) the entry is still in the group's PEL: the spout asks the server for
 //!   its delivery count (`XPENDING s g id id 1`); while it has been delivered at most
 //!   `max_retries` times it is claimed again (`XCLAIM s g c 0 id`, which raises the count) and
 //!   re-emitted; otherwise it is appended to the dead-letter stream `<stream>:dead` (fields
@@ -52,7 +55,8 @@
 //! The spout is a user component at the shell's edge: it does network I/O and reads the wall
 //! clock; the executors around it stay pure.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -76,6 +80,14 @@ pub const OUTAGE_MEANWHILE: &str = "emitting nothing meanwhile (trees in flight 
 fn redis_reason(e: &redis::RedisError) -> String {
     super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
 }
+
+/// Default delay before the first re-emit of a failed entry, ms (`--retry-initial-ms`).
+pub const DEFAULT_RETRY_INITIAL_MS: u64 = 100;
+
+/// Default longest delay before re-emitting a failed entry, ms (`--retry-max-ms`). With the
+/// defaults an entry failing on every delivery waits 0.1 + 0.2 + 0.4 + 0.8 + 1.6 = 3.1 s over
+/// its 5 retries: a sink lock held for a few seconds no longer uses the retries up at once.
+pub const DEFAULT_RETRY_MAX_MS: u64 = 5_000;
 
 /// The stream on which the spout emits its flush punctuation (field `flush`).
 pub const FLUSH_STREAM: &str = "flush";
@@ -124,6 +136,12 @@ pub struct RedisSpoutConfig {
     pub ack_delay_ms: u64,
     /// Period of the flush punctuation while trees are in flight, ms.
     pub flush_interval_ms: u64,
+    /// Delay before the first re-emit of a failed entry, ms; each further fail of the entry (in
+    /// this life of the spout) doubles it, up to `retry_max_ms` (Storm's KafkaSpout retries with
+    /// exponential backoff too). The retry limit stays the server's delivery count.
+    pub retry_initial_ms: u64,
+    /// Longest delay before re-emitting a failed entry, ms.
+    pub retry_max_ms: u64,
     /// Most trees in flight. Keep it below the topology's max spout pending: the runtime stops
     /// calling `next_tuple` at that limit, and the flush punctuation (which lets sinks commit
     /// partial batches, and so lets trees complete) needs `next_tuple` calls.
@@ -132,7 +150,8 @@ pub struct RedisSpoutConfig {
 
 impl RedisSpoutConfig {
     /// Defaults for `stream` on `url`: group `acker-wordcount`, batch 500, 5 retries, claim after
-    /// 60 s, idle poll 10 ms, ack delay 2 ms, flush every 20 ms, 2000 trees in flight.
+    /// 60 s, idle poll 10 ms, ack delay 2 ms, flush every 20 ms, retry backoff 100 ms doubling to
+    /// 5 s, 2000 trees in flight.
     pub fn new(url: &str, stream: &str, consumer: &str) -> Self {
         Self {
             url: url.to_string(),
@@ -147,8 +166,19 @@ impl RedisSpoutConfig {
             idle_poll_ms: 10,
             ack_delay_ms: 2,
             flush_interval_ms: 20,
+            retry_initial_ms: DEFAULT_RETRY_INITIAL_MS,
+            retry_max_ms: DEFAULT_RETRY_MAX_MS,
             max_in_flight: 2000,
         }
+    }
+
+    /// The delay before re-emitting an entry after its `fails`-th fail (1-based) in this life of
+    /// the spout, ms: `retry_initial_ms × 2^(fails - 1)`, at most `retry_max_ms`.
+    pub fn retry_delay_ms(&self, fails: u32) -> u64 {
+        let doubling = 1u64 << fails.saturating_sub(1).min(32);
+        self.retry_initial_ms
+            .saturating_mul(doubling)
+            .min(self.retry_max_ms)
     }
 
     /// The dead-letter stream: `<stream>:dead`.
@@ -408,7 +438,11 @@ pub struct RedisStreamSpout {
     next_msg_id: MessageId,
     in_flight: HashMap<MessageId, String>,
     ready: VecDeque<(String, Arc<str>)>,
-    retry: Vec<String>,
+    /// Failed entries waiting for their retry backoff: (due, entry id), earliest first.
+    retry: BinaryHeap<Reverse<(Instant, String)>>,
+    /// Fails of each entry in this life of the spout (for the backoff; the retry limit is the
+    /// server's delivery count). An entry leaves it when acked, dead-lettered or no longer ours.
+    fails: HashMap<String, u32>,
     acks: Vec<String>,
     oldest_ack: Option<Instant>,
     next_poll: Instant,
@@ -446,7 +480,8 @@ impl RedisStreamSpout {
             next_msg_id: 1,
             in_flight: HashMap::new(),
             ready: VecDeque::new(),
-            retry: Vec::new(),
+            retry: BinaryHeap::new(),
+            fails: HashMap::new(),
             acks: Vec::new(),
             oldest_ack: None,
             next_poll: now,
@@ -644,6 +679,9 @@ impl RedisStreamSpout {
         if !self.dead_letter(&over, true, now) {
             return false;
         }
+        for (id, _, _) in &over {
+            self.fails.remove(id);
+        }
         if again.is_empty() {
             return true;
         }
@@ -682,14 +720,23 @@ impl RedisStreamSpout {
     /// Re-emits failed entries still pending for this consumer (their delivery counts from the
     /// server decide: again, or dead letter).
     fn retry_failed(&mut self, now: Instant) {
-        let ids = std::mem::take(&mut self.retry);
+        let mut due = Vec::new();
+        while let Some(Reverse((t, _))) = self.retry.peek() {
+            if *t > now || due.len() >= self.cfg.batch {
+                break;
+            }
+            if let Some(Reverse(d)) = self.retry.pop() {
+                due.push(d);
+            }
+        }
+        let ids: Vec<String> = due.iter().map(|(_, id)| id.clone()).collect();
         let (stream, group, me) = (
             self.cfg.stream.clone(),
             self.cfg.group.clone(),
             self.cfg.consumer.clone(),
         );
         let Some(con) = self.con(now) else {
-            self.retry = ids;
+            self.retry.extend(due.into_iter().map(Reverse));
             return;
         };
         let mut p = redis::pipe();
@@ -709,12 +756,18 @@ impl RedisStreamSpout {
                     .flat_map(pending_rows)
                     .filter(|r| r.1 == me)
                     .collect();
+                // Entries no longer ours (another consumer claimed them) need no backoff.
+                for id in &ids {
+                    if !rows.iter().any(|r| &r.0 == id) {
+                        self.fails.remove(id);
+                    }
+                }
                 if !self.reclaim(rows, now) {
-                    self.retry = ids;
+                    self.retry.extend(due.into_iter().map(Reverse));
                 }
             }
             Err(e) => {
-                self.retry = ids;
+                self.retry.extend(due.into_iter().map(Reverse));
                 self.lost(now, &e);
             }
         }
@@ -969,7 +1022,8 @@ impl Spout for RedisStreamSpout {
         }
         if stopping {
             if !self.cfg.at_most_once {
-                self.hand_back.append(&mut self.retry);
+                self.hand_back
+                    .extend(self.retry.drain().map(|Reverse((_, id))| id));
                 self.hand_back
                     .extend(self.ready.drain(..).map(|(id, _)| id));
             }
@@ -1023,7 +1077,11 @@ impl Spout for RedisStreamSpout {
             }
             return;
         }
-        if !self.retry.is_empty() {
+        if self
+            .retry
+            .peek()
+            .is_some_and(|Reverse((due, _))| *due <= now)
+        {
             self.retry_failed(now);
             return;
         }
@@ -1050,6 +1108,9 @@ impl Spout for RedisStreamSpout {
 
     fn ack(&mut self, msg_id: MessageId) {
         if let Some(id) = self.in_flight.remove(&msg_id) {
+            if !self.fails.is_empty() {
+                self.fails.remove(&id);
+            }
             self.counters
                 .in_flight
                 .store(self.in_flight.len() as u64, Ordering::Relaxed);
@@ -1071,7 +1132,10 @@ impl Spout for RedisStreamSpout {
             if self.stop.load(Ordering::Relaxed) {
                 self.hand_back.push(id);
             } else {
-                self.retry.push(id);
+                let fails = self.fails.entry(id.clone()).or_insert(0);
+                *fails = fails.saturating_add(1);
+                let due = Instant::now() + Duration::from_millis(self.cfg.retry_delay_ms(*fails));
+                self.retry.push(Reverse((due, id)));
             }
         }
     }

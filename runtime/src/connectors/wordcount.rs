@@ -88,6 +88,15 @@ pub struct ConnectorArgs {
     /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout).
     #[arg(long)]
     pub claim_after_ms: Option<u64>,
+    /// Delay before re-emitting a failed entry, ms; it doubles with each further fail of the
+    /// entry, up to --retry-max-ms (Storm's KafkaSpout retries with exponential backoff). The
+    /// retry count stays the server's delivery count (--max-retries); meanwhile other entries
+    /// keep flowing.
+    #[arg(long, default_value_t = redis_stream::DEFAULT_RETRY_INITIAL_MS)]
+    pub retry_initial_ms: u64,
+    /// Longest delay before re-emitting a failed entry, ms (at least --retry-initial-ms).
+    #[arg(long, default_value_t = redis_stream::DEFAULT_RETRY_MAX_MS)]
+    pub retry_max_ms: u64,
     /// Exit 0 once the stream has no new entry and the group nothing pending (batch runs, tests).
     #[arg(long)]
     pub drain: bool,
@@ -334,6 +343,14 @@ pub fn run(
             return Err(format!("{option} must not be empty").into());
         }
     }
+    if args.retry_max_ms < args.retry_initial_ms {
+        return Err(format!(
+            "--retry-max-ms {} is below --retry-initial-ms {}: the longest delay must be at \
+             least the first",
+            args.retry_max_ms, args.retry_initial_ms
+        )
+        .into());
+    }
     if !(0.0..=1.0).contains(&args.poison_rate) {
         return Err(format!("--poison-rate must be in [0, 1], got {}", args.poison_rate).into());
     }
@@ -398,6 +415,8 @@ pub fn run(
     cfg.group = args.group.clone();
     cfg.batch = args.read_batch as usize;
     cfg.max_retries = args.max_retries;
+    cfg.retry_initial_ms = args.retry_initial_ms;
+    cfg.retry_max_ms = args.retry_max_ms;
     cfg.claim_after_ms = args.claim_after_ms.unwrap_or(2 * timeout_ms).max(1);
     cfg.drain = args.drain;
     cfg.at_most_once = guarantee == Guarantee::AtMostOnce;
