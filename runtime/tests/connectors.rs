@@ -3,7 +3,8 @@
 //! `postgresql`). No mocks. A missing binary fails the test with the package's name.
 //!
 //! Every wait is bounded and fails saying what it waited for; worker processes are killed when a
-//! test fails. Budget: about 1 minute in release mode on a 2-core machine.
+//! test fails. Budget: about 1.5 minutes in release mode on a 2-core machine (21 tests: 71 s at
+//! a load average of 9, 2026-12-01).
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
 use std::collections::HashMap;
