@@ -702,6 +702,11 @@ fn connector_job_refuses_empty_names_and_hides_passwords() {
         &args("s", &["--consumer", ""]),
         "error: --consumer must not be empty\n",
     );
+    assert_usage_error(
+        &args("s", &["--retry-initial-ms", "500", "--retry-max-ms", "400"]),
+        "error: --retry-max-ms 400 is below --retry-initial-ms 500: the longest delay must be at \
+         least the first\n",
+    );
     let o = common::output_bounded(bin().args(args("s", &[])), LIMIT, "acker-run wordcount");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");

@@ -3,7 +3,8 @@
 //! `postgresql`). No mocks. A missing binary fails the test with the package's name.
 //!
 //! Every wait is bounded and fails saying what it waited for; worker processes are killed when a
-//! test fails. Budget: about 1 minute in release mode on a 2-core machine.
+//! test fails. Budget: about 1.5 minutes in release mode on a 2-core machine (21 tests: 71 s at
+//! a load average of 9, 2026-12-01).
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
 use std::collections::HashMap;
@@ -456,6 +457,13 @@ fn unreachable_servers_exit_2_naming_the_address() {
         )),
         "{err}"
     );
+    // Refused before the group was made: no empty stream is left behind (a rerun with
+    // PostgreSQL up would then not warn that `s` did not exist).
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("s")
+        .query(&mut redis_con(&redis.url()))
+        .expect("EXISTS");
+    assert!(!exists, "a refused run created the stream");
 
     let (status, _, err) = Proc::spawn(
         "counts with no PostgreSQL",
@@ -593,6 +601,48 @@ fn redis_and_postgres_restarts_mid_run_stay_exact() {
     assert!(v["redis_errors"].as_u64() > Some(0), "{out}");
     assert!(v["postgres_errors"].as_u64() > Some(0), "{out}");
     assert_eq!(v["dead_lettered"], 0, "{out}");
+    // Each outage said so on stderr, once when the connection was lost and once when it was
+    // back (new-user trial: nothing appeared until the summary's `errors redis N`).
+    for (server, url, meanwhile) in [
+        ("Redis", &ru, "emitting nothing meanwhile"),
+        ("PostgreSQL", &pu, "acking nothing meanwhile"),
+    ] {
+        let lost_prefix = format!("acker-run: lost {server} at {url}: ");
+        let lost: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with(&lost_prefix))
+            .collect();
+        assert_eq!(lost.len(), 1, "one 'lost {server}' line; stderr:\n{err}");
+        assert!(
+            lost[0].contains(&format!(
+                "; reconnecting with capped backoff (50 ms doubling to 2 s), {meanwhile} ("
+            )),
+            "{}",
+            lost[0]
+        );
+        let back_prefix = format!("acker-run: {server} at {url} is back after ");
+        let back: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with(&back_prefix))
+            .collect();
+        assert_eq!(back.len(), 1, "one '{server} back' line; stderr:\n{err}");
+        let rest = &back[0][back_prefix.len()..];
+        let (secs, attempts) = rest
+            .strip_suffix("); resuming")
+            .and_then(|r| r.split_once(" s ("))
+            .unwrap_or_else(|| panic!("the back line's shape: {}", back[0]));
+        assert!(secs.parse::<f64>().is_ok_and(|s| s >= 0.0), "{}", back[0]);
+        let n: u64 = attempts
+            .trim_end_matches(" connection attempts")
+            .trim_end_matches(" connection attempt")
+            .parse()
+            .unwrap_or_else(|_| panic!("the attempts of {}", back[0]));
+        assert!(n >= 1, "{}", back[0]);
+        assert!(
+            err.find(lost[0]) < err.find(back[0]),
+            "lost before back: {err}"
+        );
+    }
     let counts = db_counts(&pu);
     assert_eq!(counts.values().sum::<i64>(), 202_651, "total words");
     assert_eq!(counts, expected, "every word's count");
@@ -715,21 +765,30 @@ fn at_most_once_without_faults_counts_every_word() {
     assert_eq!(counts, expected, "every word's count");
 }
 
-/// `counts` on a database no word count wrote to reads as empty and creates nothing; `--top`
-/// beyond PostgreSQL's bigint asks for every word instead of failing; `load` of a file that is
-/// not UTF-8 names the offset of the first bad byte and appends nothing.
+/// `counts` on a database no word count wrote to is an error naming the database and the server
+/// and what to run first (new-user trial: it printed zeros), and creates nothing; an empty
+/// `word_counts` reads as zeros; `--top` beyond PostgreSQL's bigint asks for every word instead
+/// of failing; `load` of a file that is not UTF-8 names the offset of the first bad byte and
+/// appends nothing.
 #[test]
 fn counts_and_load_edge_cases() {
     let (r, p) = servers();
     let (ru, pu) = (r.url(), p.url());
-    let out = run_ok(
+    let (status, out, err) = Proc::spawn(
         "counts on an empty database",
         &["counts", "--postgres", &pu, "--json"],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "exit status; stdout: {out}");
+    assert_eq!(out, "", "nothing on stdout");
+    assert_eq!(
+        err,
+        format!(
+            "acker-run: error: no word_counts table in database \"postgres\" at {pu}: no word \
+             count has written there; run `acker-run wordcount --redis URL --stream NAME \
+             --postgres {pu}` first (it creates the table), or check --postgres\n"
+        )
     );
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("counts --json");
-    assert_eq!(v["words_total"], 0);
-    assert_eq!(v["distinct_words"], 0);
-    assert_eq!(v["top"], serde_json::json!([]));
     let tables: i64 = pg(&pu)
         .query_one(
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
@@ -740,10 +799,14 @@ fn counts_and_load_edge_cases() {
     assert_eq!(tables, 0, "counts created tables");
 
     pg(&pu)
-        .batch_execute(
-            "CREATE TABLE word_counts (word text PRIMARY KEY, count bigint NOT NULL);
-             INSERT INTO word_counts VALUES ('a', 3), ('b', 1), ('c', 3);",
-        )
+        .batch_execute("CREATE TABLE word_counts (word text PRIMARY KEY, count bigint NOT NULL)")
+        .expect("create word_counts");
+    assert_eq!(
+        run_ok("counts on an empty table", &["counts", "--postgres", &pu]),
+        "words total 0, distinct 0\n"
+    );
+    pg(&pu)
+        .batch_execute("INSERT INTO word_counts VALUES ('a', 3), ('b', 1), ('c', 3)")
         .expect("write counts");
     let top = u64::MAX.to_string();
     let out = run_ok(
@@ -1724,4 +1787,229 @@ fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
         .expect("count records")
         .get(0);
     assert_eq!(records, 0, "records left after a drained run");
+}
+
+/// A `--stream` that did not exist (a misspelling) is created empty with a warning naming the
+/// stream and the server, saying that the `--drain` run ends with nothing read (exit status
+/// still 0: an empty stream is legitimate), and only the run that created it warns. A stream of
+/// malformed entries only reports the rate of settled entries (acked or dead-lettered) beside
+/// the acked rate (new-user trial: 0 entries/s), in `--json` and in the text summary; and the
+/// README lists exactly the `--json` fields a run prints.
+#[test]
+fn a_missing_stream_warns_and_a_dead_lettered_run_reports_its_rate() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (status, out, err) = Proc::spawn(
+        "worker on a misspelled stream",
+        &worker_args(&ru, &pu, "lnies", "w"),
+    )
+    .wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "exit status; stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["read"], 0, "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "acker-run: warning: stream \"lnies\" did not exist at {ru}: created it empty (with \
+             its consumer group); with --drain this run will end at once with nothing read. \
+             Check --stream if you meant an existing stream (load one with `acker-run load \
+             --input FILE --redis URL --stream NAME`)\n"
+        )
+    );
+    let (status, _, err) = Proc::spawn(
+        "worker on the stream the first run created",
+        &worker_args(&ru, &pu, "lnies", "w"),
+    )
+    .wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "exit status; stderr: {err}");
+    assert_eq!(err, "", "no warning for a stream that exists");
+
+    let mut con = redis_con(&ru);
+    for s in ["bad", "bad2"] {
+        let mut p = redis::pipe();
+        for i in 0..40 {
+            p.cmd("XADD").arg(s).arg("*").arg("text").arg(i).ignore();
+        }
+        p.query::<()>(&mut con).expect("XADD malformed entries");
+    }
+    let out = run_ok(
+        "worker on malformed entries",
+        &worker_args(&ru, &pu, "bad", "w"),
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(
+        (
+            &v["read"],
+            &v["acked"],
+            &v["dead_lettered"],
+            &v["malformed"]
+        ),
+        (
+            &serde_json::json!(40),
+            &serde_json::json!(0),
+            &serde_json::json!(40),
+            &serde_json::json!(40)
+        ),
+        "{out}"
+    );
+    let secs = v["elapsed_ms"].as_f64().expect("elapsed_ms") / 1e3;
+    let rate = v["entries_per_sec"].as_f64().expect("entries_per_sec");
+    assert!(
+        (rate * secs - 40.0).abs() < 1e-6,
+        "entries_per_sec x elapsed = 40 settled entries: {out}"
+    );
+    assert_eq!(v["acked_per_sec"], 0.0, "{out}");
+
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("read README.md");
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let start = "The connector job's `--json` summary is one object with the fields ";
+    let from = flat
+        .find(start)
+        .unwrap_or_else(|| panic!("README.md no longer says {start:?}"))
+        + start.len();
+    let to = from + flat[from..].find(';').expect("end of the list");
+    let mut listed: Vec<String> = flat[from..to]
+        .split(',')
+        .map(|f| f.trim().trim_matches('`').to_string())
+        .collect();
+    let mut printed: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+    listed.sort();
+    printed.sort();
+    assert_eq!(listed, printed, "README.md's fields (left) against a run's");
+
+    let mut args = worker_args(&ru, &pu, "bad2", "w");
+    args.retain(|a| *a != "--json");
+    let out = run_ok("worker on malformed entries, text summary", &args);
+    let last = out.lines().last().expect("a summary");
+    let rest = last
+        .strip_prefix("exactly-once in ")
+        .unwrap_or_else(|| panic!("the summary's last line: {out}"));
+    let (secs, rest) = rest.split_once(" s: ").expect("elapsed");
+    let (rate, rest) = rest.split_once(' ').expect("rate");
+    assert_eq!(
+        rest, "entries/s settled (acked or dead-lettered), 0 acked/s",
+        "{out}"
+    );
+    let (secs, rate): (f64, f64) = (secs.parse().expect("secs"), rate.parse().expect("rate"));
+    assert!(rate > 0.0, "{out}");
+    // Both are rounded (to 0.005 s and 0.5 entries/s): 40 entries in `secs` give `rate` (a
+    // run shorter than 10 ms prints 0.00 s: no upper bound then).
+    assert!(rate >= 40.0 / (secs + 0.005) - 0.5, "{out}");
+    assert!(secs < 0.01 || rate <= 40.0 / (secs - 0.005) + 0.5, "{out}");
+    assert!(out.contains("dead-lettered 40 (malformed 40)"), "{out}");
+}
+
+/// A failed entry is re-emitted after its retry backoff, not at once (new-user trial: a lock
+/// held for seconds with a small `--sink-batch` used up `--max-retries`): with
+/// `--retry-initial-ms 300 --retry-max-ms 600`, the server's delivery count of a poison entry
+/// (failed on every delivery) rises no sooner than 300, 600 and 600 ms apart, as observed from
+/// outside by polling `XPENDING`; after `--max-retries 3` it is dead-lettered with 4
+/// deliveries; the other entries count exactly.
+#[test]
+fn failed_entries_are_re_emitted_after_their_backoff() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let lines: Vec<String> = (0..30).map(|i| format!("w{i} common")).collect();
+    load_lines(&ru, "r", &lines);
+    let mut args = worker_args(&ru, &pu, "r", "w");
+    args.extend([
+        "--poison-rate",
+        "0.4",
+        "--max-retries",
+        "3",
+        "--retry-initial-ms",
+        "300",
+        "--retry-max-ms",
+        "600",
+    ]);
+    let mut w = Proc::spawn("worker with poison entries", &args);
+    let mut con = redis_con(&ru);
+    // (entry, delivery count) -> when the count was first seen.
+    let mut seen: HashMap<(String, i64), Instant> = HashMap::new();
+    let t0 = Instant::now();
+    while w.child.try_wait().expect("try_wait").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "timed out after 60 s waiting for the worker to drain the stream"
+        );
+        let rows: redis::Value = redis::cmd("XPENDING")
+            .arg("r")
+            .arg("acker-wordcount")
+            .arg("-")
+            .arg("+")
+            .arg(100)
+            .query(&mut con)
+            .unwrap_or(redis::Value::Nil);
+        let now = Instant::now();
+        if let redis::Value::Array(rows) = rows {
+            for r in rows {
+                let redis::Value::Array(f) = r else { continue };
+                let (redis::Value::BulkString(id), redis::Value::Int(n)) = (&f[0], &f[3]) else {
+                    continue;
+                };
+                let id = String::from_utf8_lossy(id).into_owned();
+                seen.entry((id, *n)).or_insert(now);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (status, out, err) = w.wait(Duration::from_secs(5));
+    assert!(status.success(), "worker: {status} {err}");
+    let dead = dead_rows(&mut con, "r:dead");
+    assert!(!dead.is_empty(), "no entry was poison: {out}");
+    for (id, reason, deliveries) in &dead {
+        assert_eq!(
+            (reason.as_str(), deliveries.as_str()),
+            ("failed after 4 deliveries (--max-retries 3)", "4"),
+            "{id}"
+        );
+        let at = |n: i64| {
+            *seen
+                .get(&(id.clone(), n))
+                .unwrap_or_else(|| panic!("delivery {n} of {id} was not observed"))
+        };
+        // Observed at most one poll (5 ms plus a round trip) late: 40 ms of slack.
+        for (n, delay_ms) in [(1, 300), (2, 600), (3, 600)] {
+            let gap = at(n + 1).duration_since(at(n));
+            assert!(
+                gap >= Duration::from_millis(delay_ms - 40),
+                "{id}: delivery {} came {gap:?} after delivery {n}, sooner than the {delay_ms} ms \
+                 backoff",
+                n + 1
+            );
+        }
+    }
+    // The words of every entry not dead-lettered, exactly once.
+    let entries: redis::Value = redis::cmd("XRANGE")
+        .arg("r")
+        .arg("-")
+        .arg("+")
+        .query(&mut con)
+        .expect("XRANGE");
+    let redis::Value::Array(entries) = entries else {
+        panic!("XRANGE: {entries:?}")
+    };
+    let mut expected: HashMap<String, i64> = HashMap::new();
+    for e in entries {
+        let redis::Value::Array(e) = e else { panic!() };
+        let (redis::Value::BulkString(id), redis::Value::Array(kv)) = (&e[0], &e[1]) else {
+            panic!("{e:?}")
+        };
+        let id = String::from_utf8_lossy(id).into_owned();
+        if dead.iter().any(|d| d.0 == id) {
+            continue;
+        }
+        let redis::Value::BulkString(line) = &kv[1] else {
+            panic!("{kv:?}")
+        };
+        for w in String::from_utf8_lossy(line).split_whitespace() {
+            *expected.entry(w.to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(
+        db_counts(&pu),
+        expected,
+        "counts of the entries not dead-lettered"
+    );
 }

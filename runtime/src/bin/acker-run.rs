@@ -53,6 +53,14 @@ its summary) and it exits 0."
 }
 const EXIT_STATUS_HELP: &str = exit_status_help!();
 
+/// The exit statuses of `acker-run counts`, shown under its `--help`.
+#[cfg(all(feature = "redis", feature = "postgres"))]
+const COUNTS_EXIT_STATUS_HELP: &str = "Exit status: 0 when the counts were printed (an empty \
+word_counts table prints zeros); 2 with a one-line message on stderr on bad arguments, a --postgres \
+URL that does not parse, a server that cannot be reached, a database without the word_counts \
+table (no word count has written there: `no word_counts table in database D at URL`), or a \
+stdout write error; 0 also when stdout is a pipe closed early.";
+
 #[derive(Parser)]
 #[command(
     name = "acker-run",
@@ -127,7 +135,12 @@ enum Command {
     #[cfg(all(feature = "redis", feature = "postgres"))]
     Load(ConnectorLoadArgs),
     /// Read the word counts back from PostgreSQL.
+    ///
+    /// Prints the total, the number of distinct words and the top words of `word_counts`. A
+    /// database without that table is an error (exit status 2), not zeros: run `acker-run
+    /// wordcount --redis ... --postgres URL` on it first, or check --postgres.
     #[cfg(all(feature = "redis", feature = "postgres"))]
+    #[command(after_help = COUNTS_EXIT_STATUS_HELP)]
     Counts(ConnectorCountsArgs),
 }
 

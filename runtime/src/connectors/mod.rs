@@ -105,6 +105,146 @@ pub fn one_line_reason(text: &str, kind: Option<&str>) -> String {
         .join("; ")
 }
 
+/// Least time between two "lost" lines of one [`OutageLog`], ms: an outage that starts sooner
+/// after the last one reported is reported only if it is still going on once this much time has
+/// passed (a server that flaps every second gives one line per 10 s, not a flood).
+pub const OUTAGE_REPORT_GAP_MS: u64 = 10_000;
+
+/// While an outage lasts, a "still down" line every this many ms (the progress lines freeze
+/// meanwhile, so this says the worker is alive and still trying).
+pub const STILL_DOWN_REPORT_MS: u64 = 60_000;
+
+/// What a connector tells the user on stderr when it loses its server and when the server is
+/// back (new-user trial: the progress lines froze during an outage and only the final summary
+/// said `errors redis N`). One line when an outage starts (the server, its address with any
+/// password redacted by [`redact_password`], the one-line reason, that the connector retries
+/// with a capped backoff and what it does meanwhile), a "still down" line every
+/// [`STILL_DOWN_REPORT_MS`], and one line when a connection is made again (after how long and
+/// how many connection attempts). Rate-limited: a "lost" line comes at most once per
+/// [`OUTAGE_REPORT_GAP_MS`]; an outage that ends before its line is due is not reported (and
+/// neither is its end), and the next "lost" line says how many such outages it left out.
+///
+/// Shared by every task talking to one server (the sink's writer threads share one through
+/// `postgres_sink::SinkCounters`), so an outage seen by several connections is reported once:
+/// it starts at the first failure and ends at the first connection made again. The caller
+/// passes the time and prints the returned line; the log reads no clock itself.
+#[derive(Debug)]
+pub struct OutageLog {
+    server: &'static str,
+    url: String,
+    meanwhile: &'static str,
+    state: std::sync::Mutex<OutageState>,
+}
+
+#[derive(Debug, Default)]
+struct OutageState {
+    /// When the current outage started (`None`: connected, or never failed).
+    down_since: Option<std::time::Instant>,
+    /// Failed connection attempts in the current outage.
+    attempts: u64,
+    /// Whether the current outage's "lost" line was printed.
+    reported: bool,
+    /// When the last "lost" or "still down" line was printed.
+    last_line: Option<std::time::Instant>,
+    /// Outages that ended before their line was due, since the last "lost" line.
+    unreported: u64,
+    /// The reason the current outage started with.
+    reason: String,
+}
+
+impl OutageLog {
+    /// A log for `server` (`Redis`, `PostgreSQL`) at `url` (shown redacted), saying what the
+    /// connector does `meanwhile` (e.g. "emitting nothing meanwhile").
+    pub fn new(server: &'static str, url: &str, meanwhile: &'static str) -> Self {
+        Self {
+            server,
+            url: redact_password(url),
+            meanwhile,
+            state: std::sync::Mutex::new(OutageState::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, OutageState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A command or a connection attempt (`connect_attempt`) failed at `now` with `reason` (one
+    /// line). Returns the line to print, if one is due: the "lost" line of a new outage (or of
+    /// one whose line the rate limit held back), or a "still down" line.
+    pub fn failed(
+        &self,
+        now: std::time::Instant,
+        reason: &str,
+        connect_attempt: bool,
+    ) -> Option<String> {
+        use std::time::Duration;
+        let mut s = self.state();
+        match s.down_since {
+            None => {
+                s.down_since = Some(now);
+                s.attempts = u64::from(connect_attempt);
+                s.reported = false;
+                s.reason = reason.to_string();
+            }
+            Some(_) => s.attempts += u64::from(connect_attempt),
+        }
+        let since_line = s.last_line.map(|t| now.saturating_duration_since(t));
+        if !s.reported {
+            if since_line.is_some_and(|d| d < Duration::from_millis(OUTAGE_REPORT_GAP_MS)) {
+                return None;
+            }
+            s.reported = true;
+            s.last_line = Some(now);
+            let left_out = match std::mem::take(&mut s.unreported) {
+                0 => String::new(),
+                1 => " (1 shorter outage since the last report was not reported)".to_string(),
+                n => format!(" ({n} shorter outages since the last report were not reported)"),
+            };
+            return Some(format!(
+                "acker-run: lost {} at {}: {}; reconnecting with capped backoff (50 ms doubling \
+                 to 2 s), {}{left_out}",
+                self.server, self.url, s.reason, self.meanwhile
+            ));
+        }
+        if since_line.is_some_and(|d| d >= Duration::from_millis(STILL_DOWN_REPORT_MS)) {
+            s.last_line = Some(now);
+            let down = s
+                .down_since
+                .map_or(0.0, |t| now.duration_since(t).as_secs_f64());
+            return Some(format!(
+                "acker-run: {} at {} still down after {down:.0} s ({} connection attempts): {}",
+                self.server, self.url, s.attempts, reason
+            ));
+        }
+        None
+    }
+
+    /// A connection was made at `now`. Returns the "back" line when the outage it ends was
+    /// reported.
+    pub fn connected(&self, now: std::time::Instant) -> Option<String> {
+        let mut s = self.state();
+        let since = s.down_since.take()?;
+        let attempts = s.attempts + 1;
+        if !s.reported {
+            s.unreported += 1;
+            return None;
+        }
+        s.reported = false;
+        Some(format!(
+            "acker-run: {} at {} is back after {:.1} s ({attempts} connection attempt{}); resuming",
+            self.server,
+            self.url,
+            now.duration_since(since).as_secs_f64(),
+            if attempts == 1 { "" } else { "s" }
+        ))
+    }
+
+    /// Whether an outage is going on (a failure not yet followed by a connection).
+    pub fn is_down(&self) -> bool {
+        self.state().down_since.is_some()
+    }
+}
+
 /// Parses a Redis stream entry id `<ms>-<seq>` into its two numbers (`None` for anything else,
 /// including numbers past `i64::MAX`).
 pub fn parse_entry_id(id: &str) -> Option<(i64, i64)> {
@@ -221,6 +361,77 @@ mod tests {
         assert_eq!(
             postgres_sink::check_url("host=127.0.0.1 user=postgres"),
             Ok(())
+        );
+    }
+}
+
+#[cfg(test)]
+mod outage_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    const LOST: &str = "acker-run: lost Redis at redis://:***@127.0.0.1:7/: Connection \
+                        refused (os error 111); reconnecting with capped backoff (50 ms doubling \
+                        to 2 s), doing nothing";
+
+    /// One "lost" line per outage, one "back" line with the time and the attempts, a "still
+    /// down" line a minute into a long outage; an outage starting within the report gap of the
+    /// last line is held back and, if it ends before its line is due, left out and counted in
+    /// the next "lost" line.
+    #[test]
+    fn outages_are_reported_once_each_and_rate_limited() {
+        let log = OutageLog::new("Redis", "redis://:pw@127.0.0.1:7/", "doing nothing");
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let reason = "Connection refused (os error 111)";
+        assert_eq!(
+            log.connected(at(0)),
+            None,
+            "a first connection is no outage"
+        );
+        assert_eq!(log.failed(at(10), reason, false).as_deref(), Some(LOST));
+        assert!(log.is_down());
+        for i in 0..20 {
+            assert_eq!(
+                log.failed(at(100 + i * 100), "other", true),
+                None,
+                "attempt {i}"
+            );
+        }
+        assert_eq!(
+            log.connected(at(3_010)).as_deref(),
+            Some(
+                "acker-run: Redis at redis://:***@127.0.0.1:7/ is back after 3.0 s (21 \
+                 connection attempts); resuming"
+            )
+        );
+        assert!(!log.is_down());
+        // A flap 1 s later: within the 10 s gap, ends before its line is due: not reported.
+        assert_eq!(log.failed(at(4_010), reason, false), None);
+        assert_eq!(log.connected(at(4_500)), None);
+        // Another one, still down when the gap has passed: reported then, naming the left-out.
+        assert_eq!(log.failed(at(6_000), reason, false), None);
+        assert_eq!(
+            log.failed(at(10_010), "refused", true).as_deref(),
+            Some(
+                format!("{LOST} (1 shorter outage since the last report was not reported)")
+                    .as_str()
+            )
+        );
+        assert_eq!(log.failed(at(69_000), "refused", true), None);
+        assert_eq!(
+            log.failed(at(70_010), "refused", true).as_deref(),
+            Some(
+                "acker-run: Redis at redis://:***@127.0.0.1:7/ still down after 64 s (3 \
+                 connection attempts): refused"
+            )
+        );
+        assert_eq!(
+            log.connected(at(71_000)).as_deref(),
+            Some(
+                "acker-run: Redis at redis://:***@127.0.0.1:7/ is back after 65.0 s (4 \
+                 connection attempts); resuming"
+            )
         );
     }
 }

@@ -62,7 +62,9 @@
 //!
 //! Errors: a failed commit or a lost connection puts the batch back in the bolt's buffer,
 //! unacked; the writer reconnects with a capped backoff (50 ms doubling to 2 s) and the batch is
-//! written again at the next flush. At most [`MAX_QUEUED_BATCHES`] batches wait for the writer;
+//! written again at the next flush. With [`BatchSink::report_outages`] (the word count's sink)
+//! the first failure of an outage and the first connection after it are reported on stderr,
+//! one line each, rate-limited ([`super::OutageLog`]). At most [`MAX_QUEUED_BATCHES`] batches wait for the writer;
 //! beyond [`MAX_HELD_BATCHES`] batches held the executor waits for the writer while commits
 //! succeed (back-pressure, which at-most-once needs: nothing else throttles its spout), at most
 //! [`BACKPRESSURE_WAIT_MS`] (2 s) for each outcome, so a writer blocked by a lock holds the
@@ -154,6 +156,11 @@ impl std::fmt::Display for ConnectError {
 }
 
 impl std::error::Error for ConnectError {}
+
+/// What the sink does while PostgreSQL is down, as its "lost" line on stderr says
+/// ([`super::OutageLog`]).
+pub const OUTAGE_MEANWHILE: &str = "acking nothing meanwhile (inputs stay unacked and are \
+     delivered again once it is back)";
 
 /// A good `--postgres` URL, shown in the error for a bad one.
 pub const URL_EXAMPLE: &str = "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -506,6 +513,8 @@ struct WriterThread<W: BatchWriter> {
     client: Option<Client>,
     reconnect_at: Option<Instant>,
     backoff_ms: u64,
+    /// Where losing the server and getting it back are reported ([`BatchSink::report_outages`]).
+    outage: Option<Arc<super::OutageLog>>,
     /// Shared with the sink: the cancel token of the current connection, and whether the sink
     /// stopped waiting (then no further transaction is attempted).
     stop: Arc<WriterStop>,
@@ -536,7 +545,16 @@ impl WriterStop {
 }
 
 impl<W: BatchWriter> WriterThread<W> {
-    fn lost(&mut self, now: Instant) {
+    /// Drops the connection after a failed commit or connection attempt (`reason`, one line);
+    /// the next commit reconnects after the backoff.
+    fn lost(&mut self, now: Instant, reason: &str, connect_attempt: bool) {
+        if let Some(line) = self
+            .outage
+            .as_ref()
+            .and_then(|o| o.failed(now, reason, connect_attempt))
+        {
+            eprintln!("{line}");
+        }
         self.writer.connection_lost();
         self.client = None;
         self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
@@ -562,9 +580,12 @@ impl<W: BatchWriter> WriterThread<W> {
                     self.client = Some(c);
                     self.backoff_ms = 50;
                     self.reconnect_at = None;
+                    if let Some(line) = self.outage.as_ref().and_then(|o| o.connected(now)) {
+                        eprintln!("{line}");
+                    }
                 }
-                Err(_) => {
-                    self.lost(now);
+                Err(e) => {
+                    self.lost(now, &e.reason, true);
                     return false;
                 }
             }
@@ -577,8 +598,12 @@ impl<W: BatchWriter> WriterThread<W> {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| writer.write(client, rows)));
         match result {
             Ok(Ok(())) => true,
-            _ => {
-                self.lost(now);
+            Ok(Err(e)) => {
+                self.lost(now, &super::one_line_reason(&error_chain(&e), None), false);
+                false
+            }
+            Err(_) => {
+                self.lost(now, "the writer panicked", false);
                 false
             }
         }
@@ -649,6 +674,8 @@ pub struct BatchSink<W: BatchWriter> {
     commit_on_cleanup: bool,
     /// The worker's stop flag ([`BatchSink::stop_on`]): once set, no back-pressure wait.
     stop: Option<Arc<AtomicBool>>,
+    /// Where the writer reports losing the server ([`BatchSink::report_outages`]).
+    outage: Option<Arc<super::OutageLog>>,
 }
 
 /// The word-count sink bolt (see the module docs).
@@ -731,7 +758,16 @@ impl<W: BatchWriter> BatchSink<W> {
             committing: true,
             commit_on_cleanup: false,
             stop: None,
+            outage: None,
         }
+    }
+
+    /// Makes the writer report on stderr when it loses PostgreSQL and when it is back, through
+    /// `log` (one line each, rate-limited: [`super::OutageLog`]); share one log among the sink
+    /// tasks of a worker so that an outage is reported once. Off by default.
+    pub fn report_outages(mut self, log: Arc<super::OutageLog>) -> Self {
+        self.outage = Some(log);
+        self
     }
 
     /// Makes the sink watch the worker's stop flag (set by SIGINT/SIGTERM): once it is set, the
@@ -784,6 +820,7 @@ impl<W: BatchWriter> BatchSink<W> {
                 client: None,
                 reconnect_at: None,
                 backoff_ms: 50,
+                outage: self.outage.clone(),
                 stop: stop.clone(),
             };
             let thread = std::thread::Builder::new()
@@ -1153,6 +1190,7 @@ mod tests {
             client: None,
             reconnect_at: None,
             backoff_ms: 50,
+            outage: None,
             stop: stop.clone(),
         };
         let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
@@ -1227,6 +1265,7 @@ mod tests {
             client: None,
             reconnect_at: None,
             backoff_ms: 50,
+            outage: None,
             stop: Arc::new(WriterStop::default()),
         };
         let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);

@@ -10,7 +10,10 @@
 //!   thread; after an empty read the spout waits `idle_poll_ms` before reading again.
 //! - **Acks.** `ack` → the entry id joins a batch sent as one `XACK s g id...` (at `batch` ids,
 //!   after `ack_delay_ms`, or on stop).
-//! - **Fail and timeout.** The entry is still in the group's PEL: the spout asks the server for
+//! - **Fail and timeout.** After a backoff (`retry_initial_ms`, doubling with each fail of the
+//!   entry in this life of the spout, at most `retry_max_ms`: Storm's KafkaSpout retries with
+//!   exponential backoff; the wait is checked on each `next_tuple`, so other entries keep
+//!   flowing meanwhile) the entry is still in the group's PEL: the spout asks the server for
 //!   its delivery count (`XPENDING s g id id 1`); while it has been delivered at most
 //!   `max_retries` times it is claimed again (`XCLAIM s g c 0 id`, which raises the count) and
 //!   re-emitted; otherwise it is appended to the dead-letter stream `<stream>:dead` (fields
@@ -26,7 +29,9 @@
 //!   tuple is emitted, so no crash or restart delivers it twice.
 //! - **Redis gone mid-run.** Any error drops the connection; the spout emits nothing and retries
 //!   the connection with a capped backoff (50 ms doubling to 2 s), then resumes where the group
-//!   stands. Acks not yet sent are kept and sent after the reconnect.
+//!   stands. Acks not yet sent are kept and sent after the reconnect. It says so on stderr: one
+//!   line when the connection is lost (address, reason, what it does meanwhile), one when it is
+//!   back (after how long, how many connection attempts), rate-limited ([`super::OutageLog`]).
 //! - **Stop.** When the shared stop flag is set (SIGINT/SIGTERM) the spout reads nothing more,
 //!   lets its in-flight trees finish or fail (a tree that does neither is failed by the message
 //!   timeout T between T and 2T after its emit or last reset, as Storm's rotating timeout
@@ -50,7 +55,8 @@
 //! The spout is a user component at the shell's edge: it does network I/O and reads the wall
 //! clock; the executors around it stay pure.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -64,6 +70,24 @@ use crate::{values, MessageId, Spout, SpoutOutputCollector, TopologyContext};
 /// Longest a stopping spout keeps trying to hand its unfinished entries back while Redis cannot
 /// be reached, ms (see the module docs, **Stop**).
 pub const STOP_HAND_BACK_MS: u64 = 5_000;
+
+/// What the spout does while Redis is down, as its "lost" line on stderr says
+/// ([`super::OutageLog`]).
+pub const OUTAGE_MEANWHILE: &str = "emitting nothing meanwhile (trees in flight finish or time \
+     out; acks not sent yet are kept and sent once it is back)";
+
+/// A Redis error as one line, without the error kind the client's `Display` appends.
+fn redis_reason(e: &redis::RedisError) -> String {
+    super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
+}
+
+/// Default delay before the first re-emit of a failed entry, ms (`--retry-initial-ms`).
+pub const DEFAULT_RETRY_INITIAL_MS: u64 = 100;
+
+/// Default longest delay before re-emitting a failed entry, ms (`--retry-max-ms`). With the
+/// defaults an entry failing on every delivery waits 0.1 + 0.2 + 0.4 + 0.8 + 1.6 = 3.1 s over
+/// its 5 retries: a sink lock held for a few seconds no longer uses the retries up at once.
+pub const DEFAULT_RETRY_MAX_MS: u64 = 5_000;
 
 /// The stream on which the spout emits its flush punctuation (field `flush`).
 pub const FLUSH_STREAM: &str = "flush";
@@ -112,6 +136,12 @@ pub struct RedisSpoutConfig {
     pub ack_delay_ms: u64,
     /// Period of the flush punctuation while trees are in flight, ms.
     pub flush_interval_ms: u64,
+    /// Delay before the first re-emit of a failed entry, ms; each further fail of the entry (in
+    /// this life of the spout) doubles it, up to `retry_max_ms` (Storm's KafkaSpout retries with
+    /// exponential backoff too). The retry limit stays the server's delivery count.
+    pub retry_initial_ms: u64,
+    /// Longest delay before re-emitting a failed entry, ms.
+    pub retry_max_ms: u64,
     /// Most trees in flight. Keep it below the topology's max spout pending: the runtime stops
     /// calling `next_tuple` at that limit, and the flush punctuation (which lets sinks commit
     /// partial batches, and so lets trees complete) needs `next_tuple` calls.
@@ -120,7 +150,8 @@ pub struct RedisSpoutConfig {
 
 impl RedisSpoutConfig {
     /// Defaults for `stream` on `url`: group `acker-wordcount`, batch 500, 5 retries, claim after
-    /// 60 s, idle poll 10 ms, ack delay 2 ms, flush every 20 ms, 2000 trees in flight.
+    /// 60 s, idle poll 10 ms, ack delay 2 ms, flush every 20 ms, retry backoff 100 ms doubling to
+    /// 5 s, 2000 trees in flight.
     pub fn new(url: &str, stream: &str, consumer: &str) -> Self {
         Self {
             url: url.to_string(),
@@ -135,8 +166,19 @@ impl RedisSpoutConfig {
             idle_poll_ms: 10,
             ack_delay_ms: 2,
             flush_interval_ms: 20,
+            retry_initial_ms: DEFAULT_RETRY_INITIAL_MS,
+            retry_max_ms: DEFAULT_RETRY_MAX_MS,
             max_in_flight: 2000,
         }
+    }
+
+    /// The delay before re-emitting an entry after its `fails`-th fail (1-based) in this life of
+    /// the spout, ms: `retry_initial_ms × 2^(fails - 1)`, at most `retry_max_ms`.
+    pub fn retry_delay_ms(&self, fails: u32) -> u64 {
+        let doubling = 1u64 << fails.saturating_sub(1).min(32);
+        self.retry_initial_ms
+            .saturating_mul(doubling)
+            .min(self.retry_max_ms)
     }
 
     /// The dead-letter stream: `<stream>:dead`.
@@ -271,15 +313,20 @@ pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
     Ok(con)
 }
 
-/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists.
+/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists. Returns whether
+/// the stream key did not exist before (`EXISTS`) and this call created it, empty: the caller
+/// warns then, since a misspelled `--stream` otherwise reads nothing without a word (new-user
+/// trial). An empty stream created this way is legitimate (a worker started before the loader),
+/// so it is no error.
 ///
 /// # Errors
-/// Any Redis error other than `BUSYGROUP`.
+/// Any Redis error other than `BUSYGROUP` (the group exists: `Ok(false)`).
 pub fn ensure_group(
     con: &mut redis::Connection,
     stream: &str,
     group: &str,
-) -> redis::RedisResult<()> {
+) -> redis::RedisResult<bool> {
+    let existed: bool = redis::cmd("EXISTS").arg(stream).query(con)?;
     let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
         .arg("CREATE")
         .arg(stream)
@@ -288,8 +335,8 @@ pub fn ensure_group(
         .arg("MKSTREAM")
         .query(con);
     match r {
-        Ok(_) => Ok(()),
-        Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+        Ok(_) => Ok(!existed),
+        Err(e) if e.code() == Some("BUSYGROUP") => Ok(false),
         Err(e) => Err(e),
     }
 }
@@ -391,7 +438,11 @@ pub struct RedisStreamSpout {
     next_msg_id: MessageId,
     in_flight: HashMap<MessageId, String>,
     ready: VecDeque<(String, Arc<str>)>,
-    retry: Vec<String>,
+    /// Failed entries waiting for their retry backoff: (due, entry id), earliest first.
+    retry: BinaryHeap<Reverse<(Instant, String)>>,
+    /// Fails of each entry in this life of the spout (for the backoff; the retry limit is the
+    /// server's delivery count). An entry leaves it when acked, dead-lettered or no longer ours.
+    fails: HashMap<String, u32>,
     acks: Vec<String>,
     oldest_ack: Option<Instant>,
     next_poll: Instant,
@@ -404,12 +455,15 @@ pub struct RedisStreamSpout {
     /// When the spout first saw the stop flag with nothing in flight and no ack to send.
     stop_quiet_since: Option<Instant>,
     done: bool,
+    /// Reports losing Redis and getting it back on stderr.
+    outage: super::OutageLog,
 }
 
 impl RedisStreamSpout {
     /// A spout reading with `cfg`, counting into `counters`, stopping when `stop` is set.
     pub fn new(cfg: RedisSpoutConfig, counters: Arc<SpoutCounters>, stop: Arc<AtomicBool>) -> Self {
         let now = Instant::now();
+        let url = cfg.url.clone();
         let phase = if cfg.at_most_once {
             Phase::New
         } else {
@@ -426,7 +480,8 @@ impl RedisStreamSpout {
             next_msg_id: 1,
             in_flight: HashMap::new(),
             ready: VecDeque::new(),
-            retry: Vec::new(),
+            retry: BinaryHeap::new(),
+            fails: HashMap::new(),
             acks: Vec::new(),
             oldest_ack: None,
             next_poll: now,
@@ -437,6 +492,7 @@ impl RedisStreamSpout {
             hand_back: Vec::new(),
             stop_quiet_since: None,
             done: false,
+            outage: super::OutageLog::new("Redis", &url, OUTAGE_MEANWHILE),
         }
     }
 
@@ -446,18 +502,24 @@ impl RedisStreamSpout {
                 return None;
             }
             match connect(&self.cfg.url)
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.reason)
                 .and_then(|mut c| {
                     ensure_group(&mut c, &self.cfg.stream, &self.cfg.group)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| redis_reason(&e))?;
                     Ok(c)
                 }) {
                 Ok(c) => {
                     self.con = Some(c);
                     self.backoff_ms = 50;
                     self.reconnect_at = None;
+                    if let Some(line) = self.outage.connected(now) {
+                        eprintln!("{line}");
+                    }
                 }
-                Err(_) => {
+                Err(reason) => {
+                    if let Some(line) = self.outage.failed(now, &reason, true) {
+                        eprintln!("{line}");
+                    }
                     self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
                     self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
                     self.backoff_ms = (self.backoff_ms * 2).min(2000);
@@ -468,8 +530,12 @@ impl RedisStreamSpout {
         self.con.as_mut()
     }
 
-    /// Drops the connection after an error; the next call reconnects after the backoff.
-    fn lost(&mut self, now: Instant) {
+    /// Drops the connection after `error`; the next call reconnects after the backoff. The
+    /// first error of an outage is reported on stderr ([`super::OutageLog`]).
+    fn lost(&mut self, now: Instant, error: &redis::RedisError) {
+        if let Some(line) = self.outage.failed(now, &redis_reason(error), false) {
+            eprintln!("{line}");
+        }
         self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
         self.con = None;
         self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
@@ -498,9 +564,9 @@ impl RedisStreamSpout {
                     .fetch_add(ids.len() as u64, Ordering::Relaxed);
                 self.oldest_ack = None;
             }
-            Err(_) => {
+            Err(e) => {
                 self.acks = ids;
-                self.lost(now);
+                self.lost(now, &e);
             }
         }
     }
@@ -546,9 +612,9 @@ impl RedisStreamSpout {
                     .fetch_add(rows.len() as u64, Ordering::Relaxed);
                 true
             }
-            Err(_) => {
+            Err(e) => {
                 if ack {
-                    self.lost(now);
+                    self.lost(now, &e);
                 }
                 false
             }
@@ -613,6 +679,9 @@ impl RedisStreamSpout {
         if !self.dead_letter(&over, true, now) {
             return false;
         }
+        for (id, _, _) in &over {
+            self.fails.remove(id);
+        }
         if again.is_empty() {
             return true;
         }
@@ -641,8 +710,8 @@ impl RedisStreamSpout {
                 self.accept(got, now);
                 true
             }
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 false
             }
         }
@@ -651,14 +720,23 @@ impl RedisStreamSpout {
     /// Re-emits failed entries still pending for this consumer (their delivery counts from the
     /// server decide: again, or dead letter).
     fn retry_failed(&mut self, now: Instant) {
-        let ids = std::mem::take(&mut self.retry);
+        let mut due = Vec::new();
+        while let Some(Reverse((t, _))) = self.retry.peek() {
+            if *t > now || due.len() >= self.cfg.batch {
+                break;
+            }
+            if let Some(Reverse(d)) = self.retry.pop() {
+                due.push(d);
+            }
+        }
+        let ids: Vec<String> = due.iter().map(|(_, id)| id.clone()).collect();
         let (stream, group, me) = (
             self.cfg.stream.clone(),
             self.cfg.group.clone(),
             self.cfg.consumer.clone(),
         );
         let Some(con) = self.con(now) else {
-            self.retry = ids;
+            self.retry.extend(due.into_iter().map(Reverse));
             return;
         };
         let mut p = redis::pipe();
@@ -678,13 +756,19 @@ impl RedisStreamSpout {
                     .flat_map(pending_rows)
                     .filter(|r| r.1 == me)
                     .collect();
+                // Entries no longer ours (another consumer claimed them) need no backoff.
+                for id in &ids {
+                    if !rows.iter().any(|r| &r.0 == id) {
+                        self.fails.remove(id);
+                    }
+                }
                 if !self.reclaim(rows, now) {
-                    self.retry = ids;
+                    self.retry.extend(due.into_iter().map(Reverse));
                 }
             }
-            Err(_) => {
-                self.retry = ids;
-                self.lost(now);
+            Err(e) => {
+                self.retry.extend(due.into_iter().map(Reverse));
+                self.lost(now, &e);
             }
         }
     }
@@ -725,9 +809,9 @@ impl RedisStreamSpout {
                     self.phase = Phase::OwnPending(after);
                 }
             }
-            Err(_) => {
+            Err(e) => {
                 self.phase = Phase::OwnPending(after);
-                self.lost(now);
+                self.lost(now, &e);
             }
         }
     }
@@ -754,8 +838,8 @@ impl RedisStreamSpout {
             .query(con);
         let v = match r {
             Ok(v) => v,
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 return 0;
             }
         };
@@ -788,8 +872,8 @@ impl RedisStreamSpout {
                 .iter()
                 .map(|r| pending_rows(r).first().map_or(1, |row| row.2))
                 .collect(),
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 return 0;
             }
         };
@@ -839,8 +923,8 @@ impl RedisStreamSpout {
                 let got = read_reply_entries(&v);
                 Some(self.accept(got, now))
             }
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 None
             }
         }
@@ -857,8 +941,8 @@ impl RedisStreamSpout {
         {
             Ok(RV::Array(v)) => v.first().and_then(int),
             Ok(_) => None,
-            Err(_) => {
-                self.lost(now);
+            Err(e) => {
+                self.lost(now, &e);
                 None
             }
         }
@@ -896,8 +980,8 @@ impl RedisStreamSpout {
                         .handed_back
                         .fetch_add(n as u64, Ordering::Relaxed);
                 }
-                Err(_) => {
-                    self.lost(now);
+                Err(e) => {
+                    self.lost(now, &e);
                     return false;
                 }
             }
@@ -938,7 +1022,8 @@ impl Spout for RedisStreamSpout {
         }
         if stopping {
             if !self.cfg.at_most_once {
-                self.hand_back.append(&mut self.retry);
+                self.hand_back
+                    .extend(self.retry.drain().map(|Reverse((_, id))| id));
                 self.hand_back
                     .extend(self.ready.drain(..).map(|(id, _)| id));
             }
@@ -992,7 +1077,11 @@ impl Spout for RedisStreamSpout {
             }
             return;
         }
-        if !self.retry.is_empty() {
+        if self
+            .retry
+            .peek()
+            .is_some_and(|Reverse((due, _))| *due <= now)
+        {
             self.retry_failed(now);
             return;
         }
@@ -1019,6 +1108,9 @@ impl Spout for RedisStreamSpout {
 
     fn ack(&mut self, msg_id: MessageId) {
         if let Some(id) = self.in_flight.remove(&msg_id) {
+            if !self.fails.is_empty() {
+                self.fails.remove(&id);
+            }
             self.counters
                 .in_flight
                 .store(self.in_flight.len() as u64, Ordering::Relaxed);
@@ -1040,7 +1132,10 @@ impl Spout for RedisStreamSpout {
             if self.stop.load(Ordering::Relaxed) {
                 self.hand_back.push(id);
             } else {
-                self.retry.push(id);
+                let fails = self.fails.entry(id.clone()).or_insert(0);
+                *fails = fails.saturating_add(1);
+                let due = Instant::now() + Duration::from_millis(self.cfg.retry_delay_ms(*fails));
+                self.retry.push(Reverse((due, id)));
             }
         }
     }

@@ -64,7 +64,9 @@ pub struct ConnectorArgs {
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
     /// The Redis stream key (with --redis). An entry whose `line` is longer than 1,048,576 bytes
-    /// (`redis_stream::MAX_ENTRY_BYTES`) is dead-lettered as "entry too long".
+    /// (`redis_stream::MAX_ENTRY_BYTES`) is dead-lettered as "entry too long". A stream that does
+    /// not exist is created empty with its group, with a warning on stderr (a misspelled name
+    /// reads nothing: with --drain the run ends at once, exit status 0).
     #[arg(long, value_name = "NAME")]
     pub stream: Option<String>,
     /// Write counts to this PostgreSQL (`postgresql://USER@HOST:PORT/DB`), table `word_counts`.
@@ -86,6 +88,15 @@ pub struct ConnectorArgs {
     /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout).
     #[arg(long)]
     pub claim_after_ms: Option<u64>,
+    /// Delay before re-emitting a failed entry, ms; it doubles with each further fail of the
+    /// entry, up to --retry-max-ms (Storm's KafkaSpout retries with exponential backoff). The
+    /// retry count stays the server's delivery count (--max-retries); meanwhile other entries
+    /// keep flowing.
+    #[arg(long, default_value_t = redis_stream::DEFAULT_RETRY_INITIAL_MS)]
+    pub retry_initial_ms: u64,
+    /// Longest delay before re-emitting a failed entry, ms (at least --retry-initial-ms).
+    #[arg(long, default_value_t = redis_stream::DEFAULT_RETRY_MAX_MS)]
+    pub retry_max_ms: u64,
     /// Exit 0 once the stream has no new entry and the group nothing pending (batch runs, tests).
     #[arg(long)]
     pub drain: bool,
@@ -264,6 +275,36 @@ fn prune(redis_url: &str, pg_url: &str, stream: &str, group: &str) -> Option<u64
     postgres_sink::prune_applied(&mut client, stream, bound).ok()
 }
 
+/// Entries this worker settled, for its rate: acked or dead-lettered (an entry whose lines were
+/// all malformed or poison is done with too, and a run of only those read 0 entries/s when the
+/// rate counted acked entries only: new-user trial); under at-most-once every entry read (it is
+/// acknowledged as it is read).
+fn settled(guarantee: Guarantee, sc: &SpoutCounters) -> u64 {
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    if guarantee == Guarantee::AtMostOnce {
+        load(&sc.read)
+    } else {
+        load(&sc.acked) + load(&sc.dead_lettered)
+    }
+}
+
+/// The warning for a stream key that did not exist before the worker created it, empty, with
+/// its consumer group (`MKSTREAM`): a misspelled `--stream` otherwise reads nothing without a
+/// word. Not an error: a worker may start before the loader.
+pub fn created_stream_warning(stream: &str, redis_url: &str, drain: bool) -> String {
+    format!(
+        "acker-run: warning: stream {stream:?} did not exist at {}: created it empty (with its \
+         consumer group); {}. Check --stream if you meant an existing stream (load one with \
+         `acker-run load --input FILE --redis URL --stream NAME`)",
+        super::redact_password(redis_url),
+        if drain {
+            "with --drain this run will end at once with nothing read"
+        } else {
+            "the worker waits for entries to be added"
+        }
+    )
+}
+
 /// Runs the connector word count until stopped (SIGINT/SIGTERM) or, with `--drain`, until the
 /// stream is drained; prints a summary (JSON with `json`).
 ///
@@ -302,6 +343,14 @@ pub fn run(
             return Err(format!("{option} must not be empty").into());
         }
     }
+    if args.retry_max_ms < args.retry_initial_ms {
+        return Err(format!(
+            "--retry-max-ms {} is below --retry-initial-ms {}: the longest delay must be at \
+             least the first",
+            args.retry_max_ms, args.retry_initial_ms
+        )
+        .into());
+    }
     if !(0.0..=1.0).contains(&args.poison_rate) {
         return Err(format!("--poison-rate must be in [0, 1], got {}", args.poison_rate).into());
     }
@@ -328,16 +377,10 @@ pub fn run(
     let (max_in_flight, pending) = spout_pending(config.max_spout_pending, args.read_batch);
     config.max_spout_pending = Some(pending);
     crate::cli::check_acker_capacity(&config, 1)?;
-    // Reachable at start, or a clear error naming the address.
+    // Reachable at start, or a clear error naming the address: Redis first, then PostgreSQL;
+    // the group (and a missing stream, with its warning) only once both answered, so that a
+    // run refused for PostgreSQL leaves no empty stream behind (the next run would not warn).
     let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
-    redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
-        format!(
-            "cannot create consumer group {} on {stream} at {}: {e}",
-            args.group,
-            super::redact_password(redis_url)
-        )
-    })?;
-    drop(con);
     let mut client = postgres_sink::connect(pg_url).map_err(|e| e.to_string())?;
     postgres_sink::ensure_schema(&mut client).map_err(|e| {
         format!(
@@ -346,6 +389,17 @@ pub fn run(
         )
     })?;
     drop(client);
+    let created = redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
+        format!(
+            "cannot create consumer group {} on {stream} at {}: {e}",
+            args.group,
+            super::redact_password(redis_url)
+        )
+    })?;
+    drop(con);
+    if created {
+        eprintln!("{}", created_stream_warning(stream, redis_url, args.drain));
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -361,6 +415,8 @@ pub fn run(
     cfg.group = args.group.clone();
     cfg.batch = args.read_batch as usize;
     cfg.max_retries = args.max_retries;
+    cfg.retry_initial_ms = args.retry_initial_ms;
+    cfg.retry_max_ms = args.retry_max_ms;
     cfg.claim_after_ms = args.claim_after_ms.unwrap_or(2 * timeout_ms).max(1);
     cfg.drain = args.drain;
     cfg.at_most_once = guarantee == Guarantee::AtMostOnce;
@@ -397,11 +453,18 @@ pub fn run(
         let batch = args.sink_batch as usize;
         let at_most_once = guarantee == Guarantee::AtMostOnce;
         let stop = stop.clone();
+        // One log for every sink task: an outage is reported once per worker.
+        let outage = Arc::new(super::OutageLog::new(
+            "PostgreSQL",
+            pg_url,
+            postgres_sink::OUTAGE_MEANWHILE,
+        ));
         b.set_bolt(
             "sink",
             move || {
                 let sink = PostgresSinkBolt::new(&url, &stream, mode, batch, counters.clone())
-                    .stop_on(stop.clone());
+                    .stop_on(stop.clone())
+                    .report_outages(outage.clone());
                 if at_most_once {
                     sink.commit_buffered_on_cleanup()
                 } else {
@@ -439,18 +502,17 @@ pub fn run(
                 std::thread::sleep(Duration::from_millis(100));
                 if !progress.is_zero() && last_progress.elapsed() >= progress {
                     last_progress = Instant::now();
-                    let acked = sc.acked.load(Ordering::Relaxed);
                     eprintln!(
                         "acker-run: read {} acked {} in flight {} replays {} claimed {} \
-                         dead-lettered {} words applied {} ({:.0} entries/s)",
+                         dead-lettered {} words applied {} ({:.0} entries/s settled)",
                         sc.read.load(Ordering::Relaxed),
-                        acked,
+                        sc.acked.load(Ordering::Relaxed),
                         sc.in_flight.load(Ordering::Relaxed),
                         sc.replays.load(Ordering::Relaxed),
                         sc.claimed.load(Ordering::Relaxed),
                         sc.dead_lettered.load(Ordering::Relaxed),
                         kc.applied.load(Ordering::Relaxed),
-                        acked as f64 / t0.elapsed().as_secs_f64().max(1e-9)
+                        settled(guarantee, &sc) as f64 / t0.elapsed().as_secs_f64().max(1e-9)
                     );
                 }
                 if exactly && last_prune.elapsed() >= Duration::from_secs(5) {
@@ -490,7 +552,8 @@ pub fn run(
             "postgres_errors": load(&kc.errors),
             "records_pruned": pruned,
             "elapsed_ms": secs * 1e3,
-            "entries_per_sec": load(&sc.acked) as f64 / secs,
+            "entries_per_sec": settled(guarantee, sc) as f64 / secs,
+            "acked_per_sec": load(&sc.acked) as f64 / secs,
         });
         writeln!(out, "{v}")?;
     } else {
@@ -515,19 +578,22 @@ pub fn run(
             load(&sc.redis_errors),
             load(&kc.errors)
         )?;
-        writeln!(
-            out,
-            "{} in {:.2} s: {:.0} entries/s",
-            guarantee.name(),
-            secs,
-            // At-most-once acknowledges on read (nothing is acked later): its rate is entries read.
-            if guarantee == Guarantee::AtMostOnce {
-                load(&sc.read)
-            } else {
-                load(&sc.acked)
-            } as f64
-                / secs
-        )?;
+        let rate = settled(guarantee, sc) as f64 / secs;
+        if guarantee == Guarantee::AtMostOnce {
+            writeln!(
+                out,
+                "{} in {secs:.2} s: {rate:.0} entries/s settled (acknowledged as read)",
+                guarantee.name(),
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{} in {secs:.2} s: {rate:.0} entries/s settled (acked or dead-lettered), \
+                 {:.0} acked/s",
+                guarantee.name(),
+                load(&sc.acked) as f64 / secs
+            )?;
+        }
     }
     Ok(())
 }
@@ -596,11 +662,15 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
 
 /// `acker-run counts`: the total, the number of distinct words and the top `top` (count
 /// descending, then word ascending) from `word_counts`; one JSON object with `json`. A database
-/// without the table reads as empty (0, 0, no words) and is left unchanged.
+/// without the table is an error ([`no_table_error`]) and is left unchanged: it used to read as
+/// zeros, which looks like a run that counted nothing (new-user trial), while the usual cause is
+/// a wrong `--postgres` (another database or server) or no word count run yet. A table that
+/// exists and is empty reads as zeros.
 ///
 /// # Errors
 /// [`CliError::Run`] when the URL does not parse ([`postgres_sink::check_url`]), PostgreSQL
-/// cannot be reached (naming the address) or the query fails;
+/// cannot be reached (naming the address), the database has no `word_counts` table, or the
+/// query fails;
 /// [`CliError::Stdout`] when the output cannot be written.
 pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     postgres_sink::check_url(url)?;
@@ -612,14 +682,17 @@ pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<
             postgres_sink::error_chain(&e)
         )
     };
-    // A database no word count has written to yet has nothing to count; reading it must not
-    // create the tables.
-    let exists: bool = client
-        .query_one("SELECT to_regclass('word_counts') IS NOT NULL", &[])
-        .map_err(read_err)?
-        .get(0);
+    // A database no word count has written to: an error, and reading must not create the
+    // tables.
+    let row = client
+        .query_one(
+            "SELECT to_regclass('word_counts') IS NOT NULL, current_database()::text",
+            &[],
+        )
+        .map_err(read_err)?;
+    let (exists, database): (bool, String) = (row.get(0), row.get(1));
     if !exists {
-        return write_counts(out, json, 0, 0, &[]);
+        return Err(no_table_error(&database, url).into());
     }
     let row = client
         .query_one(
@@ -637,6 +710,18 @@ pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<
         .map_err(read_err)?;
     let top: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     write_counts(out, json, total, distinct, &top)
+}
+
+/// The error of [`counts`] on a database without `word_counts`: the database, the server
+/// (password redacted) and what to run first.
+pub fn no_table_error(database: &str, url: &str) -> String {
+    format!(
+        "no word_counts table in database {database:?} at {}: no word count has written there; \
+         run `acker-run wordcount --redis URL --stream NAME --postgres {}` first (it creates \
+         the table), or check --postgres",
+        super::redact_password(url),
+        super::redact_password(url)
+    )
 }
 
 /// Prints what [`counts`] read.
