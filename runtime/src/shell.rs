@@ -17,7 +17,9 @@
 //!   the *data* lane carries tuples (128-byte, cache-line-aligned envelopes), the *control* lane
 //!   carries spouts' inits, notices and ticks (small `Copy` envelopes), the *acker* lane carries
 //!   bolts' acker messages in batches (below). A message for a task on the same thread goes to that thread's local FIFO
-//!   of the lane instead.
+//!   of the lane instead, except a notice for a spout on the acker's own thread: it is handed to
+//!   the spout at once, as the acker sends it, stamped with the loop turn's clock (a spout's
+//!   `ack` / `fail` sends nothing, so this cannot recurse).
 //! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
 //!   (one index update); an outgoing envelope goes straight into its ring while nothing is staged
 //!   before it, and staged envelopes are written back in chunks. The acker messages bolts send
@@ -545,6 +547,9 @@ struct Core<'a> {
     received: u64,
     /// `stamp_us` of this loop turn's clock: stamped on every control envelope sent this turn.
     sent_us: u32,
+    /// This loop turn's clock (ns since the run started): the send time of a notice handed to a
+    /// spout on this thread.
+    now_ns: u64,
     tick_interval_ns: u64,
     /// (spin turns, yield turns) of the idle policy.
     idle: (u32, u32),
@@ -614,6 +619,15 @@ impl Core<'_> {
                         b.len = 0;
                         self.sent += self.acks.stage(core, me, full);
                     }
+                    continue;
+                }
+                Message::Notice(n) if core == me => {
+                    // A notice for a spout on this thread is handed over at once, stamped with
+                    // this turn's clock (the time it would have been sent): a spout's `ack` /
+                    // `fail` sends nothing, so nothing is routed from inside this loop, and the
+                    // notice skips the local FIFO and its dispatch.
+                    let (_, idx) = self.where_is[dest as usize];
+                    self.executors[idx].handle_notice(*n, self.now_ns);
                     continue;
                 }
                 Message::Notice(n) => CtrlMsg::Notice(*n),
@@ -850,6 +864,7 @@ impl Core<'_> {
             }
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
             self.sent_us = stamp_us(now_ns);
+            self.now_ns = now_ns;
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
             work += self.drain_ctrl(now_ns);
@@ -1059,6 +1074,7 @@ pub fn run_with_control(
                         sent: 0,
                         received: 0,
                         sent_us: 0,
+                        now_ns: 0,
                         tick_interval_ns,
                         idle,
                         plan,
