@@ -30,10 +30,12 @@
 //!   into that one instead of taking a message of its own (ack coalescing: a bolt acking every
 //!   word of a line in a row sends one ack; see `AckerBatch::coalesce` for why no decision of a
 //!   correct tree changes, and why nothing merges across a fail or reset). So the messages one
-//!   executor sends to one acker still arrive in the order they were sent (a spout's inits go unbatched on the control lane, a bolt's messages all through the
-//!   batches); messages of different executors interleave in some order, as they always could.
-//!   A spout's init is never held back: the spout's next `next_tuple` may block in user code
-//!   while the tree's clock runs. A bolt's ack may wait for the end of the loop turn, i.e. for
+//!   executor sends to one acker still arrive in the order they were sent (a spout's inits for an acker on another thread go unbatched on the control lane, those for an
+//!   acker on its own thread and a bolt's messages all through the batches); messages of different executors interleave in some order, as they always could.
+//!   A spout's init is never held back behind its next `next_tuple`, which may block in user code
+//!   while the tree's clock runs: an init for an acker on another thread goes at once; one for an
+//!   acker on the spout's thread waits for the end of the turn, but that acker could not run
+//!   before then anyway. A bolt's ack may wait for the end of the loop turn, i.e. for
 //!   the rest of the inputs the thread handles in that turn (at most `batch` per ring).
 //! - **Back-pressure, never drops, never deadlocks.** A thread never blocks. An envelope whose
 //!   ring is full waits in a per-destination staging queue (order kept). While any thread has more
@@ -600,7 +602,10 @@ impl Core<'_> {
                     }
                     continue;
                 }
-                Message::Acker(m) if !BATCH_ACKS => CtrlMsg::Acker(*m),
+                // A spout's init for an acker on another thread goes out at once; for an acker
+                // on this thread it joins the acker's batch: the batch is shipped at the end of
+                // this turn, and the acker, on this thread, could not apply it any sooner.
+                Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
                 Message::Acker(m) => {
                     let b = &mut self.batches[dest as usize];
                     if b.len == 0 {
