@@ -11,13 +11,17 @@
 //!   [`ShellOptions::colocate_ackers`], acker task `i` instead runs on the thread of spout task
 //!   `i % spouts` ([`Placement::for_plan`]), keeping inits and notices local. Local-or-shuffle
 //!   grouping prefers tasks on the same thread.
-//! - **Rings and lanes.** Three lanes join every ordered pair of distinct threads, each a bounded
+//! - **Rings and lanes.** Four lanes join every ordered pair of distinct threads, each a bounded
 //!   SPSC ring ([`crate::ring`]: cache-padded head and tail, each side caching the other's
 //!   position, [`ShellOptions::ring_capacity`] entries):
 //!   the *data* lane carries tuples (128-byte, cache-line-aligned envelopes), the *control* lane
-//!   carries spouts' inits, notices and ticks (small `Copy` envelopes), the *acker* lane carries
-//!   bolts' acker messages in batches (below). A message for a task on the same thread goes to that thread's local FIFO
-//!   of the lane instead.
+//!   carries spouts' inits and ticks (small `Copy` envelopes), the *acker* lane carries
+//!   bolts' acker messages in batches (below), the *notice* lane carries ackers' notices in
+//!   batches (one ring entry for up to 8 notices to one spout task, shipped as soon as the thread
+//!   has applied the acker messages of one lane's drain or a tick). A message for a task on the same thread goes to that thread's local FIFO
+//!   of the lane instead, except a notice for a spout on the acker's own thread: it is handed to
+//!   the spout at once, as the acker sends it, stamped with the loop turn's clock (a spout's
+//!   `ack` / `fail` sends nothing, so this cannot recurse).
 //! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
 //!   (one index update); an outgoing envelope goes straight into its ring while nothing is staged
 //!   before it, and staged envelopes are written back in chunks. The acker messages bolts send
@@ -28,10 +32,12 @@
 //!   into that one instead of taking a message of its own (ack coalescing: a bolt acking every
 //!   word of a line in a row sends one ack; see `AckerBatch::coalesce` for why no decision of a
 //!   correct tree changes, and why nothing merges across a fail or reset). So the messages one
-//!   executor sends to one acker still arrive in the order they were sent (a spout's inits go unbatched on the control lane, a bolt's messages all through the
-//!   batches); messages of different executors interleave in some order, as they always could.
-//!   A spout's init is never held back: the spout's next `next_tuple` may block in user code
-//!   while the tree's clock runs. A bolt's ack may wait for the end of the loop turn, i.e. for
+//!   executor sends to one acker still arrive in the order they were sent (a spout's inits for an acker on another thread go unbatched on the control lane, those for an
+//!   acker on its own thread and a bolt's messages all through the batches); messages of different executors interleave in some order, as they always could.
+//!   A spout's init is never held back behind its next `next_tuple`, which may block in user code
+//!   while the tree's clock runs: an init for an acker on another thread goes at once; one for an
+//!   acker on the spout's thread waits for the end of the turn, but that acker could not run
+//!   before then anyway. A bolt's ack may wait for the end of the loop turn, i.e. for
 //!   the rest of the inputs the thread handles in that turn (at most `batch` per ring).
 //! - **Back-pressure, never drops, never deadlocks.** A thread never blocks. An envelope whose
 //!   ring is full waits in a per-destination staging queue (order kept). While any thread has more
@@ -45,8 +51,8 @@
 //! - **Clock.** Only this shell reads a clock: `now_ns` is the `Instant` elapsed since the run
 //!   started, read once per loop turn. Every executor gets a [`Message::Tick`] every
 //!   [`Config::tick_interval_ns`](crate::Config::tick_interval_ns) (spout timeouts, acker expiry).
-//! - **Complete latency.** Every control envelope carries the sending thread's clock of the loop
-//!   turn that sent it (µs, in the padding the envelope had anyway). A spout is handed a
+//! - **Complete latency.** Every notice batch carries the sending thread's clock of the loop
+//!   turn that sent it (µs). A spout is handed a
 //!   `Completed` notice with that send time, not the time its own thread got round to it, so the
 //!   complete latency runs from the emit to the moment the acker's completion notice left for
 //!   the spout's executor: time the notice then waits in a ring, while the spout's thread is busy
@@ -342,18 +348,14 @@ struct DataEnv {
     tuple: Tuple,
 }
 
-/// A control message (the control lane's element): small and `Copy`, so acks and decisions cost
-/// a fraction of a data tuple to move.
+/// A control message (the control lane's element): a spout's init or a tick, small and `Copy`.
 #[derive(Clone, Copy)]
 struct CtrlEnv {
     dest: TaskId,
-    /// The sender's clock when it was sent, µs, modulo 2^32 (fits beside `dest` in what was
-    /// padding: the envelope stays 32 bytes).
-    sent_us: u32,
     msg: CtrlMsg,
 }
 
-/// The µs stamp of `now_ns` that a control envelope carries.
+/// The µs stamp of `now_ns` that a notice batch carries.
 #[inline]
 fn stamp_us(now_ns: u64) -> u32 {
     (now_ns / 1000) as u32
@@ -427,11 +429,38 @@ impl AckerBatch {
     }
 }
 
+/// How many notices one notice-lane envelope carries at most.
+const NOTICE_BATCH: usize = 8;
+
+/// Notices for one spout task on another thread (the notice lane's element): the notices a
+/// thread's ackers send to one spout task while the thread applies one lane's acker messages (a
+/// drain of its control rings, of its acker rings, of its local FIFOs, or a tick) travel as one
+/// ring entry per [`NOTICE_BATCH`], shipped as soon as that step ends: a batch of acks deciding
+/// four trees sends one envelope, not four, and no notice waits for user code. In order.
+#[derive(Clone, Copy)]
+struct NoticeBatch {
+    dest: TaskId,
+    /// The sender's clock when it was shipped, µs, modulo 2^32 ([`stamp_us`]).
+    sent_us: u32,
+    /// Notices used in `notices` (1..=[`NOTICE_BATCH`] when shipped).
+    len: u32,
+    notices: [Notice; NOTICE_BATCH],
+}
+
+impl NoticeBatch {
+    const EMPTY: NoticeBatch = NoticeBatch {
+        dest: 0,
+        sent_us: 0,
+        len: 0,
+        notices: [Notice::Failed { root: 0 }; NOTICE_BATCH],
+    };
+}
+
 #[derive(Clone, Copy)]
 enum CtrlMsg {
-    /// An init from a spout (a bolt's acker messages travel in [`AckerBatch`]es).
+    /// An init from a spout (a bolt's acker messages travel in [`AckerBatch`]es, notices in
+    /// [`NoticeBatch`]es).
     Acker(AckerMessage),
-    Notice(Notice),
     Tick,
 }
 
@@ -533,6 +562,12 @@ struct Core<'a> {
     ctrl: Lane<CtrlEnv>,
     /// The acker lane: batches of acker messages for acker tasks on other threads.
     acks: Lane<AckerBatch>,
+    /// The notice lane: batches of notices for spout tasks on other threads.
+    notices: Lane<NoticeBatch>,
+    /// The notice batch being filled for each task id (only spout tasks on other threads).
+    notice_batches: Vec<NoticeBatch>,
+    /// Task ids whose batch in `notice_batches` is not empty, in the order they were opened.
+    open_notice_batches: Vec<TaskId>,
     /// The batch being filled for each task id (only acker tasks on other threads are used).
     batches: Vec<AckerBatch>,
     /// Task ids whose batch in `batches` is not empty, in the order they were opened.
@@ -543,8 +578,11 @@ struct Core<'a> {
     under_backpressure: bool,
     sent: u64,
     received: u64,
-    /// `stamp_us` of this loop turn's clock: stamped on every control envelope sent this turn.
+    /// `stamp_us` of this loop turn's clock: stamped on every notice batch sent this turn.
     sent_us: u32,
+    /// This loop turn's clock (ns since the run started): the send time of a notice handed to a
+    /// spout on this thread.
+    now_ns: u64,
     tick_interval_ns: u64,
     /// (spin turns, yield turns) of the idle policy.
     idle: (u32, u32),
@@ -595,7 +633,10 @@ impl Core<'_> {
                     }
                     continue;
                 }
-                Message::Acker(m) if !BATCH_ACKS => CtrlMsg::Acker(*m),
+                // A spout's init for an acker on another thread goes out at once; for an acker
+                // on this thread it joins the acker's batch: the batch is shipped at the end of
+                // this turn, and the acker, on this thread, could not apply it any sooner.
+                Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
                 Message::Acker(m) => {
                     let b = &mut self.batches[dest as usize];
                     if b.len == 0 {
@@ -616,11 +657,34 @@ impl Core<'_> {
                     }
                     continue;
                 }
-                Message::Notice(n) => CtrlMsg::Notice(*n),
+                Message::Notice(n) if core == me => {
+                    // A notice for a spout on this thread is handed over at once, stamped with
+                    // this turn's clock (the time it would have been sent): a spout's `ack` /
+                    // `fail` sends nothing, so nothing is routed from inside this loop, and the
+                    // notice skips the local FIFO and its dispatch.
+                    let (_, idx) = self.where_is[dest as usize];
+                    self.executors[idx].handle_notice(*n, self.now_ns);
+                    continue;
+                }
+                Message::Notice(n) => {
+                    let b = &mut self.notice_batches[dest as usize];
+                    if b.len == 0 {
+                        b.dest = dest;
+                        self.open_notice_batches.push(dest);
+                    }
+                    b.notices[b.len as usize] = *n;
+                    b.len += 1;
+                    if b.len as usize == NOTICE_BATCH {
+                        let mut full = *b;
+                        b.len = 0;
+                        full.sent_us = self.sent_us;
+                        self.sent += self.notices.stage(core, me, full);
+                    }
+                    continue;
+                }
                 Message::Tick => CtrlMsg::Tick,
             };
-            let sent_us = self.sent_us;
-            self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, sent_us, msg });
+            self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
         }
         self.outbox.clear();
     }
@@ -640,8 +704,6 @@ impl Core<'_> {
         let e = &mut self.executors[idx];
         match env.msg {
             CtrlMsg::Acker(m) => e.handle_acker(m, &mut self.outbox),
-            // Complete latency up to when the notice left the acker (see the module docs).
-            CtrlMsg::Notice(n) => e.handle_notice(n, sent_ns(env.sent_us, now_ns)),
             CtrlMsg::Tick => e.handle_tick(now_ns, &mut self.outbox),
         }
         if !self.outbox.is_empty() {
@@ -663,6 +725,48 @@ impl Core<'_> {
             }
         }
         self.open_batches.clear();
+    }
+
+    /// Ships every notice batch that is not empty (see [`NoticeBatch`]), stamped with this turn's
+    /// clock.
+    #[inline]
+    fn close_notice_batches(&mut self) {
+        for i in 0..self.open_notice_batches.len() {
+            let dest = self.open_notice_batches[i];
+            let b = &mut self.notice_batches[dest as usize];
+            if b.len > 0 {
+                let mut full = *b;
+                b.len = 0;
+                full.sent_us = self.sent_us;
+                let (core, _) = self.where_is[dest as usize];
+                self.sent += self.notices.stage(core, self.me, full);
+            }
+        }
+        self.open_notice_batches.clear();
+    }
+
+    /// Hands every notice of a batch to its spout, in order, with the batch's send time
+    /// (complete latency up to when the notices left the acker's thread: see the module docs).
+    #[inline]
+    fn deliver_notice_batch(&mut self, b: &NoticeBatch, now_ns: u64) {
+        let (_, idx) = self.where_is[b.dest as usize];
+        let e = &mut self.executors[idx];
+        let sent = sent_ns(b.sent_us, now_ns);
+        for &n in &b.notices[..b.len as usize] {
+            e.handle_notice(n, sent);
+        }
+    }
+
+    /// Handles up to `batch` entries from every inbound ring of the notice lane.
+    fn drain_notices(&mut self, now_ns: u64) -> usize {
+        let mut inbound = std::mem::take(&mut self.notices.inbound);
+        let mut work = 0;
+        for c in inbound.iter_mut() {
+            work += c.pop_batch(self.batch, |b| self.deliver_notice_batch(&b, now_ns));
+        }
+        self.notices.inbound = inbound;
+        self.received += work as u64;
+        work
     }
 
     /// Applies a batch of acker messages in order, then routes what they sent.
@@ -687,13 +791,15 @@ impl Core<'_> {
         }
         self.acks.inbound = inbound;
         self.received += work as u64;
+        self.close_notice_batches();
         work
     }
 
     /// Pushes staged envelopes of every lane into the rings; returns how many moved.
     fn flush(&mut self) -> usize {
         let (am, _) = self.acks.flush();
-        self.sent += am as u64;
+        let (nm, _) = self.notices.flush();
+        self.sent += (am + nm) as u64;
         let (cm, _) = self.ctrl.flush();
         let (dm, data_staged) = self.data.flush();
         self.sent += (cm + dm) as u64;
@@ -706,7 +812,7 @@ impl Core<'_> {
                 self.shared.backpressure.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        am + cm + dm
+        am + nm + cm + dm
     }
 
     /// Handles up to `batch` envelopes from every inbound ring of the control lane.
@@ -718,6 +824,7 @@ impl Core<'_> {
         }
         self.ctrl.inbound = inbound;
         self.received += work as u64;
+        self.close_notice_batches();
         work
     }
 
@@ -754,6 +861,8 @@ impl Core<'_> {
                 self.deliver_acker_batch(&b);
             }
         }
+        // Notices leave before the bolts' user code below runs.
+        self.close_notice_batches();
         let m = self.data.local.len().min(limit);
         for _ in 0..m {
             if let Some(env) = self.data.local.pop_front() {
@@ -764,7 +873,7 @@ impl Core<'_> {
     }
 
     fn staged(&self) -> usize {
-        self.data.staged() + self.ctrl.staged() + self.acks.staged()
+        self.data.staged() + self.ctrl.staged() + self.acks.staged() + self.notices.staged()
     }
 
     /// Applies the restart requests for this thread's tasks (see [`TaskControl`]): each old
@@ -817,6 +926,8 @@ impl Core<'_> {
         let quiet = self.data.local.is_empty()
             && self.ctrl.local.is_empty()
             && self.acks.local.is_empty()
+            && self.notices.local.is_empty()
+            && self.open_notice_batches.is_empty()
             && self.outbox.is_empty()
             && self.open_batches.is_empty()
             && self.staged() == 0;
@@ -850,9 +961,11 @@ impl Core<'_> {
             }
             let now_ns = self.shared.start.elapsed().as_nanos() as u64;
             self.sent_us = stamp_us(now_ns);
+            self.now_ns = now_ns;
             let mut work = self.flush();
             // Control first: acks and decisions never wait behind data.
             work += self.drain_ctrl(now_ns);
+            work += self.drain_notices(now_ns);
             work += self.drain_acks();
             work += self.drain_data(now_ns);
             work += self.drain_local(now_ns);
@@ -863,6 +976,7 @@ impl Core<'_> {
                     self.executors[i].handle(Message::Tick, now_ns, &mut self.outbox);
                     self.route_outbox();
                 }
+                self.close_notice_batches();
                 next_tick_ns = now_ns + self.tick_interval_ns;
             }
 
@@ -891,6 +1005,7 @@ impl Core<'_> {
                 }
             }
             self.close_acker_batches();
+            self.close_notice_batches();
             work += self.flush();
 
             if work == 0 {
@@ -986,6 +1101,7 @@ pub fn run_with_control(
     let data_rings = rings::<DataEnv>(cores, options.ring_capacity);
     let ctrl_rings = rings::<CtrlEnv>(cores, options.ring_capacity);
     let acker_rings = rings::<AckerBatch>(cores, options.ring_capacity);
+    let notice_rings = rings::<NoticeBatch>(cores, options.ring_capacity);
     let shared = Shared {
         start: Instant::now(),
         stop_spouts: AtomicBool::new(false),
@@ -1001,10 +1117,17 @@ pub fn run_with_control(
 
     let (results, spouts_stopped_after, undecided) = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(cores);
-        for (me, (((data_out, data_in), (ctrl_out, ctrl_in)), (acks_out, acks_in))) in data_rings
+        for (
+            me,
+            (
+                (((data_out, data_in), (ctrl_out, ctrl_in)), (acks_out, acks_in)),
+                (nots_out, nots_in),
+            ),
+        ) in data_rings
             .into_iter()
             .zip(ctrl_rings)
             .zip(acker_rings)
+            .zip(notice_rings)
             .enumerate()
         {
             let shared = &shared;
@@ -1050,6 +1173,9 @@ pub fn run_with_control(
                         data: Lane::new(data_in, data_out, cores, batch),
                         ctrl: Lane::new(ctrl_in, ctrl_out, cores, batch),
                         acks: Lane::new(acks_in, acks_out, cores, batch),
+                        notices: Lane::new(nots_in, nots_out, cores, batch),
+                        notice_batches: vec![NoticeBatch::EMPTY; where_is.len()],
+                        open_notice_batches: Vec::with_capacity(where_is.len()),
                         batches: vec![AckerBatch::EMPTY; where_is.len()],
                         open_batches: Vec::with_capacity(where_is.len()),
                         outbox: Outbox::with_capacity(batch),
@@ -1059,6 +1185,7 @@ pub fn run_with_control(
                         sent: 0,
                         received: 0,
                         sent_us: 0,
+                        now_ns: 0,
                         tick_interval_ns,
                         idle,
                         plan,

@@ -674,3 +674,65 @@ fn a_bolts_acks_of_one_root_in_a_row_are_coalesced_and_decide_the_same() {
         );
     }
 }
+
+/// Sleeps `ms` in every input, then acks it (the adapter's automatic ack).
+struct SleepThenAck {
+    ms: u64,
+}
+impl BasicBolt for SleepThenAck {
+    fn execute(
+        &mut self,
+        _input: &Input,
+        _c: &mut BasicOutputCollector<'_, '_>,
+    ) -> Result<(), FailedException> {
+        std::thread::sleep(Duration::from_millis(self.ms));
+        Ok(())
+    }
+}
+
+/// Notices reach the spout with their send time, whether the acker hands them over directly (one
+/// thread: no local FIFO, the loop turn's clock) or ships them in batches to another thread (three
+/// threads: spout, bolt and acker apart): every tree is acked once, with its own id, and its
+/// complete latency covers the bolt's sleep for it (a notice stamped with a stale or zero clock
+/// would read ~0).
+#[test]
+fn notices_reach_the_spout_with_their_send_time_locally_and_in_batches() {
+    let n = 12;
+    for cores in [1, 3] {
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let failed = Arc::new(Mutex::new(Vec::new()));
+        let (a2, f2) = (acked.clone(), failed.clone());
+        let mut b = TopologyBuilder::new();
+        b.set_spout("spout", move || Finite::new(n, &a2, &f2), 1)
+            .output_fields(&["n"]);
+        b.set_basic_bolt("sleep", || SleepThenAck { ms: 2 }, 1)
+            .shuffle_grouping("spout");
+        let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+        let report = run_with_watchdog(
+            plan,
+            ShellOptions {
+                cores: Some(cores),
+                pin_threads: false,
+                ..ShellOptions::default()
+            },
+            Duration::from_secs(60),
+        );
+        let mut a = acked.lock().unwrap().clone();
+        a.sort();
+        assert_eq!(a, (0..n).collect::<Vec<_>>(), "{cores} cores");
+        assert!(failed.lock().unwrap().is_empty(), "{cores} cores");
+        let s = report.spout_totals();
+        assert_eq!(
+            (s.acked, s.failed, s.timed_out, s.ignored),
+            (n, 0, 0, 0),
+            "{cores} cores"
+        );
+        let h = &report.complete_latency_ns;
+        assert_eq!(h.len(), n, "{cores} cores");
+        assert!(
+            h.min() >= 2_000_000,
+            "{cores} cores: a tree's complete latency {} µs is shorter than the bolt's 2 ms sleep for it",
+            h.min() as f64 / 1e3
+        );
+    }
+}
