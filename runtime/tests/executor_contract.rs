@@ -286,7 +286,8 @@ fn with_no_ackers_each_tracked_emit_is_acked_at_once_and_counted() {
     assert_eq!(*log.lock().unwrap(), [Call::Ack(0), Call::Ack(1)]);
 }
 
-/// Emits on the default stream, which its component does not declare; keeps each result.
+/// Emits on the default stream and on stream "nope", neither of which its component declares
+/// (it declares only "other"); keeps each result.
 struct NoDefault {
     results: Arc<Mutex<Vec<String>>>,
 }
@@ -294,11 +295,13 @@ impl Spout for NoDefault {
     fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
         let r = c.emit(values![1], Some(1));
         self.results.lock().unwrap().push(format!("{r:?}"));
+        let r = c.emit_stream("nope", values![2], Some(2));
+        self.results.lock().unwrap().push(format!("{r:?}"));
     }
 }
 
 #[test]
-fn an_emit_on_an_undeclared_default_stream_is_refused_and_sends_nothing() {
+fn an_emit_on_an_undeclared_stream_is_refused_and_sends_nothing() {
     let results = Arc::new(Mutex::new(Vec::new()));
     let r = results.clone();
     let mut b = TopologyBuilder::new();
@@ -322,7 +325,10 @@ fn an_emit_on_an_undeclared_default_stream_is_refused_and_sends_nothing() {
     assert!(out.is_empty(), "a refused emit sent {:?}", out.as_slice());
     assert_eq!(
         *results.lock().unwrap(),
-        [r#"Err(UnknownStream("default"))"#]
+        [
+            r#"Err(UnknownStream("default"))"#,
+            r#"Err(UnknownStream("nope"))"#
+        ]
     );
     assert_eq!(spout.pending_roots(), 0);
 }
