@@ -6,8 +6,10 @@
 //! `--input` text.
 //!
 //! Every program exits 0 on success, also when stdout is a pipe its reader closed early
-//! (`| head -1`: the reader has what it asked for), and 2 with a one-line message on stderr on
-//! bad arguments, a failed run or a stdout write error (e.g. `> /dev/full`). A program may use
+//! (`| head -1`: the reader has what it asked for), and 2 with a message on stderr on bad
+//! arguments, a failed run or a stdout write error (e.g. `> /dev/full`). Bad arguments found
+//! after parsing ([`CliError::Usage`]) are printed the way clap prints its own
+//! ([`exit_status_with_usage`]), so every argument error of a program looks alike. A program may use
 //! other statuses of its own for what its run found (`acker-sim`: 1 for a violation).
 
 use std::io;
@@ -16,7 +18,12 @@ use std::process::ExitCode;
 /// Why a command stopped early.
 #[derive(Debug)]
 pub enum CliError {
-    /// Bad arguments or a failed run: the message for stderr.
+    /// Bad arguments found after clap parsed them (a value out of range, options that do not go
+    /// together, a malformed URL): the message, printed like clap's own argument errors by
+    /// [`exit_status_with_usage`] (`program: error: ...` by [`exit_status`]).
+    Usage(String),
+    /// A failed run (a file that cannot be read, a server that cannot be reached, ...): the
+    /// message for stderr.
     Run(String),
     /// Writing the results to stdout failed.
     Stdout(io::Error),
@@ -64,11 +71,48 @@ pub fn check_acker_capacity(config: &crate::Config, spout_tasks: usize) -> Resul
     Ok(())
 }
 
+/// As [`exit_status`], but a [`CliError::Usage`] is printed by clap as an argument error of
+/// `command`'s subcommand `subcommand` (its names from the top, e.g. `["bench", "pipeline"]`;
+/// the top command itself when empty or not found): `error: MESSAGE`, the subcommand's usage
+/// line and `For more information, try '--help'.`, exit status 2, exactly as clap reports an
+/// argument it refused while parsing.
+pub fn exit_status_with_usage(
+    program: &str,
+    command: clap::Command,
+    subcommand: &[&str],
+    result: Result<ExitCode, CliError>,
+) -> ExitCode {
+    match result {
+        Err(CliError::Usage(message)) => {
+            let mut command = command;
+            // Building fills in each subcommand's full name ("acker-run bench pipeline") for
+            // its usage line.
+            command.build();
+            let mut at = command;
+            for name in subcommand {
+                match at.find_subcommand(name) {
+                    Some(sub) => at = sub.clone(),
+                    None => break,
+                }
+            }
+            let e = at.error(clap::error::ErrorKind::ValueValidation, message);
+            // Printing to stderr can only fail if stderr is gone; the status stays 2.
+            let _ = e.print();
+            ExitCode::from(2)
+        }
+        other => exit_status(program, other),
+    }
+}
+
 /// The exit status for a command's result, after printing `program: error: ...` on stderr for
 /// an error: the command's own status on success; 0 for a broken pipe on stdout; 2 otherwise.
 pub fn exit_status(program: &str, result: Result<ExitCode, CliError>) -> ExitCode {
     match result {
         Ok(code) => code,
+        Err(CliError::Usage(e)) => {
+            eprintln!("{program}: error: {e}");
+            ExitCode::from(2)
+        }
         Err(CliError::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(CliError::Stdout(e)) => {
             eprintln!("{program}: error: cannot write to stdout: {e}");

@@ -37,6 +37,76 @@ fn assert_usage_error(args: &[&str], expected: &str) {
     assert!(o.stdout.is_empty(), "{args:?}");
 }
 
+/// The message of an argument error as clap prints its own (`error: MESSAGE`, then, except for
+/// clap's own invalid-value errors, a blank line and the subcommand's usage, then a blank line
+/// and `For more information, try '--help'.`): checks that frame and returns `error: MESSAGE`
+/// and a newline, for a test to compare the message whole.
+fn message_of_argument_error(stderr: &str, subcommand: &str) -> String {
+    let tail = "\n\nFor more information, try '--help'.\n";
+    assert!(
+        stderr.starts_with("error: ") && stderr.ends_with(tail),
+        "not clap's argument-error form: {stderr:?}"
+    );
+    let end = match stderr.find("\n\nUsage: ") {
+        Some(at) => {
+            assert!(
+                stderr[at..].starts_with(&format!("\n\nUsage: acker-run {subcommand} ")),
+                "the usage is not that of `acker-run {subcommand}`: {stderr:?}"
+            );
+            at
+        }
+        None => stderr.len() - tail.len(),
+    };
+    format!("{}\n", &stderr[..end])
+}
+
+#[test]
+fn every_argument_error_has_the_form_of_clap_s_own() {
+    // One refused by clap while parsing, the others by the program's checks after parsing: a
+    // user sees one form (message, usage of the subcommand, the pointer to --help), exit 2.
+    let cases: [(&[&str], &str, &str); 4] = [
+        (
+            &["wordcount", "--max-spout-pending", "1.5"],
+            "wordcount",
+            "error: invalid value '1.5' for '--max-spout-pending <MAX_SPOUT_PENDING>': must be a \
+             whole number\n",
+        ),
+        (
+            &["wordcount", "--cores", "0"],
+            "wordcount",
+            "error: --cores must be at least 1\n",
+        ),
+        (
+            &["bench", "pipeline", "--seconds", "-2"],
+            "bench pipeline",
+            "error: --seconds must be in (0, 3600), got -2\n",
+        ),
+        (
+            &[
+                "wordcount",
+                "--acker-capacity",
+                "10",
+                "--max-spout-pending",
+                "100",
+            ],
+            "wordcount",
+            "error: --acker-capacity 10 x 1 acker(s) holds fewer roots than the spouts may keep \
+             pending (1 spout task(s) x max spout pending 100): raise --acker-capacity or lower \
+             --max-spout-pending\n",
+        ),
+    ];
+    for (args, sub, want) in cases {
+        let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            message_of_argument_error(&stderr(&o), sub),
+            want,
+            "{args:?}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn full_stdout_is_an_error_not_a_panic() {
@@ -104,15 +174,15 @@ fn negative_numbers_are_refused_by_name() {
     );
     assert_usage_error(
         &["wordcount", "--fail-rate", "-0.1"],
-        "acker-run: error: --fail-rate must be in [0, 1), got -0.1",
+        "error: --fail-rate must be in [0, 1), got -0.1",
     );
     assert_usage_error(
         &["bench", "pipeline", "--seconds", "-2"],
-        "acker-run: error: --seconds must be in (0, 3600), got -2",
+        "error: --seconds must be in (0, 3600), got -2",
     );
     assert_usage_error(
         &["wordcount", "--cores", "0"],
-        "acker-run: error: --cores must be at least 1",
+        "error: --cores must be at least 1",
     );
     assert_usage_error(
         &["wordcount", "--max-spout-pending", "1.5"],
@@ -141,7 +211,7 @@ fn bench_wordcount_min_mb_must_be_at_least_one() {
             "--min-mb",
             "99999999999",
         ],
-        "acker-run: error: --min-mb must be in 1..=1000000, got 99999999999",
+        "error: --min-mb must be in 1..=1000000, got 99999999999",
     );
     let _ = std::fs::remove_file(input);
 }
@@ -282,7 +352,7 @@ fn acker_park_capacity_has_a_documented_limit() {
         assert_usage_error(
             &["wordcount", "--acker-park-capacity", v],
             &format!(
-                "acker-run: error: --acker-park-capacity must be at most 16777216 messages (each \
+                "error: --acker-park-capacity must be at most 16777216 messages (each \
                  acker preallocates 72 to 104 bytes a parked message), got {v}\n"
             ),
         );
@@ -361,23 +431,49 @@ fn connector_conflicts_name_exactly_the_options_given() {
     let fail_hint = "the connector job's failure injection is --poison-rate";
     let cases: [(&[&str], String); 3] = [
         (
-            &["wordcount", "--input", "f.txt", "--redis", "redis://127.0.0.1:1/"],
+            &[
+                "wordcount",
+                "--input",
+                "f.txt",
+                "--redis",
+                "redis://127.0.0.1:1/",
+            ],
             format!(
-                "acker-run: error: --input does not go with --redis ({load_hint}); leave out \
+                "error: --input does not go with --redis ({load_hint}); leave out \
                  --input, or leave out --redis to run the built-in job\n"
             ),
         ),
         (
-            &["wordcount", "--fail-rate", "0.1", "--stream", "s", "--postgres", "postgresql://u@127.0.0.1:1/d"],
+            &[
+                "wordcount",
+                "--fail-rate",
+                "0.1",
+                "--stream",
+                "s",
+                "--postgres",
+                "postgresql://u@127.0.0.1:1/d",
+            ],
             format!(
-                "acker-run: error: --fail-rate does not go with --stream, --postgres ({fail_hint}); \
+                "error: --fail-rate does not go with --stream, --postgres ({fail_hint}); \
                  leave out --fail-rate, or leave out --stream, --postgres to run the built-in job\n"
             ),
         ),
         (
-            &["wordcount", "--input", "f.txt", "--fail-rate", "0.5", "--redis", "redis://127.0.0.1:1/", "--stream", "s", "--postgres", "postgresql://u@127.0.0.1:1/d"],
+            &[
+                "wordcount",
+                "--input",
+                "f.txt",
+                "--fail-rate",
+                "0.5",
+                "--redis",
+                "redis://127.0.0.1:1/",
+                "--stream",
+                "s",
+                "--postgres",
+                "postgresql://u@127.0.0.1:1/d",
+            ],
             format!(
-                "acker-run: error: --input and --fail-rate do not go with --redis, --stream, \
+                "error: --input and --fail-rate do not go with --redis, --stream, \
                  --postgres ({load_hint}; {fail_hint}); leave out --input and --fail-rate, or \
                  leave out --redis, --stream, --postgres to run the built-in job\n"
             ),
@@ -386,7 +482,11 @@ fn connector_conflicts_name_exactly_the_options_given() {
     for (args, want) in cases {
         let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert_eq!(stderr(&o), want, "{args:?}");
+        assert_eq!(
+            message_of_argument_error(&stderr(&o), "wordcount"),
+            want,
+            "{args:?}"
+        );
     }
 }
 
@@ -455,8 +555,7 @@ fn malformed_urls_are_bad_arguments_before_any_connection() {
         ("nonsense", "invalid connection string: unexpected EOF"),
     ];
     for (url, what) in redis_cases {
-        let want =
-            format!("acker-run: error: --redis {url:?} is not a Redis URL: {what}{redis_tail}");
+        let want = format!("error: --redis {url:?} is not a Redis URL: {what}{redis_tail}");
         let wordcount = [
             "wordcount",
             "--redis",
@@ -471,16 +570,17 @@ fn malformed_urls_are_bad_arguments_before_any_connection() {
         for args in [&wordcount[..], &load[..]] {
             let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
             assert_eq!(
-                (o.status.code(), stderr(&o)),
+                (
+                    o.status.code(),
+                    message_of_argument_error(&stderr(&o), args[0])
+                ),
                 (Some(2), want.clone()),
                 "{args:?}"
             );
         }
     }
     for (url, what) in pg_cases {
-        let want = format!(
-            "acker-run: error: --postgres {url:?} is not a PostgreSQL URL: {what}{pg_tail}"
-        );
+        let want = format!("error: --postgres {url:?} is not a PostgreSQL URL: {what}{pg_tail}");
         let wordcount = [
             "wordcount",
             "--redis",
@@ -495,7 +595,10 @@ fn malformed_urls_are_bad_arguments_before_any_connection() {
         for args in [&wordcount[..], &counts[..]] {
             let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
             assert_eq!(
-                (o.status.code(), stderr(&o)),
+                (
+                    o.status.code(),
+                    message_of_argument_error(&stderr(&o), args[0])
+                ),
                 (Some(2), want.clone()),
                 "{args:?}"
             );

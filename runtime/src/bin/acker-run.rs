@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use acker_runtime::cli::{
-    at_least, check_acker_capacity, count_at_least, exit_status, read_text, CliError,
+    at_least, check_acker_capacity, count_at_least, exit_status_with_usage, read_text, CliError,
 };
 use acker_runtime::shell::{self, RunReport, ShellOptions};
 use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
@@ -285,9 +285,15 @@ fn config(run: &RunArgs) -> Config {
 }
 
 /// `topology` planned under the run's flags (config, acker park capacity).
-fn plan(topology: &acker_runtime::Topology, run: &RunArgs) -> Result<acker_runtime::Plan, String> {
+fn plan(
+    topology: &acker_runtime::Topology,
+    run: &RunArgs,
+) -> Result<acker_runtime::Plan, CliError> {
     let config = config(run);
-    let plan = topology.plan(&config).map_err(|e| e.to_string())?;
+    // The config comes from the flags: a refused config is a bad argument.
+    let plan = topology
+        .plan(&config)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     // Acker tables smaller than the trees the spouts may keep pending would park and drop
     // messages on every round, replaying nearly everything: refuse rather than crawl.
     let spouts = plan
@@ -295,7 +301,7 @@ fn plan(topology: &acker_runtime::Topology, run: &RunArgs) -> Result<acker_runti
         .iter()
         .filter(|t| t.kind == acker_runtime::TaskKind::Spout)
         .count();
-    check_acker_capacity(&config, spouts)?;
+    check_acker_capacity(&config, spouts).map_err(CliError::Usage)?;
     Ok(match run.acker_park_capacity {
         Some(n) => plan.with_acker_park_capacity(n),
         None => plan,
@@ -368,7 +374,12 @@ const MAX_ACKER_PARK_CAPACITY: usize = 1 << 24;
 /// Largest `--timeout-secs` accepted (one year).
 const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 
-fn check_run(run: &RunArgs) -> Result<(), String> {
+/// Refuses run flags out of range, as a bad argument ([`CliError::Usage`]).
+fn check_run(run: &RunArgs) -> Result<(), CliError> {
+    check_run_flags(run).map_err(CliError::Usage)
+}
+
+fn check_run_flags(run: &RunArgs) -> Result<(), String> {
     if run.cores == Some(0) {
         return Err("--cores must be at least 1".to_string());
     }
@@ -545,7 +556,10 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     let _ = ackers_given;
     check_run(&args.run)?;
     if !(0.0..1.0).contains(&args.fail_rate) {
-        return Err(format!("--fail-rate must be in [0, 1), got {}", args.fail_rate).into());
+        return Err(CliError::Usage(format!(
+            "--fail-rate must be in [0, 1), got {}",
+            args.fail_rate
+        )));
     }
     #[cfg(all(feature = "redis", feature = "postgres"))]
     {
@@ -563,18 +577,17 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
         .collect();
         if !c.is_active() && !given.is_empty() {
             let verb = if given.len() == 1 { "applies" } else { "apply" };
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "{} only {verb} with --redis URL --stream NAME --postgres URL (the built-in job's \
                  guarantee follows --ackers: 0 is at-most-once)",
                 given.join(", ")
-            )
-            .into());
+            )));
         }
     }
     #[cfg(all(feature = "redis", feature = "postgres"))]
     if args.connectors.is_active() {
         if let Some(e) = conflicts_with_connectors(&args) {
-            return Err(e.into());
+            return Err(CliError::Usage(e));
         }
         // Storm's at-most-once has no acker tasks (the tree is never tracked): a nonzero
         // --ackers with it would be ignored, so it is refused; without --ackers it runs with 0.
@@ -583,13 +596,12 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             && ackers_given
             && args.run.ackers > 0
         {
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "--guarantee at-most-once runs with no ackers (nothing is tracked), but --ackers {} \
                  was given: leave --ackers out (or give --ackers 0), or choose --guarantee \
                  at-least-once or exactly-once",
                 args.run.ackers
-            )
-            .into());
+            )));
         }
         let n = cores(&args.run);
         return acker_runtime::connectors::wordcount::run(
@@ -782,7 +794,9 @@ impl Spout for IntSpout {
 fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), CliError> {
     check_run(&run)?;
     if !(seconds > 0.0 && seconds < 3600.0) {
-        return Err(format!("--seconds must be in (0, 3600), got {seconds}").into());
+        return Err(CliError::Usage(format!(
+            "--seconds must be in (0, 3600), got {seconds}"
+        )));
     }
     let mut out = io::stdout().lock();
     let mut b = TopologyBuilder::new();
@@ -877,7 +891,9 @@ fn bench_wordcount_cmd(
 ) -> Result<(), CliError> {
     check_run(&run)?;
     if min_mb > MAX_MIN_MB {
-        return Err(format!("--min-mb must be in 1..={MAX_MIN_MB}, got {min_mb}").into());
+        return Err(CliError::Usage(format!(
+            "--min-mb must be in 1..={MAX_MIN_MB}, got {min_mb}"
+        )));
     }
     let base = std::fs::read_to_string(&input)
         .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
@@ -945,7 +961,7 @@ fn bench_wordcount_cmd(
         report,
     )) = first
     else {
-        return Err("--rounds must be at least 1".to_string().into());
+        return Err(CliError::Usage("--rounds must be at least 1".to_string()));
     };
     ratios.sort_by(f64::total_cmp);
     let ratio_median = if ratios.len() % 2 == 1 {
@@ -1030,5 +1046,18 @@ fn main() -> ExitCode {
             &mut io::stdout().lock(),
         ),
     };
-    exit_status("acker-run", r.map(|()| ExitCode::SUCCESS))
+    // Argument errors found after parsing are printed as clap prints its own, with the usage
+    // line of the subcommand that was run.
+    let mut path = Vec::new();
+    let mut at = &matches;
+    while let Some((name, sub)) = at.subcommand() {
+        path.push(name);
+        at = sub;
+    }
+    exit_status_with_usage(
+        "acker-run",
+        Cli::command(),
+        &path,
+        r.map(|()| ExitCode::SUCCESS),
+    )
 }

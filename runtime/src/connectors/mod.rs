@@ -59,7 +59,8 @@ impl std::error::Error for BadUrl {}
 #[cfg(any(feature = "redis", feature = "postgres"))]
 impl From<BadUrl> for crate::cli::CliError {
     fn from(e: BadUrl) -> Self {
-        crate::cli::CliError::Run(e.to_string())
+        // A malformed URL is a bad argument (found before any connection attempt).
+        crate::cli::CliError::Usage(e.to_string())
     }
 }
 

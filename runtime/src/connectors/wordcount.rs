@@ -312,9 +312,10 @@ pub fn created_stream_warning(stream: &str, redis_url: &str, drain: bool) -> Str
 /// at-most-once) and the message timeout sets the default claim time.
 ///
 /// # Errors
-/// [`CliError::Run`] for missing or conflicting options, a URL that does not parse (before any
-/// connection attempt: [`redis_stream::check_url`], [`postgres_sink::check_url`]), an
-/// unreachable Redis or PostgreSQL (naming the address), or a failed run; [`CliError::Stdout`] when the summary cannot be
+/// [`CliError::Usage`] for missing or conflicting options, values out of range and a URL that
+/// does not parse (before any connection attempt: [`redis_stream::check_url`],
+/// [`postgres_sink::check_url`]); [`CliError::Run`] for an unreachable Redis or PostgreSQL
+/// (naming the address) or a failed run; [`CliError::Stdout`] when the summary cannot be
 /// written.
 pub fn run(
     args: &ConnectorArgs,
@@ -326,9 +327,9 @@ pub fn run(
 ) -> Result<(), CliError> {
     let (Some(redis_url), Some(stream), Some(pg_url)) = (&args.redis, &args.stream, &args.postgres)
     else {
-        return Err("--redis URL, --stream NAME and --postgres URL go together"
-            .to_string()
-            .into());
+        return Err(CliError::Usage(
+            "--redis URL, --stream NAME and --postgres URL go together".to_string(),
+        ));
     };
     // A URL that does not parse is a bad argument, reported before any connection attempt.
     redis_stream::check_url(redis_url)?;
@@ -340,33 +341,34 @@ pub fn run(
         ("--consumer", args.consumer.as_deref()),
     ] {
         if name == Some("") {
-            return Err(format!("{option} must not be empty").into());
+            return Err(CliError::Usage(format!("{option} must not be empty")));
         }
     }
     if args.retry_max_ms < args.retry_initial_ms {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "--retry-max-ms {} is below --retry-initial-ms {}: the longest delay must be at \
              least the first",
             args.retry_max_ms, args.retry_initial_ms
-        )
-        .into());
+        )));
     }
     if !(0.0..=1.0).contains(&args.poison_rate) {
-        return Err(format!("--poison-rate must be in [0, 1], got {}", args.poison_rate).into());
+        return Err(CliError::Usage(format!(
+            "--poison-rate must be in [0, 1], got {}",
+            args.poison_rate
+        )));
     }
     let guarantee = args.guarantee.unwrap_or(Guarantee::ExactlyOnce);
     match guarantee {
         Guarantee::AtMostOnce => config.num_ackers = 0,
         _ if config.num_ackers == 0 => {
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "--guarantee {} needs at least one acker (--ackers 0 is at-most-once)",
                 if guarantee == Guarantee::AtLeastOnce {
                     "at-least-once"
                 } else {
                     "exactly-once"
                 }
-            )
-            .into())
+            )))
         }
         _ => {}
     }
@@ -376,7 +378,7 @@ pub fn run(
         .max(17 * args.sink_batch as usize + 1024);
     let (max_in_flight, pending) = spout_pending(config.max_spout_pending, args.read_batch);
     config.max_spout_pending = Some(pending);
-    crate::cli::check_acker_capacity(&config, 1)?;
+    crate::cli::check_acker_capacity(&config, 1).map_err(CliError::Usage)?;
     // Reachable at start, or a clear error naming the address: Redis first, then PostgreSQL;
     // the group (and a missing stream, with its warning) only once both answered, so that a
     // run refused for PostgreSQL leaves no empty stream behind (the next run would not warn).
@@ -608,16 +610,15 @@ pub fn run(
 /// long line stays one entry (it is not cut into 64 KiB pieces).
 ///
 /// # Errors
-/// [`CliError::Run`] when the stream name is empty, the URL does not parse
-/// ([`redis_stream::check_url`]), the file cannot be read or Redis cannot be reached (naming
-/// the address); [`CliError::Stdout`] when the summary cannot be written.
+/// [`CliError::Usage`] when the stream name is empty or the URL does not parse
+/// ([`redis_stream::check_url`]); [`CliError::Run`] when the file cannot be read or Redis
+/// cannot be reached (naming the address); [`CliError::Stdout`] when the summary cannot be
+/// written.
 pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Result<(), CliError> {
     if stream.is_empty() {
-        return Err(
-            "--stream must name a stream key (it was empty); nothing was loaded"
-                .to_string()
-                .into(),
-        );
+        return Err(CliError::Usage(
+            "--stream must name a stream key (it was empty); nothing was loaded".to_string(),
+        ));
     }
     redis_stream::check_url(url)?;
     let text = crate::cli::read_text(input).map_err(|e| format!("{e}; nothing was loaded"))?;
@@ -668,9 +669,9 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
 /// exists and is empty reads as zeros.
 ///
 /// # Errors
-/// [`CliError::Run`] when the URL does not parse ([`postgres_sink::check_url`]), PostgreSQL
-/// cannot be reached (naming the address), the database has no `word_counts` table, or the
-/// query fails;
+/// [`CliError::Usage`] when the URL does not parse ([`postgres_sink::check_url`]);
+/// [`CliError::Run`] when PostgreSQL cannot be reached (naming the address), the database has
+/// no `word_counts` table, or the query fails;
 /// [`CliError::Stdout`] when the output cannot be written.
 pub fn counts(url: &str, top: usize, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     postgres_sink::check_url(url)?;
