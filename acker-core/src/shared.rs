@@ -52,12 +52,13 @@
 //!   change (XOR, spout task, failed flag, new stamp) and rule 3, releasing the lock with the
 //!   new meta word (one store); or it has expired, and the call removes it and goes on as for
 //!   an absent root. An ack of a live entry that is not decided costs one atomic
-//!   read-modify-write (the lock's CAS) and two stores. The lookup starts with the root's first
-//!   bucket, inlined at the caller (one hash, 8 root ids); only a root not found there costs the
-//!   second bucket's hash, the overflow count and an out-of-line call. A live entry found in
-//!   the first bucket is the root's (a root has at most one entry), so that shortcut needs no
-//!   other check and changes no ordering. [`get`](SharedAckerTable::get) takes the
-//!   lock too, so the ack val, spout task and failed flag it returns were the entry's together.
+//!   read-modify-write (the lock's CAS) and two stores. The lookup scans the root's window
+//!   inlined at the caller (one hash and 8 root ids, and only if the root is not there the
+//!   second bucket's hash and 8 more); only a root found in neither costs the overflow count and
+//!   an out-of-line call. A live entry found in the window is the root's (a root has at most one
+//!   entry), so that shortcut needs no other check and changes no ordering.
+//!   [`get`](SharedAckerTable::get) takes the lock too, so the ack val, spout task and failed
+//!   flag it returns were the entry's together.
 //! * **The live count moves at the linearization points.** A new entry is counted while its slot
 //!   is still locked, then published; a decided or expired entry leaves the count while its slot
 //!   is locked, then the slot is freed. A lookup that meets a locked slot waits, so no call sees
@@ -163,7 +164,8 @@
 //!   racing inserts of one root and of colliding roots, slot reuse ∥ late ack, tick ∥ updates,
 //!   insert into a full table ∥ completion, two overflow inserts of one root, an overflow and an
 //!   in-window insert of one root, and the four interleavings of issue 13: `get` ∥ slot reuse,
-//!   epoch advance ∥ insert, last ack ∥ its expiry, fail ∥ last ack), each exhaustive at
+//!   epoch advance ∥ insert, last ack ∥ its expiry, fail ∥ last ack; and last ack ∥ its expiry
+//!   with the entry in the second of the two runs the inlined lookup scans), each exhaustive at
 //!   `LOOM_MAX_PREEMPTIONS=3` unless it says otherwise:
 //!   `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p acker-core --release --test loom`.
 //!   The four of issue 13 check the exact outcomes sequential orders allow, and fail on the
@@ -1254,50 +1256,62 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     /// Applies `op` to `root`'s entry, creating it if needed.
     ///
-    /// The usual message, an ack (or fail, or reset) of a live entry in its root's first bucket
-    /// (in a linear table: within [`BUCKET_SLOTS`] slots from its home slot), is served here,
-    /// inlined into the caller: one hash, one scan of 8 root ids, the slot's lock, the change.
-    /// Everything else (an init, which usually creates its entry; a root in its second bucket,
-    /// past its window or absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
+    /// The usual message, an ack (or fail, or reset) of a live entry in its root's window (in a
+    /// linear table: within `2 × `[`BUCKET_SLOTS`] slots from its home slot), is served here,
+    /// inlined into the caller: one hash, a scan of 8 root ids, and only if the root is not
+    /// there the second bucket's hash and 8 more; then the slot's lock and the change.
+    /// Everything else (an init, which usually creates its entry; a root past its window or
+    /// absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
     /// [`run_insert`](Self::run_insert), which look again from the start. Finding the entry in
-    /// the first bucket needs no overflow count: a root has at most one entry, so a live one
-    /// found anywhere is the one, and an expired one found anywhere means the root has none.
-    /// Linear tables take this path too, so the loom models and the linearizability check
-    /// (which use linear tables of 1–4 slots) cover it.
+    /// the window needs no overflow count: a root has at most one entry, so a live one found
+    /// anywhere is the one, and an expired one found anywhere means the root has none. Linear
+    /// tables take this path too (their first 16 probe positions, as two runs: from the home
+    /// slot to the end of the table, then from slot 0), so the loom models and the
+    /// linearizability check (which use linear tables of 1–4 slots) cover both scans.
     #[inline(always)]
     fn run(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
         if root == 0 {
             return Err(TableError::ZeroRoot);
-        }
-        if !matches!(op, Op::Init { .. }) {
-            // The first bucket; in a linear table, up to as many slots from the home slot. (Two
-            // calls, so that the bucketed one scans a run of constant length, unrolled.)
-            let found = if self.buckets != 0 {
-                let b1 = reduce(root, self.buckets) * BUCKET_SLOTS;
-                self.find_in(root, b1, b1 + BUCKET_SLOTS)
-            } else {
-                let home = reduce(root, self.capacity);
-                self.find_in(root, home, (home + BUCKET_SLOTS).min(self.capacity))
-            };
-            match found {
-                Found::Live((j, m, epoch)) => return self.apply_locked(j, m, epoch, op),
-                // The root's only entry expired and was removed: it has none, so only an insert
-                // is left (which looks once more under the root's insert lock).
-                Found::Expired => return self.run_insert(root, op),
-                Found::Missing => {}
-            }
         }
         if matches!(op, Op::Init { .. }) {
             // An init usually comes first, before any ack of its tree: it goes straight to the
             // insert, which must look for an entry of the root anyway.
             return self.run_insert(root, op);
         }
-        self.run_slow(root, op)
+        // The first bucket, then the second; in a linear table, the first 2 × BUCKET_SLOTS
+        // probe positions as two runs (two calls each, so that the bucketed one scans a run of
+        // constant length, unrolled).
+        let found = if self.buckets != 0 {
+            let b1 = reduce(root, self.buckets);
+            let s1 = b1 * BUCKET_SLOTS;
+            match self.find_in(root, s1, s1 + BUCKET_SLOTS) {
+                Found::Missing => {
+                    let s2 = second_bucket(root, b1, self.buckets) * BUCKET_SLOTS;
+                    self.find_in(root, s2, s2 + BUCKET_SLOTS)
+                }
+                found => found,
+            }
+        } else {
+            let home = reduce(root, self.capacity);
+            let n = self.capacity.min(2 * BUCKET_SLOTS);
+            let first_end = (home + n).min(self.capacity);
+            match self.find_in(root, home, first_end) {
+                Found::Missing => self.find_in(root, 0, n - (first_end - home)),
+                found => found,
+            }
+        };
+        match found {
+            Found::Live((j, m, epoch)) => self.apply_locked(j, m, epoch, op),
+            // The root's only entry expired and was removed: it has none, so only an insert is
+            // left (which looks once more under the root's insert lock).
+            Found::Expired => self.run_insert(root, op),
+            Found::Missing => self.run_slow(root, op),
+        }
     }
 
-    /// [`run`](Self::run) for an ack, fail or reset whose root has no live entry in its first
-    /// bucket: looks for the entry through the root's whole probe (the first bucket again: the
-    /// entry may have been created meanwhile), and creates it if there is none.
+    /// [`run`](Self::run) for an ack, fail or reset whose root has no live entry in its window:
+    /// looks for the entry through the root's whole probe (the window again: the entry may have
+    /// been created meanwhile), and creates it if there is none.
     #[inline(never)]
     fn run_slow(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
         if let Some((j, m, epoch)) = self.find(root, self.probe(root)) {
