@@ -115,10 +115,12 @@
 //! Tables of at most [`LINEAR_MAX_CAPACITY`] (64) slots probe linearly through the whole table
 //! from the root's home slot. Larger tables give each root a *window* of two buckets of
 //! [`BUCKET_SLOTS`] (8) slots, one cache line of root ids each, chosen by two hashes of the root
-//! id; a new root goes to its first bucket while at least half of it is free, else to the bucket
-//! with more free slots (two choices keep the buckets evenly filled). Nothing is ever moved, so
-//! freed slots leave holes and a lookup of an absent root (each new root) reads its whole
-//! window: 16 root ids.
+//! id; a new root goes to its first bucket while at least 3 of its 8 slots are free, else to the
+//! bucket with more free slots (two choices keep the buckets evenly filled; the threshold keeps
+//! most roots in their first bucket, which a lookup reads first: at load 0.5 about 16% of roots
+//! sit in their second bucket, against 27% with a threshold of half the bucket;
+//! `benches/RESULTS.md` Set S4). Nothing is ever moved, so freed slots leave holes and a lookup
+//! of an absent root (each new root) reads its whole window: 16 root ids.
 //!
 //! A root whose window is full takes the first free slot after its first bucket: an *overflow*
 //! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it before publishing it, in
@@ -133,10 +135,12 @@
 //! every new root's lookup reads that far until it is decided or expires (a new-user trial
 //! measured 0.02 M ops/s on a 100 000-slot table at 1% load with 824 such entries left from a
 //! fill to `Full`, against 14 M ops/s without; with one near entry left, 11.9 M ops/s). Measured
-//! with random roots and steady churn (each tree replaced as it completes): at load 0.5 no window
-//! overflowed in 4 M operations (W = 1k, 100k and 1M); at 0.6 one overflow entry was live a third
-//! of the time; at 0.7 there were always some (up to about 200 of 100 000 roots); at 0.8,
-//! thousands. Size tables at load ≤ 0.5–0.6 (40 bytes a root at 0.5; the benchmarks use 0.5).
+//! with random roots and steady churn (each tree replaced as it completes, 4 M replacements, on
+//! 2 000, 200 000 and 2 000 000 slots): at load 0.5 no window overflowed; at 0.6 about 115
+//! roots overflowed (4× as many as with a threshold of half the bucket), and at least one overflow
+//! entry was live 4% of the time on 2 000 slots and nearly always on the larger tables (up to 8
+//! and 46 at once); at 0.7 there were always some (up to about 400 of 140 000 roots); at 0.8,
+//! thousands. Size tables at load ≤ 0.5 (40 bytes a root; the benchmarks use 0.5).
 //! On `Full` nothing changed and the caller retries (back-pressure).
 //!
 //! ## Progress guarantees
@@ -263,6 +267,13 @@ const INSERT_LOCKS: usize = 32;
 /// Slots in a bucket of a table above [`LINEAR_MAX_CAPACITY`] slots: one 64-byte cache line of
 /// root ids. A root's window is its two buckets, 16 slots.
 pub const BUCKET_SLOTS: usize = 8;
+
+/// A new root goes to its first bucket while at least this many of its [`BUCKET_SLOTS`] slots
+/// are free (else to the bucket with more free slots). Measured at load 0.5 with steady churn
+/// (`benches/RESULTS.md` Set S4): 3 puts 16% of roots in their second bucket and no window
+/// overflows in 4 M replacements; 4 (half the bucket) puts 27% there, and every ack of such a
+/// root reads both buckets; 2 (8%) lets windows overflow at load 0.5 on large tables.
+const FIRST_BUCKET_MIN_FREE: usize = 3;
 
 /// What [`SharedAckerTable::find_in`] met in one run of slots.
 enum Found {
@@ -1349,9 +1360,9 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             Op::Fail => (0, FAILED),
             Op::Reset => (0, 0),
         };
-        let j = loop {
-            if let Some(j) = self.claim(p) {
-                break j;
+        let (j, past_window) = loop {
+            if let Some(claimed) = self.claim(p) {
+                break claimed;
             }
             // No free slot seen; `Full` only if the table was full at one instant. Otherwise a
             // slot was being freed or written by another thread (or freed after the claim passed
@@ -1371,13 +1382,15 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
         self.slots.roots()[j].store(root, Relaxed);
         self.slots.ack_vals()[j].store(ack_val, Relaxed);
-        let priority = self.priority(p, j);
-        if priority >= self.window {
-            // Counted before it is published, in its class first: every probe that could meet
-            // it then goes as far.
-            let k = overflow_class(priority - self.window);
-            self.overflow_classes[k].fetch_add(1, AcqRel);
-            self.overflow.fetch_add(1, AcqRel);
+        if past_window {
+            let priority = self.priority(p, j);
+            if priority >= self.window {
+                // Counted before it is published, in its class first: every probe that could
+                // meet it then goes as far.
+                let k = overflow_class(priority - self.window);
+                self.overflow_classes[k].fetch_add(1, AcqRel);
+                self.overflow.fetch_add(1, AcqRel);
+            }
         }
         // Pairs with the fence of a tick (see `tick`): either that tick's sweep sees this slot
         // reserved and waits for it, or the epoch read here is the tick's, so an entry is never
@@ -1391,24 +1404,33 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     }
 
     /// Reserves (and locks) a free slot for probe `p`: in a bucketed table, the first bucket
-    /// while at least half of it is free, else the bucket with more free slots (two choices keep
-    /// buckets evenly filled, so windows rarely overflow; the threshold spares most inserts the
-    /// second bucket's cache line); then, only if the window is full, the rest of the table.
+    /// while at least [`FIRST_BUCKET_MIN_FREE`] of its slots are free, else the bucket with more
+    /// free slots (two choices keep buckets evenly filled, so windows rarely overflow; the
+    /// threshold spares most inserts the second bucket's cache line, and most lookups the second
+    /// bucket); then, only if the window is full, the rest of the table.
     /// Free slots are counted without expired entries, which a scan of the bucket still reclaims
     /// when the chosen bucket's first free slot was taken meanwhile or it has none.
-    fn claim(&self, p: Probe) -> Option<usize> {
+    ///
+    /// Returns the slot and whether it may lie past the window (then the caller works out whether
+    /// it does: only a linear table narrower than its capacity, under loom, or a bucketed table's
+    /// claim past a full window can give one).
+    fn claim(&self, p: Probe) -> Option<(usize, bool)> {
         if self.buckets == 0 {
             // A linear table: the whole table from the home slot (one or two runs).
             let [a, b, _, _] = self.runs(p, self.full_span());
-            return self.claim_in(a).or_else(|| self.claim_in(b));
+            let narrow = self.window < self.capacity;
+            return self
+                .claim_in(a)
+                .or_else(|| self.claim_in(b))
+                .map(|j| (j, narrow));
         }
         let (r1, r2) = ((p.b1, p.b1 + BUCKET_SLOTS), (p.b2, p.b2 + BUCKET_SLOTS));
-        // Only whether the first bucket is at least half free matters, and if it is not,
+        // Only whether the first bucket has FIRST_BUCKET_MIN_FREE free slots matters, and if not,
         // whether the second has more free slots: each count stops once that is known. The
         // first free slot a count met is tried at once (one CAS); only if another thread took
         // it meanwhile, or the bucket has no free slot, does the claim scan the bucket.
-        let (free1, first1) = self.free_in(r1, BUCKET_SLOTS / 2);
-        let window = if free1 < BUCKET_SLOTS / 2 {
+        let (free1, first1) = self.free_in(r1, FIRST_BUCKET_MIN_FREE);
+        let window = if free1 < FIRST_BUCKET_MIN_FREE {
             let (free2, first2) = self.free_in(r2, free1 + 1);
             if free2 > free1 {
                 [(r2, first2), (r1, first1)]
@@ -1421,14 +1443,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         for (run, first) in window {
             if let Some(j) = first {
                 if self.try_claim(j) {
-                    return Some(j);
+                    return Some((j, false));
                 }
             }
             if let Some(j) = self.claim_in(run) {
-                return Some(j);
+                return Some((j, false));
             }
         }
-        self.claim_past_window(p)
+        self.claim_past_window(p).map(|j| (j, true))
     }
 
     /// [`claim`](Self::claim) in a bucketed table whose window is full: the rest of the table,
