@@ -535,6 +535,64 @@ enum Op {
     Reset,
 }
 
+/// An [`Op`] as two words, the form in which it is handed to the out-of-line parts of a call:
+/// the XOR (0 for a fail or reset), and the meta-word flags a new entry for it starts with
+/// (spout task and `HAS_TASK` for an init, `FAILED` for a fail) with the kind in bits 30–31. A
+/// pair of scalars travels in two registers, where the enum would be passed through memory,
+/// and a stack slot whose address is passed (read again after the slot lock's acquiring CAS)
+/// kept the inlined ack path from knowing its operation at compile time (an indirect jump and
+/// three stack accesses an ack).
+#[derive(Clone, Copy)]
+struct PackedOp(u64, u32);
+
+const KIND_SHIFT: u32 = 30;
+const KIND_INIT: u32 = 0;
+const KIND_ACK: u32 = 1;
+const KIND_FAIL: u32 = 2;
+const KIND_RESET: u32 = 3;
+
+impl Op {
+    #[inline(always)]
+    fn pack(self) -> PackedOp {
+        match self {
+            Op::Init { xor, spout_task } => PackedOp(
+                xor,
+                HAS_TASK | u32::from(spout_task) | KIND_INIT << KIND_SHIFT,
+            ),
+            Op::Ack { xor } => PackedOp(xor, KIND_ACK << KIND_SHIFT),
+            Op::Fail => PackedOp(0, FAILED | KIND_FAIL << KIND_SHIFT),
+            Op::Reset => PackedOp(0, KIND_RESET << KIND_SHIFT),
+        }
+    }
+}
+
+impl PackedOp {
+    #[inline(always)]
+    fn unpack(self) -> Op {
+        let PackedOp(xor, code) = self;
+        match code >> KIND_SHIFT {
+            KIND_INIT => Op::Init {
+                xor,
+                spout_task: (code & TASK_MASK) as TaskId,
+            },
+            KIND_ACK => Op::Ack { xor },
+            KIND_FAIL => Op::Fail,
+            _ => Op::Reset,
+        }
+    }
+
+    /// The ack val and meta-word flags of a new entry created by this operation.
+    #[inline(always)]
+    fn new_entry(self) -> (u64, u32) {
+        (self.0, self.1 & (TASK_MASK | HAS_TASK | FAILED))
+    }
+
+    #[inline(always)]
+    fn is_reset(self) -> bool {
+        self.1 >> KIND_SHIFT == KIND_RESET
+    }
+}
+
 /// The acker table shared by many threads (see the [module docs](self) for its design, why every
 /// result is one the single-owner table could give, its progress guarantees and trade-offs).
 ///
@@ -1287,7 +1345,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         if matches!(op, Op::Init { .. }) {
             // An init usually comes first, before any ack of its tree: it goes straight to the
             // insert, which must look for an entry of the root anyway.
-            return self.run_insert(root, op);
+            return self.run_insert(root, op.pack());
         }
         // The first bucket, then the second; in a linear table, the first 2 × BUCKET_SLOTS
         // probe positions as two runs (two calls each, so that the bucketed one scans a run of
@@ -1315,8 +1373,8 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             Found::Live((j, m, epoch)) => self.apply_locked(j, m, epoch, op),
             // The root's only entry expired and was removed: it has none, so only an insert is
             // left (which looks once more under the root's insert lock).
-            Found::Expired => self.run_insert(root, op),
-            Found::Missing => self.run_slow(root, op),
+            Found::Expired => self.run_insert(root, op.pack()),
+            Found::Missing => self.run_slow(root, op.pack()),
         }
     }
 
@@ -1324,22 +1382,22 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// looks for the entry through the root's whole probe (the window again: the entry may have
     /// been created meanwhile), and creates it if there is none.
     #[inline(never)]
-    fn run_slow(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+    fn run_slow(&self, root: RootId, packed: PackedOp) -> Result<Decision, TableError> {
         if let Some((j, m, epoch)) = self.find(root, self.probe(root)) {
-            return self.apply_locked(j, m, epoch, op);
+            return self.apply_locked(j, m, epoch, packed.unpack());
         }
-        self.run_insert(root, op)
+        self.run_insert(root, packed)
     }
 
     /// [`run`](Self::run) for a root that had no live entry (or an init): under the root's
     /// insert lock, looks once more and creates the entry (see
     /// [`insert_locked`](Self::insert_locked)).
     #[inline(never)]
-    fn run_insert(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+    fn run_insert(&self, root: RootId, packed: PackedOp) -> Result<Decision, TableError> {
         let p = self.probe(root);
         let lock = self.insert_lock(root);
         acquire(lock);
-        let result = self.insert_locked(root, p, op);
+        let result = self.insert_locked(root, p, packed);
         release_store_u32(lock, 0);
         result
     }
@@ -1348,18 +1406,13 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// other thread creates an entry for it meanwhile. Looks for the entry once more (another
     /// insert may just have created it), and otherwise creates it with `op` applied, or returns
     /// [`TableError::Full`] if at one instant every slot held a live entry.
-    fn insert_locked(&self, root: RootId, p: Probe, op: Op) -> Result<Decision, TableError> {
+    fn insert_locked(&self, root: RootId, p: Probe, op: PackedOp) -> Result<Decision, TableError> {
         // Before claiming a slot, so that a message for a root that has an entry never takes
         // (or counts) an overflow slot, even when the root's window is full.
         if let Some((j, m, epoch)) = self.find(root, p) {
-            return self.apply_locked(j, m, epoch, op);
+            return self.apply_locked(j, m, epoch, op.unpack());
         }
-        let (ack_val, flags) = match op {
-            Op::Init { xor, spout_task } => (xor, HAS_TASK | spout_task as u32),
-            Op::Ack { xor } => (xor, 0),
-            Op::Fail => (0, FAILED),
-            Op::Reset => (0, 0),
-        };
+        let (ack_val, flags) = op.new_entry();
         let (j, past_window) = loop {
             if let Some(claimed) = self.claim(p) {
                 break claimed;
@@ -1373,7 +1426,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             spin_hint();
         };
         // Slot `j` is ours: reserved and locked.
-        let d = rule3(LIVE | flags, ack_val, matches!(op, Op::Reset));
+        let d = rule3(LIVE | flags, ack_val, op.is_reset());
         if is_final(d) {
             // Decided as it is created (an init of a tree with nothing outstanding): the entry
             // never lives, as in the single-owner table.
