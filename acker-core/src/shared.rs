@@ -136,12 +136,12 @@
 //! measured 0.02 M ops/s on a 100 000-slot table at 1% load with 824 such entries left from a
 //! fill to `Full`, against 14 M ops/s without; with one near entry left, 11.9 M ops/s). Measured
 //! with random roots and steady churn (each tree replaced as it completes, 4 M replacements, on
-//! 2 000, 200 000 and 2 000 000 slots): at load 0.5 no window overflowed; at 0.6 about 115
-//! roots overflowed (4× as many as with a threshold of half the bucket), and at least one overflow
-//! entry was live 4% of the time on 2 000 slots and nearly always on the larger tables (up to 8
-//! and 46 at once); at 0.7 there were always some (up to about 400 of 140 000 roots); at 0.8,
-//! thousands. Size tables at load ≤ 0.5 (40 bytes a root; the benchmarks use 0.5).
-//! On `Full` nothing changed and the caller retries (back-pressure).
+//! 2 000, 200 000 and 2 000 000 slots; `benches/examples/shared_overflow_churn.rs`): at load 0.5
+//! no window overflowed; at 0.6 about 115 roots overflowed (4× as many as with a threshold of
+//! half the bucket), and at least one overflow entry was live 4% of the time on 2 000 slots and
+//! nearly always on the larger tables (up to 8 and 46 at once); at 0.7 there were always some (up
+//! to about 400 of 140 000 roots); at 0.8, thousands. Size tables at load ≤ 0.5 (40 bytes a root;
+//! the benchmarks use 0.5). On `Full` nothing changed and the caller retries (back-pressure).
 //!
 //! ## Progress guarantees
 //!
