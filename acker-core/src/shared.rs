@@ -52,12 +52,13 @@
 //!   change (XOR, spout task, failed flag, new stamp) and rule 3, releasing the lock with the
 //!   new meta word (one store); or it has expired, and the call removes it and goes on as for
 //!   an absent root. An ack of a live entry that is not decided costs one atomic
-//!   read-modify-write (the lock's CAS) and two stores. The lookup starts with the root's first
-//!   bucket, inlined at the caller (one hash, 8 root ids); only a root not found there costs the
-//!   second bucket's hash, the overflow count and an out-of-line call. A live entry found in
-//!   the first bucket is the root's (a root has at most one entry), so that shortcut needs no
-//!   other check and changes no ordering. [`get`](SharedAckerTable::get) takes the
-//!   lock too, so the ack val, spout task and failed flag it returns were the entry's together.
+//!   read-modify-write (the lock's CAS) and two stores. The lookup scans the root's window
+//!   inlined at the caller (one hash and 8 root ids, and only if the root is not there the
+//!   second bucket's hash and 8 more); only a root found in neither costs the overflow count and
+//!   an out-of-line call. A live entry found in the window is the root's (a root has at most one
+//!   entry), so that shortcut needs no other check and changes no ordering.
+//!   [`get`](SharedAckerTable::get) takes the lock too, so the ack val, spout task and failed
+//!   flag it returns were the entry's together.
 //! * **The live count moves at the linearization points.** A new entry is counted while its slot
 //!   is still locked, then published; a decided or expired entry leaves the count while its slot
 //!   is locked, then the slot is freed. A lookup that meets a locked slot waits, so no call sees
@@ -114,10 +115,12 @@
 //! Tables of at most [`LINEAR_MAX_CAPACITY`] (64) slots probe linearly through the whole table
 //! from the root's home slot. Larger tables give each root a *window* of two buckets of
 //! [`BUCKET_SLOTS`] (8) slots, one cache line of root ids each, chosen by two hashes of the root
-//! id; a new root goes to its first bucket while at least half of it is free, else to the bucket
-//! with more free slots (two choices keep the buckets evenly filled). Nothing is ever moved, so
-//! freed slots leave holes and a lookup of an absent root (each new root) reads its whole
-//! window: 16 root ids.
+//! id; a new root goes to its first bucket while at least 3 of its 8 slots are free, else to the
+//! bucket with more free slots (two choices keep the buckets evenly filled; the threshold keeps
+//! most roots in their first bucket, which a lookup reads first: at load 0.5 about 16% of roots
+//! sit in their second bucket, against 27% with a threshold of half the bucket;
+//! `benches/RESULTS.md` Set S4). Nothing is ever moved, so freed slots leave holes and a lookup
+//! of an absent root (each new root) reads its whole window: 16 root ids.
 //!
 //! A root whose window is full takes the first free slot after its first bucket: an *overflow*
 //! entry ([`SharedAckerTable::overflow_len`]). Its inserter counts it before publishing it, in
@@ -132,11 +135,13 @@
 //! every new root's lookup reads that far until it is decided or expires (a new-user trial
 //! measured 0.02 M ops/s on a 100 000-slot table at 1% load with 824 such entries left from a
 //! fill to `Full`, against 14 M ops/s without; with one near entry left, 11.9 M ops/s). Measured
-//! with random roots and steady churn (each tree replaced as it completes): at load 0.5 no window
-//! overflowed in 4 M operations (W = 1k, 100k and 1M); at 0.6 one overflow entry was live a third
-//! of the time; at 0.7 there were always some (up to about 200 of 100 000 roots); at 0.8,
-//! thousands. Size tables at load ≤ 0.5–0.6 (40 bytes a root at 0.5; the benchmarks use 0.5).
-//! On `Full` nothing changed and the caller retries (back-pressure).
+//! with random roots and steady churn (each tree replaced as it completes, 4 M replacements, on
+//! 2 000, 200 000 and 2 000 000 slots; `benches/examples/shared_overflow_churn.rs`): at load 0.5
+//! no window overflowed; at 0.6 about 115 roots overflowed (4× as many as with a threshold of
+//! half the bucket), and at least one overflow entry was live 4% of the time on 2 000 slots and
+//! nearly always on the larger tables (up to 8 and 46 at once); at 0.7 there were always some (up
+//! to about 400 of 140 000 roots); at 0.8, thousands. Size tables at load ≤ 0.5 (40 bytes a root;
+//! the benchmarks use 0.5). On `Full` nothing changed and the caller retries (back-pressure).
 //!
 //! ## Progress guarantees
 //!
@@ -163,7 +168,8 @@
 //!   racing inserts of one root and of colliding roots, slot reuse ∥ late ack, tick ∥ updates,
 //!   insert into a full table ∥ completion, two overflow inserts of one root, an overflow and an
 //!   in-window insert of one root, and the four interleavings of issue 13: `get` ∥ slot reuse,
-//!   epoch advance ∥ insert, last ack ∥ its expiry, fail ∥ last ack), each exhaustive at
+//!   epoch advance ∥ insert, last ack ∥ its expiry, fail ∥ last ack; and last ack ∥ its expiry
+//!   with the entry in the second of the two runs the inlined lookup scans), each exhaustive at
 //!   `LOOM_MAX_PREEMPTIONS=3` unless it says otherwise:
 //!   `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p acker-core --release --test loom`.
 //!   The four of issue 13 check the exact outcomes sequential orders allow, and fail on the
@@ -261,6 +267,13 @@ const INSERT_LOCKS: usize = 32;
 /// Slots in a bucket of a table above [`LINEAR_MAX_CAPACITY`] slots: one 64-byte cache line of
 /// root ids. A root's window is its two buckets, 16 slots.
 pub const BUCKET_SLOTS: usize = 8;
+
+/// A new root goes to its first bucket while at least this many of its [`BUCKET_SLOTS`] slots
+/// are free (else to the bucket with more free slots). Measured at load 0.5 with steady churn
+/// (`benches/RESULTS.md` Set S4): 3 puts 16% of roots in their second bucket and no window
+/// overflows in 4 M replacements; 4 (half the bucket) puts 27% there, and every ack of such a
+/// root reads both buckets; 2 (8%) lets windows overflow at load 0.5 on large tables.
+const FIRST_BUCKET_MIN_FREE: usize = 3;
 
 /// What [`SharedAckerTable::find_in`] met in one run of slots.
 enum Found {
@@ -520,6 +533,64 @@ enum Op {
     Ack { xor: u64 },
     Fail,
     Reset,
+}
+
+/// An [`Op`] as two words, the form in which it is handed to the out-of-line parts of a call:
+/// the XOR (0 for a fail or reset), and the meta-word flags a new entry for it starts with
+/// (spout task and `HAS_TASK` for an init, `FAILED` for a fail) with the kind in bits 30–31. A
+/// pair of scalars travels in two registers, where the enum would be passed through memory,
+/// and a stack slot whose address is passed (read again after the slot lock's acquiring CAS)
+/// kept the inlined ack path from knowing its operation at compile time (an indirect jump and
+/// three stack accesses an ack).
+#[derive(Clone, Copy)]
+struct PackedOp(u64, u32);
+
+const KIND_SHIFT: u32 = 30;
+const KIND_INIT: u32 = 0;
+const KIND_ACK: u32 = 1;
+const KIND_FAIL: u32 = 2;
+const KIND_RESET: u32 = 3;
+
+impl Op {
+    #[inline(always)]
+    fn pack(self) -> PackedOp {
+        match self {
+            Op::Init { xor, spout_task } => PackedOp(
+                xor,
+                HAS_TASK | u32::from(spout_task) | KIND_INIT << KIND_SHIFT,
+            ),
+            Op::Ack { xor } => PackedOp(xor, KIND_ACK << KIND_SHIFT),
+            Op::Fail => PackedOp(0, FAILED | KIND_FAIL << KIND_SHIFT),
+            Op::Reset => PackedOp(0, KIND_RESET << KIND_SHIFT),
+        }
+    }
+}
+
+impl PackedOp {
+    #[inline(always)]
+    fn unpack(self) -> Op {
+        let PackedOp(xor, code) = self;
+        match code >> KIND_SHIFT {
+            KIND_INIT => Op::Init {
+                xor,
+                spout_task: (code & TASK_MASK) as TaskId,
+            },
+            KIND_ACK => Op::Ack { xor },
+            KIND_FAIL => Op::Fail,
+            _ => Op::Reset,
+        }
+    }
+
+    /// The ack val and meta-word flags of a new entry created by this operation.
+    #[inline(always)]
+    fn new_entry(self) -> (u64, u32) {
+        (self.0, self.1 & (TASK_MASK | HAS_TASK | FAILED))
+    }
+
+    #[inline(always)]
+    fn is_reset(self) -> bool {
+        self.1 >> KIND_SHIFT == KIND_RESET
+    }
 }
 
 /// The acker table shared by many threads (see the [module docs](self) for its design, why every
@@ -1254,67 +1325,79 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     /// Applies `op` to `root`'s entry, creating it if needed.
     ///
-    /// The usual message, an ack (or fail, or reset) of a live entry in its root's first bucket
-    /// (in a linear table: within [`BUCKET_SLOTS`] slots from its home slot), is served here,
-    /// inlined into the caller: one hash, one scan of 8 root ids, the slot's lock, the change.
-    /// Everything else (an init, which usually creates its entry; a root in its second bucket,
-    /// past its window or absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
+    /// The usual message, an ack (or fail, or reset) of a live entry in its root's window (in a
+    /// linear table: within `2 × `[`BUCKET_SLOTS`] slots from its home slot), is served here,
+    /// inlined into the caller: one hash, a scan of 8 root ids, and only if the root is not
+    /// there the second bucket's hash and 8 more; then the slot's lock and the change.
+    /// Everything else (an init, which usually creates its entry; a root past its window or
+    /// absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
     /// [`run_insert`](Self::run_insert), which look again from the start. Finding the entry in
-    /// the first bucket needs no overflow count: a root has at most one entry, so a live one
-    /// found anywhere is the one, and an expired one found anywhere means the root has none.
-    /// Linear tables take this path too, so the loom models and the linearizability check
-    /// (which use linear tables of 1–4 slots) cover it.
+    /// the window needs no overflow count: a root has at most one entry, so a live one found
+    /// anywhere is the one, and an expired one found anywhere means the root has none. Linear
+    /// tables take this path too (their first 16 probe positions, as two runs: from the home
+    /// slot to the end of the table, then from slot 0), so the loom models and the
+    /// linearizability check (which use linear tables of 1–4 slots) cover both scans.
     #[inline(always)]
     fn run(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
         if root == 0 {
             return Err(TableError::ZeroRoot);
         }
-        if !matches!(op, Op::Init { .. }) {
-            // The first bucket; in a linear table, up to as many slots from the home slot. (Two
-            // calls, so that the bucketed one scans a run of constant length, unrolled.)
-            let found = if self.buckets != 0 {
-                let b1 = reduce(root, self.buckets) * BUCKET_SLOTS;
-                self.find_in(root, b1, b1 + BUCKET_SLOTS)
-            } else {
-                let home = reduce(root, self.capacity);
-                self.find_in(root, home, (home + BUCKET_SLOTS).min(self.capacity))
-            };
-            match found {
-                Found::Live((j, m, epoch)) => return self.apply_locked(j, m, epoch, op),
-                // The root's only entry expired and was removed: it has none, so only an insert
-                // is left (which looks once more under the root's insert lock).
-                Found::Expired => return self.run_insert(root, op),
-                Found::Missing => {}
-            }
-        }
         if matches!(op, Op::Init { .. }) {
             // An init usually comes first, before any ack of its tree: it goes straight to the
             // insert, which must look for an entry of the root anyway.
-            return self.run_insert(root, op);
+            return self.run_insert(root, op.pack());
         }
-        self.run_slow(root, op)
+        // The first bucket, then the second; in a linear table, the first 2 × BUCKET_SLOTS
+        // probe positions as two runs (two calls each, so that the bucketed one scans a run of
+        // constant length, unrolled).
+        let found = if self.buckets != 0 {
+            let b1 = reduce(root, self.buckets);
+            let s1 = b1 * BUCKET_SLOTS;
+            match self.find_in(root, s1, s1 + BUCKET_SLOTS) {
+                Found::Missing => {
+                    let s2 = second_bucket(root, b1, self.buckets) * BUCKET_SLOTS;
+                    self.find_in(root, s2, s2 + BUCKET_SLOTS)
+                }
+                found => found,
+            }
+        } else {
+            let home = reduce(root, self.capacity);
+            let n = self.capacity.min(2 * BUCKET_SLOTS);
+            let first_end = (home + n).min(self.capacity);
+            match self.find_in(root, home, first_end) {
+                Found::Missing => self.find_in(root, 0, n - (first_end - home)),
+                found => found,
+            }
+        };
+        match found {
+            Found::Live((j, m, epoch)) => self.apply_locked(j, m, epoch, op),
+            // The root's only entry expired and was removed: it has none, so only an insert is
+            // left (which looks once more under the root's insert lock).
+            Found::Expired => self.run_insert(root, op.pack()),
+            Found::Missing => self.run_slow(root, op.pack()),
+        }
     }
 
-    /// [`run`](Self::run) for an ack, fail or reset whose root has no live entry in its first
-    /// bucket: looks for the entry through the root's whole probe (the first bucket again: the
-    /// entry may have been created meanwhile), and creates it if there is none.
+    /// [`run`](Self::run) for an ack, fail or reset whose root has no live entry in its window:
+    /// looks for the entry through the root's whole probe (the window again: the entry may have
+    /// been created meanwhile), and creates it if there is none.
     #[inline(never)]
-    fn run_slow(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+    fn run_slow(&self, root: RootId, packed: PackedOp) -> Result<Decision, TableError> {
         if let Some((j, m, epoch)) = self.find(root, self.probe(root)) {
-            return self.apply_locked(j, m, epoch, op);
+            return self.apply_locked(j, m, epoch, packed.unpack());
         }
-        self.run_insert(root, op)
+        self.run_insert(root, packed)
     }
 
     /// [`run`](Self::run) for a root that had no live entry (or an init): under the root's
     /// insert lock, looks once more and creates the entry (see
     /// [`insert_locked`](Self::insert_locked)).
     #[inline(never)]
-    fn run_insert(&self, root: RootId, op: Op) -> Result<Decision, TableError> {
+    fn run_insert(&self, root: RootId, packed: PackedOp) -> Result<Decision, TableError> {
         let p = self.probe(root);
         let lock = self.insert_lock(root);
         acquire(lock);
-        let result = self.insert_locked(root, p, op);
+        let result = self.insert_locked(root, p, packed);
         release_store_u32(lock, 0);
         result
     }
@@ -1323,21 +1406,16 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// other thread creates an entry for it meanwhile. Looks for the entry once more (another
     /// insert may just have created it), and otherwise creates it with `op` applied, or returns
     /// [`TableError::Full`] if at one instant every slot held a live entry.
-    fn insert_locked(&self, root: RootId, p: Probe, op: Op) -> Result<Decision, TableError> {
+    fn insert_locked(&self, root: RootId, p: Probe, op: PackedOp) -> Result<Decision, TableError> {
         // Before claiming a slot, so that a message for a root that has an entry never takes
         // (or counts) an overflow slot, even when the root's window is full.
         if let Some((j, m, epoch)) = self.find(root, p) {
-            return self.apply_locked(j, m, epoch, op);
+            return self.apply_locked(j, m, epoch, op.unpack());
         }
-        let (ack_val, flags) = match op {
-            Op::Init { xor, spout_task } => (xor, HAS_TASK | spout_task as u32),
-            Op::Ack { xor } => (xor, 0),
-            Op::Fail => (0, FAILED),
-            Op::Reset => (0, 0),
-        };
-        let j = loop {
-            if let Some(j) = self.claim(p) {
-                break j;
+        let (ack_val, flags) = op.new_entry();
+        let (j, past_window) = loop {
+            if let Some(claimed) = self.claim(p) {
+                break claimed;
             }
             // No free slot seen; `Full` only if the table was full at one instant. Otherwise a
             // slot was being freed or written by another thread (or freed after the claim passed
@@ -1348,7 +1426,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             spin_hint();
         };
         // Slot `j` is ours: reserved and locked.
-        let d = rule3(LIVE | flags, ack_val, matches!(op, Op::Reset));
+        let d = rule3(LIVE | flags, ack_val, op.is_reset());
         if is_final(d) {
             // Decided as it is created (an init of a tree with nothing outstanding): the entry
             // never lives, as in the single-owner table.
@@ -1357,13 +1435,15 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         }
         self.slots.roots()[j].store(root, Relaxed);
         self.slots.ack_vals()[j].store(ack_val, Relaxed);
-        let priority = self.priority(p, j);
-        if priority >= self.window {
-            // Counted before it is published, in its class first: every probe that could meet
-            // it then goes as far.
-            let k = overflow_class(priority - self.window);
-            self.overflow_classes[k].fetch_add(1, AcqRel);
-            self.overflow.fetch_add(1, AcqRel);
+        if past_window {
+            let priority = self.priority(p, j);
+            if priority >= self.window {
+                // Counted before it is published, in its class first: every probe that could
+                // meet it then goes as far.
+                let k = overflow_class(priority - self.window);
+                self.overflow_classes[k].fetch_add(1, AcqRel);
+                self.overflow.fetch_add(1, AcqRel);
+            }
         }
         // Pairs with the fence of a tick (see `tick`): either that tick's sweep sees this slot
         // reserved and waits for it, or the epoch read here is the tick's, so an entry is never
@@ -1377,24 +1457,33 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     }
 
     /// Reserves (and locks) a free slot for probe `p`: in a bucketed table, the first bucket
-    /// while at least half of it is free, else the bucket with more free slots (two choices keep
-    /// buckets evenly filled, so windows rarely overflow; the threshold spares most inserts the
-    /// second bucket's cache line); then, only if the window is full, the rest of the table.
+    /// while at least [`FIRST_BUCKET_MIN_FREE`] of its slots are free, else the bucket with more
+    /// free slots (two choices keep buckets evenly filled, so windows rarely overflow; the
+    /// threshold spares most inserts the second bucket's cache line, and most lookups the second
+    /// bucket); then, only if the window is full, the rest of the table.
     /// Free slots are counted without expired entries, which a scan of the bucket still reclaims
     /// when the chosen bucket's first free slot was taken meanwhile or it has none.
-    fn claim(&self, p: Probe) -> Option<usize> {
+    ///
+    /// Returns the slot and whether it may lie past the window (then the caller works out whether
+    /// it does: only a linear table narrower than its capacity, under loom, or a bucketed table's
+    /// claim past a full window can give one).
+    fn claim(&self, p: Probe) -> Option<(usize, bool)> {
         if self.buckets == 0 {
             // A linear table: the whole table from the home slot (one or two runs).
             let [a, b, _, _] = self.runs(p, self.full_span());
-            return self.claim_in(a).or_else(|| self.claim_in(b));
+            let narrow = self.window < self.capacity;
+            return self
+                .claim_in(a)
+                .or_else(|| self.claim_in(b))
+                .map(|j| (j, narrow));
         }
         let (r1, r2) = ((p.b1, p.b1 + BUCKET_SLOTS), (p.b2, p.b2 + BUCKET_SLOTS));
-        // Only whether the first bucket is at least half free matters, and if it is not,
+        // Only whether the first bucket has FIRST_BUCKET_MIN_FREE free slots matters, and if not,
         // whether the second has more free slots: each count stops once that is known. The
         // first free slot a count met is tried at once (one CAS); only if another thread took
         // it meanwhile, or the bucket has no free slot, does the claim scan the bucket.
-        let (free1, first1) = self.free_in(r1, BUCKET_SLOTS / 2);
-        let window = if free1 < BUCKET_SLOTS / 2 {
+        let (free1, first1) = self.free_in(r1, FIRST_BUCKET_MIN_FREE);
+        let window = if free1 < FIRST_BUCKET_MIN_FREE {
             let (free2, first2) = self.free_in(r2, free1 + 1);
             if free2 > free1 {
                 [(r2, first2), (r1, first1)]
@@ -1407,14 +1496,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         for (run, first) in window {
             if let Some(j) = first {
                 if self.try_claim(j) {
-                    return Some(j);
+                    return Some((j, false));
                 }
             }
             if let Some(j) = self.claim_in(run) {
-                return Some(j);
+                return Some((j, false));
             }
         }
-        self.claim_past_window(p)
+        self.claim_past_window(p).map(|j| (j, true))
     }
 
     /// [`claim`](Self::claim) in a bucketed table whose window is full: the rest of the table,
