@@ -4,17 +4,19 @@
 //! lines (spout) --shuffle--> split (basic bolt) --fields("word")--> count (basic bolt)
 //! ```
 //!
-//! - `lines` emits one tuple `(line_no, line, replay)` per *piece*: every input line holding a
+//! - `lines` emits one tuple `(line_no, line)` per *piece*: every input line holding a
 //!   word (lines of only whitespace hold none and are skipped), cut at whitespace into pieces of
 //!   at most [`MAX_PIECE_BYTES`] when longer (a single word longer than that stays whole). The
-//!   message id is the piece's 1-based index, `replay` is 0 on the first emit and 1 on re-emits;
-//!   on `fail` it re-emits the same piece (at-least-once). Task `i` of `n` owns the pieces whose
+//!   message id is the piece's 1-based index, `line_no` is the line's 1-based number on the first
+//!   emit and its negation on re-emits (a replay: two values, not three, stay inline in
+//!   [`Values`](crate::Values) and save the tuple an allocation); on `fail` it re-emits the same
+//!   piece (at-least-once). Task `i` of `n` owns the pieces whose
 //!   index is `i` mod `n`. It keeps at most [`MAX_BYTES_IN_FLIGHT`] bytes of text emitted and not
 //!   yet acked or failed (always at least one piece), which bounds the tuples in flight, and so
 //!   the run's memory, whatever the line lengths: a 20 MB line is 320 pieces, 16 in flight.
 //! - `split` emits one `(word)` per whitespace-separated word, anchored to the line. With a fail
 //!   rate P it fails a line, before emitting anything, with probability P the first time the line
-//!   is emitted (`replay == 0`; whichever split task receives it), never on a replay. The draw is
+//!   is emitted (`line_no > 0`; whichever split task receives it), never on a replay. The draw is
 //!   a fixed hash of (topology seed, line number), so the same seed fails the same lines on any
 //!   number of cores and in any arrival order; the replays then yield exact counts.
 //! - `count` keeps a count per word and hands its counts over in `cleanup`.
@@ -328,7 +330,8 @@ impl LineSpout {
             return false;
         }
         let piece = Value::Str(CompactString::new(&self.lines.text[range]));
-        let values = values![line_no as i64, piece, replay as i64];
+        let line_no = line_no as i64;
+        let values = values![if replay { -line_no } else { line_no }, piece];
         if c.emit(values, Some(id)).is_err() {
             return false;
         }
@@ -465,14 +468,14 @@ impl BasicBolt for SplitBolt {
         c: &mut BasicOutputCollector<'_, '_>,
     ) -> Result<(), FailedException> {
         let v = input.values();
-        let (Some(line_no), Some(line), Some(replay)) = (
+        let (Some(line_no), Some(line)) = (
             v.first().and_then(|x| x.as_int()),
             v.get(1).and_then(|x| x.as_str()),
-            v.get(2).and_then(|x| x.as_int()),
         ) else {
-            return Err(FailedException::new("expected (line_no, line, replay)"));
+            return Err(FailedException::new("expected (line_no, line)"));
         };
-        if self.fail_rate > 0.0 && replay == 0 && self.fails_first_time(line_no) {
+        // A replay carries the line number negated.
+        if self.fail_rate > 0.0 && line_no > 0 && self.fails_first_time(line_no) {
             return Err(FailedException::new("injected failure"));
         }
         for w in line.split_whitespace() {
@@ -554,7 +557,7 @@ pub fn topology(
         move || LineSpout::new(lines.clone(), stats.clone()),
         1,
     )
-    .output_fields(&["line_no", "line", "replay"]);
+    .output_fields(&["line_no", "line"]);
     b.set_basic_bolt("split", move || SplitBolt::new(fail_rate), parallelism)
         .shuffle_grouping("lines")
         .output_fields(&["word"]);

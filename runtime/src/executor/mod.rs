@@ -291,7 +291,7 @@ impl Router {
     ) -> Self {
         let comp = &plan.topology.inner.components[component];
         let me = placement.worker(task);
-        let streams = comp
+        let streams: Vec<Vec<RouteState>> = comp
             .routes
             .iter()
             .map(|routes| {
@@ -320,7 +320,15 @@ impl Router {
             .iter()
             .position(|s| s == DEFAULT_STREAM)
             .map(|i| i as StreamId);
+        let fixed = streams
+            .iter()
+            .map(|routes| match &routes[..] {
+                [r] => r.fixed_task(),
+                _ => None,
+            })
+            .collect();
         Self {
+            fixed,
             streams,
             names,
             field_counts: plan.stream_field_counts(component),

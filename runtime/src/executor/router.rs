@@ -53,6 +53,26 @@ pub(crate) struct RouteState {
     pub(crate) next: usize,
 }
 
+impl RouteState {
+    /// The one task this subscription picks for every emit that is not direct, if there is
+    /// one: a single destination task (any grouping but direct), or a local-or-shuffle
+    /// grouping with one local task. Shuffle's rotation, the fields hash and local-or-shuffle's
+    /// rotation all pick that task then, so skipping them picks the same tasks.
+    pub(crate) fn fixed_task(&self) -> Option<TaskId> {
+        match self.kind {
+            RouteKind::Direct => None,
+            RouteKind::LocalOrShuffle if !self.local.is_empty() => match self.local[..] {
+                [t] => Some(t),
+                _ => None,
+            },
+            _ => match self.tasks[..] {
+                [t] => Some(t),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// Picks destination tasks for an emit (the groupings at work).
 pub(crate) struct Router {
     pub(crate) streams: Vec<Vec<RouteState>>,
@@ -60,6 +80,10 @@ pub(crate) struct Router {
     pub(crate) field_counts: Vec<usize>,
     /// The id of the `default` stream, looked up once.
     pub(crate) default_stream: Option<StreamId>,
+    /// Per stream: the one destination task of every non-direct emit, when the stream has a
+    /// single subscription with a [fixed task](RouteState::fixed_task) (the common
+    /// one-to-one edge), so `route` skips the grouping's work.
+    pub(crate) fixed: Vec<Option<TaskId>>,
 }
 
 impl Router {
@@ -96,6 +120,12 @@ impl Router {
                 expected,
                 got: values.len(),
             });
+        }
+        if direct.is_none() {
+            if let Some(Some(t)) = self.fixed.get(s) {
+                dests.push(*t);
+                return Ok(());
+            }
         }
         if let Some(target) = direct {
             for r in routes.iter() {
@@ -181,4 +211,126 @@ pub(crate) fn push_copies(
             anchors: anchors_of(rest.len()),
         }),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::values;
+
+    /// A router of one stream of one field whose routes are `routes`, with `fixed` filled as
+    /// `Router::new` fills it when `fast` (and left empty, i.e. the general path, otherwise).
+    fn router(routes: Vec<RouteState>, fast: bool) -> Router {
+        let fixed = match (&routes[..], fast) {
+            ([r], true) => vec![r.fixed_task()],
+            _ => vec![None],
+        };
+        Router {
+            streams: vec![routes],
+            names: vec![DEFAULT_STREAM.to_string()],
+            field_counts: vec![1],
+            default_stream: Some(0),
+            fixed,
+        }
+    }
+
+    fn state(kind: RouteKind, tasks: &[TaskId], local: &[TaskId], next: usize) -> RouteState {
+        RouteState {
+            kind,
+            tasks: tasks.to_vec(),
+            local: local.to_vec(),
+            next,
+        }
+    }
+
+    /// The tasks 6 emits of words "w0".."w5" go to.
+    fn picks(r: &mut Router) -> Vec<TaskId> {
+        let mut dests = Vec::new();
+        (0..6)
+            .map(|i| {
+                r.route(0, &values![format!("w{i}")], None, &mut dests)
+                    .unwrap();
+                assert_eq!(dests.len(), 1, "one copy per emit");
+                dests[0]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fixed_route_picks_the_groupings_task_and_still_checks_the_fields() {
+        let cases = [
+            (state(RouteKind::Shuffle, &[7], &[], 0), Some(7), vec![7; 6]),
+            (
+                state(RouteKind::Fields(vec![0]), &[7], &[], 0),
+                Some(7),
+                vec![7; 6],
+            ),
+            (state(RouteKind::Global, &[7], &[], 0), Some(7), vec![7; 6]),
+            (state(RouteKind::All, &[7], &[], 0), Some(7), vec![7; 6]),
+            (
+                state(RouteKind::LocalOrShuffle, &[5, 7, 9], &[7], 1),
+                Some(7),
+                vec![7; 6],
+            ),
+            (
+                state(RouteKind::LocalOrShuffle, &[7], &[], 0),
+                Some(7),
+                vec![7; 6],
+            ),
+            // Not fixed: the grouping's own work picks.
+            (
+                state(RouteKind::Shuffle, &[5, 7], &[], 1),
+                None,
+                vec![7, 5, 7, 5, 7, 5],
+            ),
+            (
+                state(RouteKind::LocalOrShuffle, &[5, 7, 9], &[5, 9], 0),
+                None,
+                vec![5, 9, 5, 9, 5, 9],
+            ),
+        ];
+        for (route, fixed, want) in cases {
+            let kind = route.kind.clone();
+            assert_eq!(route.fixed_task(), fixed, "{kind:?}");
+            let mut general = router(
+                vec![state(kind.clone(), &route.tasks, &route.local, route.next)],
+                false,
+            );
+            let mut fast = router(vec![route], true);
+            assert_eq!(picks(&mut fast), want, "{kind:?}");
+            assert_eq!(picks(&mut general), want, "{kind:?} on the general path");
+            let mut dests = vec![1];
+            assert_eq!(
+                fast.route(0, &values![1i64, 2i64], None, &mut dests),
+                Err(RouteError::FieldCount {
+                    expected: 1,
+                    got: 2
+                }),
+                "{kind:?}"
+            );
+        }
+        // A direct subscription is never fixed, and a direct emit takes the general path.
+        let direct = state(RouteKind::Direct, &[7], &[], 0);
+        assert_eq!(direct.fixed_task(), None);
+        let mut r = router(vec![direct], true);
+        let mut dests = Vec::new();
+        assert_eq!(r.route(0, &values![1i64], None, &mut dests), Ok(()));
+        assert!(dests.is_empty());
+        assert_eq!(r.route(0, &values![1i64], Some(7), &mut dests), Ok(()));
+        assert_eq!(dests, [7]);
+        assert_eq!(
+            r.route(0, &values![1i64], Some(8), &mut dests),
+            Err(RouteError::NotDirectTarget(8))
+        );
+        // Two subscriptions: two copies, not fixed.
+        let mut two = router(
+            vec![
+                state(RouteKind::Shuffle, &[7], &[], 0),
+                state(RouteKind::Global, &[3, 4], &[], 0),
+            ],
+            true,
+        );
+        assert_eq!(two.route(0, &values![1i64], None, &mut dests), Ok(()));
+        assert_eq!(dests, [7, 3]);
+    }
 }
