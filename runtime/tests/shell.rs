@@ -54,6 +54,31 @@ impl Spout for Finite {
     }
 }
 
+/// The message ids a test's [`Finite`] spouts hand their user code: acked and failed, in arrival
+/// order (shared by every task the factory makes).
+#[derive(Clone, Default)]
+struct SpoutIds {
+    acked: Arc<Mutex<Vec<MessageId>>>,
+    failed: Arc<Mutex<Vec<MessageId>>>,
+}
+
+impl SpoutIds {
+    /// A factory of [`Finite`] spouts of `n` tuples each, reporting here.
+    fn finite(&self, n: u64) -> impl Fn() -> Finite + Send + Sync + 'static {
+        let ids = self.clone();
+        move || Finite::new(n, &ids.acked, &ids.failed)
+    }
+
+    /// (acked ids, failed ids), each sorted.
+    fn sorted(&self) -> (Vec<MessageId>, Vec<MessageId>) {
+        let mut a = self.acked.lock().unwrap().clone();
+        let mut f = self.failed.lock().unwrap().clone();
+        a.sort();
+        f.sort();
+        (a, f)
+    }
+}
+
 /// Runs `plan` on a helper thread; fails the test if it does not finish in `limit` (deadlock).
 fn run_with_watchdog(plan: Plan, options: ShellOptions, limit: Duration) -> RunReport {
     let (tx, rx) = mpsc::channel();
@@ -169,12 +194,9 @@ impl Bolt for Compute {
 
 fn filter_compute(anchored: bool) -> (Vec<MessageId>, Vec<MessageId>, RunReport) {
     let n = 500;
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let failed = Arc::new(Mutex::new(Vec::new()));
-    let (a2, f2) = (acked.clone(), failed.clone());
+    let ids = SpoutIds::default();
     let mut b = TopologyBuilder::new();
-    b.set_spout("spout", move || Finite::new(n, &a2, &f2), 1)
-        .output_fields(&["n"]);
+    b.set_spout("spout", ids.finite(n), 1).output_fields(&["n"]);
     b.set_bolt("filter", move || Filter { anchored }, 2)
         .shuffle_grouping("spout")
         .output_fields(&["n"]);
@@ -189,10 +211,7 @@ fn filter_compute(anchored: bool) -> (Vec<MessageId>, Vec<MessageId>, RunReport)
         },
         Duration::from_secs(60),
     );
-    let mut a = acked.lock().unwrap().clone();
-    let mut f = failed.lock().unwrap().clone();
-    a.sort();
-    f.sort();
+    let (a, f) = ids.sorted();
     (a, f, report)
 }
 
@@ -602,11 +621,9 @@ impl Bolt for AckWordsFailSome {
 /// Runs `n` lines of 6 words each through split → count on `cores` threads (one count task, so
 /// the acks of a line's words are sent in a row); returns (acked ids, failed ids, report).
 fn split_and_ack(n: u64, cores: usize) -> (Vec<MessageId>, Vec<MessageId>, RunReport) {
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let failed = Arc::new(Mutex::new(Vec::new()));
-    let (a2, f2) = (acked.clone(), failed.clone());
+    let ids = SpoutIds::default();
     let mut b = TopologyBuilder::new();
-    b.set_spout("spout", move || Finite::new(n, &a2, &f2), 1)
+    b.set_spout("spout", ids.finite(n), 1)
         .output_fields(&["line"]);
     b.set_bolt("split", || SplitInto { words: 6 }, 1)
         .shuffle_grouping("spout")
@@ -630,10 +647,7 @@ fn split_and_ack(n: u64, cores: usize) -> (Vec<MessageId>, Vec<MessageId>, RunRe
         },
         Duration::from_secs(60),
     );
-    let mut a = acked.lock().unwrap().clone();
-    let mut f = failed.lock().unwrap().clone();
-    a.sort();
-    f.sort();
+    let (a, f) = ids.sorted();
     (a, f, report)
 }
 
@@ -699,12 +713,9 @@ impl BasicBolt for SleepThenAck {
 fn notices_reach_the_spout_with_their_send_time_locally_and_in_batches() {
     let n = 12;
     for cores in [1, 3] {
-        let acked = Arc::new(Mutex::new(Vec::new()));
-        let failed = Arc::new(Mutex::new(Vec::new()));
-        let (a2, f2) = (acked.clone(), failed.clone());
+        let ids = SpoutIds::default();
         let mut b = TopologyBuilder::new();
-        b.set_spout("spout", move || Finite::new(n, &a2, &f2), 1)
-            .output_fields(&["n"]);
+        b.set_spout("spout", ids.finite(n), 1).output_fields(&["n"]);
         b.set_basic_bolt("sleep", || SleepThenAck { ms: 2 }, 1)
             .shuffle_grouping("spout");
         let plan = b.build().unwrap().plan(&Config::default()).unwrap();
@@ -717,10 +728,9 @@ fn notices_reach_the_spout_with_their_send_time_locally_and_in_batches() {
             },
             Duration::from_secs(60),
         );
-        let mut a = acked.lock().unwrap().clone();
-        a.sort();
+        let (a, f) = ids.sorted();
         assert_eq!(a, (0..n).collect::<Vec<_>>(), "{cores} cores");
-        assert!(failed.lock().unwrap().is_empty(), "{cores} cores");
+        assert!(f.is_empty(), "{cores} cores");
         let s = report.spout_totals();
         assert_eq!(
             (s.acked, s.failed, s.timed_out, s.ignored),
