@@ -1770,6 +1770,9 @@ fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
             "3000" => "1000",
             a => a,
         })
+        // Under load the long entry is claimed again many times: no dead-lettering here (the
+        // new-user trial saw all 51 entries pass --max-retries 5 at load 9).
+        .chain(["--max-retries", "1000"])
         .collect();
     let (status, out, err) = Proc::spawn("worker", &args).wait(Duration::from_secs(120));
     eprintln!("one worker, a 400,000-word entry claimed by itself after 1 s: {out}");
@@ -2012,4 +2015,61 @@ fn failed_entries_are_re_emitted_after_their_backoff() {
         expected,
         "counts of the entries not dead-lettered"
     );
+}
+
+/// SIGTERM while Redis is down (new-user trial: the stop waited for Redis to come back, 75 s and
+/// more, because the hand-back's bound started only once every ack had been sent, and acks
+/// cannot be sent while Redis is down): the worker exits 0 within 2T + `STOP_HAND_BACK_MS` and
+/// says on stderr what stays pending; once Redis is back, a `--drain` worker makes the counts
+/// exact (exactly-once skips what the stopped worker committed but could not ack).
+#[test]
+fn sigterm_while_redis_is_down_stops_within_the_bound_and_stays_exact() {
+    let (mut redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (_, expected) = shakespeare_counts();
+    run_ok("acker-run load", &load_args(SHAKESPEARE, &ru, "lines"));
+    // T = 2 s, no --drain: the worker runs until stopped.
+    let args: Vec<&str> = worker_args(&ru, &pu, "lines", "stopped")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .map(|a| if a == "5" { "2" } else { a })
+        .collect();
+    let w = Proc::spawn("worker to stop while Redis is down", &args);
+    wait_applied(&pu, 20_000, Duration::from_secs(60));
+    redis.kill();
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = w.child.id().to_string();
+    let stopped_at = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let (status, out, err) = w.wait(Duration::from_secs(60));
+    let took = stopped_at.elapsed();
+    assert_eq!(status.code(), Some(0), "worker: {err}");
+    // Trees end within 2T = 4 s, then at most 5 s for acks and hand-back; 6 s of slack for a
+    // loaded machine (before the fix: no exit while Redis was down).
+    assert!(
+        took < Duration::from_secs(15),
+        "the stop took {took:?} while Redis was down; stderr:\n{err}"
+    );
+    let said = format!(
+        "acker-run: stop: Redis at {ru} did not answer for 5 s after the trees ended; acks not sent: "
+    );
+    assert!(err.contains(&said), "no '{said}' on stderr:\n{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["handed_back"], 0, "{out}");
+    redis
+        .restart()
+        .unwrap_or_else(|e| panic!("cannot restart redis-server: {e}"));
+    let drain = worker_args(&ru, &pu, "lines", "drainer");
+    let (status, out, err) =
+        Proc::spawn("--drain worker after Redis is back", &drain).wait(Duration::from_secs(120));
+    assert!(status.success(), "drain worker failed ({status}): {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["dead_lettered"], 0, "{out}");
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), 202_651, "total words");
+    assert_eq!(counts, expected, "every word's count");
 }

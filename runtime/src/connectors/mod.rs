@@ -30,7 +30,7 @@ pub mod wordcount;
 pub struct BadUrl {
     /// The option that gave it: `--redis` or `--postgres`.
     pub option: &'static str,
-    /// The URL as given.
+    /// The URL as given (its `Display` hides a password in it: [`redact_password`]).
     pub url: String,
     /// What is wrong with it (e.g. "it has no scheme (it must start with redis://)").
     pub reason: String,
@@ -48,7 +48,12 @@ impl std::fmt::Display for BadUrl {
         write!(
             f,
             "{} {:?} is not a {} URL: {}; give one like {} ({})",
-            self.option, self.url, self.server, self.reason, self.example, self.forms
+            self.option,
+            redact_password(&self.url),
+            self.server,
+            self.reason,
+            self.example,
+            self.forms
         )
     }
 }
@@ -64,19 +69,21 @@ impl From<BadUrl> for crate::cli::CliError {
     }
 }
 
-/// `url` as it may be shown in a message: a password in it (`scheme://user:PASSWORD@host...`,
-/// or a `password=...` pair of a PostgreSQL key=value string) replaced by `***`; anything else
-/// unchanged.
+/// `url` as it may be shown in a message: a password in it (`scheme://user:PASSWORD@host...`, a
+/// `password=...` query parameter of a URL, or a `password=...` pair of a PostgreSQL key=value
+/// string) replaced by `***`; anything else unchanged.
 pub fn redact_password(url: &str) -> String {
     if let Some((scheme, rest)) = url.split_once("://") {
         let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (authority, tail) = rest.split_at(authority_end);
-        if let Some((userinfo, host)) = authority.rsplit_once('@') {
-            if let Some((user, _password)) = userinfo.split_once(':') {
-                return format!("{scheme}://{user}:***@{host}{tail}");
-            }
-        }
-        return url.to_string();
+        let authority = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _password)) => format!("{user}:***@{host}"),
+                None => authority.to_string(),
+            },
+            None => authority.to_string(),
+        };
+        return format!("{scheme}://{authority}{}", redact_query_password(tail));
     }
     url.split(' ')
         .map(|pair| match pair.split_once('=') {
@@ -85,6 +92,25 @@ pub fn redact_password(url: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A URL's path, query and fragment (`/db?user=u&password=p#f`) with the value of every
+/// `password` query parameter replaced by `***`.
+fn redact_query_password(tail: &str) -> String {
+    let Some(q) = tail.find('?') else {
+        return tail.to_string();
+    };
+    let (path, query) = tail.split_at(q + 1);
+    let (query, fragment) = query.split_at(query.find('#').unwrap_or(query.len()));
+    let query = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => pair.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    format!("{path}{query}{fragment}")
 }
 
 /// A client's error text as one line for a message: its lines joined with `; `, and a trailing
@@ -344,6 +370,25 @@ mod tests {
         assert_eq!(
             redact_password("redis://127.0.0.1:6379/"),
             "redis://127.0.0.1:6379/"
+        );
+        // Query parameters (new-user trial: these were printed in clear).
+        assert_eq!(
+            redact_password(
+                "postgresql://postgres:hunter2@127.0.0.1:1/db?password=hunter3&user=u#frag"
+            ),
+            "postgresql://postgres:***@127.0.0.1:1/db?password=***&user=u#frag"
+        );
+        assert_eq!(
+            redact_password("postgresql://127.0.0.1:1/db?user=postgres&password=hunter4"),
+            "postgresql://127.0.0.1:1/db?user=postgres&password=***"
+        );
+        assert_eq!(
+            redact_password("redis://127.0.0.1:1/?password=hunter6"),
+            "redis://127.0.0.1:1/?password=***"
+        );
+        assert_eq!(
+            redact_password("redis://127.0.0.1:1/?passwords=x&db=2"),
+            "redis://127.0.0.1:1/?passwords=x&db=2"
         );
         assert_eq!(
             one_line_reason(

@@ -43,8 +43,11 @@
 //!   delivery count unchanged (`JUSTID`) and its last delivery set to the epoch, i.e. idle past
 //!   any claim time, so the next `XAUTOCLAIM` of any worker takes it at once (a worker starting,
 //!   `--drain` included, claims first) instead of after `claim_after_ms`. If Redis cannot be
-//!   reached for [`STOP_HAND_BACK_MS`] after the trees ended, the entries keep their idle time
-//!   and are claimed after `claim_after_ms` as after a crash. With `drain` it
+//!   reached for [`STOP_HAND_BACK_MS`] after the trees ended (acks still unsent count: the
+//!   bound holds while Redis is down), the spout says so on stderr and reports done: the
+//!   entries it did not hand back keep their idle time and those whose acks were not sent stay
+//!   pending, and all are claimed after `claim_after_ms` as after a crash (exactly-once skips
+//!   the effects already committed; at-least-once counts them again as replays). With `drain` it
 //!   also reports done once a read finds no new entry, it has nothing in flight and the group has
 //!   no pending entry at all (so a dead worker's entries are claimed first).
 //!
@@ -78,15 +81,28 @@ pub const OUTAGE_MEANWHILE: &str = "emitting nothing meanwhile (trees in flight 
 
 /// A Redis error as one line, without the error kind the client's `Display` appends.
 fn redis_reason(e: &redis::RedisError) -> String {
+    if e.is_timeout() {
+        // The socket's "Resource temporarily unavailable (os error 11)" read as if the server
+        // had gone (new-user trial): say what happened.
+        return format!(
+            "no reply within {IO_TIMEOUT_SECS} s (the connection's read/write timeout)"
+        );
+    }
     super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
 }
+
+/// The spout connection's read and write timeout, s: a command without a reply in this time
+/// counts as a lost connection (reconnect with backoff).
+const IO_TIMEOUT_SECS: u64 = 2;
 
 /// Default delay before the first re-emit of a failed entry, ms (`--retry-initial-ms`).
 pub const DEFAULT_RETRY_INITIAL_MS: u64 = 100;
 
 /// Default longest delay before re-emitting a failed entry, ms (`--retry-max-ms`). With the
 /// defaults an entry failing on every delivery waits 0.1 + 0.2 + 0.4 + 0.8 + 1.6 = 3.1 s over
-/// its 5 retries: a sink lock held for a few seconds no longer uses the retries up at once.
+/// its 5 retries, then 3.2 s more before it is dead-lettered (the spout learns the delivery
+/// count when it takes the entry again): a sink lock held for a few seconds no longer uses the
+/// retries up at once.
 pub const DEFAULT_RETRY_MAX_MS: u64 = 5_000;
 
 /// The stream on which the spout emits its flush punctuation (field `flush`).
@@ -305,9 +321,9 @@ pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
     let mut con = client
         .get_connection_with_timeout(Duration::from_secs(2))
         .map_err(err)?;
-    con.set_read_timeout(Some(Duration::from_secs(2)))
+    con.set_read_timeout(Some(Duration::from_secs(IO_TIMEOUT_SECS)))
         .map_err(err)?;
-    con.set_write_timeout(Some(Duration::from_secs(2)))
+    con.set_write_timeout(Some(Duration::from_secs(IO_TIMEOUT_SECS)))
         .map_err(err)?;
     redis::cmd("PING").query::<String>(&mut con).map_err(err)?;
     Ok(con)
@@ -1043,11 +1059,24 @@ impl Spout for RedisStreamSpout {
                     return;
                 }
             }
-            if self.in_flight.is_empty() && self.acks.is_empty() {
+            if self.in_flight.is_empty() {
+                // The trees ended: from here the acks still unsent and the hand-back get at
+                // most STOP_HAND_BACK_MS (Redis may be down: the stop must not wait for it).
                 let since = *self.stop_quiet_since.get_or_insert(now);
-                if self.hand_back(now)
-                    || now.duration_since(since) >= Duration::from_millis(STOP_HAND_BACK_MS)
-                {
+                if self.acks.is_empty() && self.hand_back(now) {
+                    self.done = true;
+                } else if now.duration_since(since) >= Duration::from_millis(STOP_HAND_BACK_MS) {
+                    eprintln!(
+                        "acker-run: stop: Redis at {} did not answer for {} s after the trees \
+                         ended; acks not sent: {}, entries not handed back: {}; they stay \
+                         pending under consumer {:?} and are delivered again after \
+                         --claim-after-ms (exactly-once skips the effects already committed)",
+                        super::redact_password(&self.cfg.url),
+                        STOP_HAND_BACK_MS / 1000,
+                        self.acks.len(),
+                        self.hand_back.len(),
+                        self.cfg.consumer
+                    );
                     self.done = true;
                 }
             }
@@ -1149,4 +1178,28 @@ impl Spout for RedisStreamSpout {
     }
 
     fn open(&mut self, _context: &TopologyContext) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read or write timeout is named as one (new-user trial: "Resource temporarily
+    /// unavailable (os error 11)" read as if Redis had gone); other errors keep the client's
+    /// text without its kind suffix.
+    #[test]
+    fn a_timeout_is_reported_as_no_reply_within_the_io_timeout() {
+        for kind in [std::io::ErrorKind::WouldBlock, std::io::ErrorKind::TimedOut] {
+            let e = redis::RedisError::from(std::io::Error::new(kind, "os says so"));
+            assert_eq!(
+                redis_reason(&e),
+                "no reply within 2 s (the connection's read/write timeout)"
+            );
+        }
+        let e = redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset by peer",
+        ));
+        assert_eq!(redis_reason(&e), "reset by peer");
+    }
 }
