@@ -418,6 +418,33 @@ fn connector_options_without_the_connectors_are_refused() {
         &["wordcount", "--guarantee", "exactly-once", "--drain"],
         "--guarantee, --drain only apply with --redis URL",
     );
+    // Every connector-only option, not only some (new-user trial: --retry-initial-ms,
+    // --read-batch, --sink-batch, --group, --max-retries and --progress-secs ran the built-in job
+    // silently); the note on the built-in job's guarantee only where --guarantee was given.
+    let all = [
+        ("--group", "g"),
+        ("--max-retries", "2"),
+        ("--retry-initial-ms", "5"),
+        ("--retry-max-ms", "50"),
+        ("--read-batch", "7"),
+        ("--sink-batch", "9"),
+        ("--progress-secs", "1"),
+    ];
+    for (option, value) in all {
+        let o = common::output_bounded(
+            bin().args(["wordcount", option, value]),
+            LIMIT,
+            &format!("acker-run wordcount {option} {value}"),
+        );
+        assert_eq!(o.status.code(), Some(2), "{option}");
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!(
+                "error: {option} only applies with --redis URL --stream NAME --postgres URL\n"
+            )),
+            "{option}: {err}"
+        );
+    }
 }
 
 /// Built-in-job options given with connector options: the error names exactly the options of

@@ -565,21 +565,44 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     {
         // Connector options without the connectors would be silently ignored.
         let c = &args.connectors;
+        // The options' clap defaults (not `Default`'s zeros).
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            c: acker_runtime::connectors::wordcount::ConnectorArgs,
+        }
+        let d = <Defaults as clap::Parser>::parse_from(["acker-run"]).c;
+        // Options left at their defaults cannot be told from options not given (a user who
+        // spells out a default loses nothing by it being ignored).
         let given: Vec<&str> = [
             (c.guarantee.is_some(), "--guarantee"),
-            (c.poison_rate != 0.0, "--poison-rate"),
+            (c.poison_rate != d.poison_rate, "--poison-rate"),
+            (c.group != d.group, "--group"),
             (c.consumer.is_some(), "--consumer"),
+            (c.max_retries != d.max_retries, "--max-retries"),
             (c.claim_after_ms.is_some(), "--claim-after-ms"),
+            (
+                c.retry_initial_ms != d.retry_initial_ms,
+                "--retry-initial-ms",
+            ),
+            (c.retry_max_ms != d.retry_max_ms, "--retry-max-ms"),
             (c.drain, "--drain"),
+            (c.read_batch != d.read_batch, "--read-batch"),
+            (c.sink_batch != d.sink_batch, "--sink-batch"),
+            (c.progress_secs != d.progress_secs, "--progress-secs"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
         .collect();
         if !c.is_active() && !given.is_empty() {
             let verb = if given.len() == 1 { "applies" } else { "apply" };
+            let guarantee_note = if c.guarantee.is_some() {
+                " (the built-in job's guarantee follows --ackers: 0 is at-most-once)"
+            } else {
+                ""
+            };
             return Err(CliError::Usage(format!(
-                "{} only {verb} with --redis URL --stream NAME --postgres URL (the built-in job's \
-                 guarantee follows --ackers: 0 is at-most-once)",
+                "{} only {verb} with --redis URL --stream NAME --postgres URL{guarantee_note}",
                 given.join(", ")
             )));
         }
