@@ -10,7 +10,7 @@
 //! an init with one outstanding edge), then `--steps` times completes a random live root (its
 //! last ack) and inits a new random one in its place: the table stays at `--load`. Prints how
 //! many of the new roots became overflow entries (`overflow_len()` grew), the most overflow
-//! entries live at once, and the share of steps after which at least one was live (while one is,
+//! entries live at once, and the share of steps during which at least one was live (while one is,
 //! every new root's lookup also scans past its window). Deterministic: a fixed xorshift seed,
 //! one thread.
 
@@ -18,29 +18,34 @@ use acker_core::shared::{AtomicU32, AtomicU64, SharedAckerTable, SharedSlots};
 use acker_core::Decision;
 use clap::Parser;
 
+/// Most slots accepted: 100 M (2 GB of slots plus the live-root list).
+const MAX_SLOTS: u64 = 100_000_000;
+
 /// Command-line arguments (see the module docs).
 #[derive(Parser)]
 struct Args {
-    /// Slots in the table (more than 64: a bucketed table).
-    #[arg(long, default_value_t = 200_000)]
-    slots: usize,
+    /// Slots in the table (65 to 100,000,000: a bucketed table, at most 2 GB).
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(65..=MAX_SLOTS))]
+    slots: u64,
     /// Live roots ÷ slots, kept constant (0.05 to 0.95).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = load_in_range)]
     load: f64,
-    /// Replacements (one completion and one new root each).
-    #[arg(long, default_value_t = 4_000_000)]
+    /// Replacements (one completion and one new root each), at least 1.
+    #[arg(long, default_value_t = 4_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     steps: u64,
+}
+
+/// clap value parser for `--load`: a number within 0.05..=0.95.
+fn load_in_range(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if (0.05..=0.95).contains(&x) => Ok(x),
+        _ => Err("must be a number within 0.05..=0.95".to_string()),
+    }
 }
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
-    if !(0.05..=0.95).contains(&args.load) || args.slots <= 64 {
-        return Err(format!(
-            "--load must be within 0.05..=0.95 (got {}) and --slots above 64 (got {})",
-            args.load, args.slots
-        ));
-    }
-    let n = args.slots;
+    let n = args.slots as usize;
     let slots = SharedSlots::new(
         (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
         (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
@@ -82,7 +87,7 @@ fn main() -> Result<(), String> {
     }
     println!(
         "slots {n} load {} steps {}: {overflowed} new roots overflowed, at most {most} overflow \
-         entries live at once, at least one live after {:.1}% of the steps",
+         entries live at once, an overflow entry live during {:.1}% of the steps",
         args.load,
         args.steps,
         100.0 * steps_with_one as f64 / args.steps as f64
