@@ -64,7 +64,7 @@ fn message_of_argument_error(stderr: &str, subcommand: &str) -> String {
 fn every_argument_error_has_the_form_of_clap_s_own() {
     // One refused by clap while parsing, the others by the program's checks after parsing: a
     // user sees one form (message, usage of the subcommand, the pointer to --help), exit 2.
-    let cases: [(&[&str], &str, &str); 4] = [
+    let cases: [(&[&str], &str, &str); 5] = [
         (
             &["wordcount", "--max-spout-pending", "1.5"],
             "wordcount",
@@ -93,6 +93,13 @@ fn every_argument_error_has_the_form_of_clap_s_own() {
             "error: --acker-capacity 10 x 1 acker(s) holds fewer roots than the spouts may keep \
              pending (1 spout task(s) x max spout pending 100): raise --acker-capacity or lower \
              --max-spout-pending\n",
+        ),
+        (
+            // New-user trial: the message did not name the flag.
+            &["wordcount", "--ackers", "100000", "--cores", "1"],
+            "wordcount",
+            "error: tasks plus ackers exceed 65536 task ids: this topology has 3 task(s), so \
+             --ackers may be at most 65532 (got 100000)\n",
         ),
     ];
     for (args, sub, want) in cases {
