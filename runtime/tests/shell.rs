@@ -123,13 +123,11 @@ impl BasicBolt for Null {
 #[test]
 fn minimal_rings_and_slow_bolt_finish_with_every_tuple_acked() {
     let n = 4000;
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let failed = Arc::new(Mutex::new(Vec::new()));
+    let ids = SpoutIds::default();
     let slept = Arc::new(AtomicU64::new(0));
-    let (a2, f2, s2) = (acked.clone(), failed.clone(), slept.clone());
+    let s2 = slept.clone();
     let mut b = TopologyBuilder::new();
-    b.set_spout("spout", move || Finite::new(n, &a2, &f2), 2)
-        .output_fields(&["n"]);
+    b.set_spout("spout", ids.finite(n), 2).output_fields(&["n"]);
     b.set_basic_bolt("slow", move || SlowIdentity { slept: s2.clone() }, 3)
         .shuffle_grouping("spout")
         .output_fields(&["n"]);
@@ -153,13 +151,12 @@ fn minimal_rings_and_slow_bolt_finish_with_every_tuple_acked() {
         },
         Duration::from_secs(60),
     );
-    let mut a = acked.lock().unwrap().clone();
-    a.sort();
+    let (a, f) = ids.sorted();
     // Two spout tasks each emit 0..n.
     let mut want: Vec<u64> = (0..n).chain(0..n).collect();
     want.sort();
     assert_eq!(a, want, "every tuple acked exactly once");
-    assert!(failed.lock().unwrap().is_empty());
+    assert!(f.is_empty());
     let s = report.spout_totals();
     assert_eq!(
         (s.acked, s.failed, s.timed_out, s.ignored),
@@ -246,11 +243,9 @@ impl Bolt for BlackHole {
 
 #[test]
 fn drain_waits_for_timeouts_driven_by_real_clock_ticks() {
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let failed = Arc::new(Mutex::new(Vec::new()));
-    let (a2, f2) = (acked.clone(), failed.clone());
+    let ids = SpoutIds::default();
     let mut b = TopologyBuilder::new();
-    b.set_spout("spout", move || Finite::new(50, &a2, &f2), 1)
+    b.set_spout("spout", ids.finite(50), 1)
         .output_fields(&["n"]);
     b.set_bolt("hole", || BlackHole { held: Vec::new() }, 1)
         .shuffle_grouping("spout");
@@ -273,18 +268,16 @@ fn drain_waits_for_timeouts_driven_by_real_clock_ticks() {
     );
     let s = report.spout_totals();
     assert_eq!((s.acked, s.failed, s.timed_out), (0, 0, 50));
-    assert_eq!(failed.lock().unwrap().len(), 50);
+    assert_eq!(ids.sorted().1.len(), 50);
     assert!(report.elapsed >= Duration::from_millis(100), "T at least");
 }
 
 #[test]
 fn one_core_and_more_threads_than_cores_both_work() {
     for cores in [1, 3] {
-        let acked = Arc::new(Mutex::new(Vec::new()));
-        let failed = Arc::new(Mutex::new(Vec::new()));
-        let (a2, f2) = (acked.clone(), failed.clone());
+        let ids = SpoutIds::default();
         let mut b = TopologyBuilder::new();
-        b.set_spout("spout", move || Finite::new(1000, &a2, &f2), 1)
+        b.set_spout("spout", ids.finite(1000), 1)
             .output_fields(&["n"]);
         b.set_basic_bolt("null", || Null, 2)
             .shuffle_grouping("spout");
@@ -299,7 +292,7 @@ fn one_core_and_more_threads_than_cores_both_work() {
         );
         assert_eq!(report.cores, cores);
         assert_eq!(report.kind_totals(TaskKind::Spout).acked, 1000);
-        assert_eq!(acked.lock().unwrap().len(), 1000);
+        assert_eq!(ids.sorted().0.len(), 1000);
     }
 }
 
@@ -472,12 +465,9 @@ fn a_panic_in_prepare_ends_the_run_with_an_error() {
 #[test]
 fn small_acker_table_parks_and_every_tree_completes() {
     let n = 5000;
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let failed = Arc::new(Mutex::new(Vec::new()));
-    let (a2, f2) = (acked.clone(), failed.clone());
+    let ids = SpoutIds::default();
     let mut b = TopologyBuilder::new();
-    b.set_spout("spout", move || Finite::new(n, &a2, &f2), 1)
-        .output_fields(&["n"]);
+    b.set_spout("spout", ids.finite(n), 1).output_fields(&["n"]);
     b.set_basic_bolt(
         "identity",
         || SlowIdentity {
@@ -516,9 +506,7 @@ fn small_acker_table_parks_and_every_tree_completes() {
     assert_eq!((a.acked, a.dropped_full, a.errors), (n, 0, 0));
     assert!(a.parked >= 256 - 16, "parked {}", a.parked);
     assert_eq!(report.undecided_roots, 0);
-    let mut got = acked.lock().unwrap().clone();
-    got.sort();
-    assert_eq!(got, (0..n).collect::<Vec<_>>());
+    assert_eq!(ids.sorted().0, (0..n).collect::<Vec<_>>());
 }
 
 /// Emits one tracked tuple, then sleeps 1 s in every later `next_tuple` until it is acked.
