@@ -30,7 +30,7 @@
 //!   thread applies a batch's messages in their sending order and routes the notices once per
 //!   batch. An ack for the same root as the message just before it in the open batch is XORed
 //!   into that one instead of taking a message of its own (ack coalescing: a bolt acking every
-//!   word of a line in a row sends one ack; see `AckerBatch::coalesce` for why no decision of a
+//!   word of a line in a row sends one ack; see `coalesce_ack` for why no decision of a
 //!   correct tree changes, and why nothing merges across a fail or reset). So the messages one
 //!   executor sends to one acker still arrive in the order they were sent (a spout's inits for an acker on another thread go unbatched on the control lane, those for an
 //!   acker on its own thread and a bolt's messages all through the batches); messages of different executors interleave in some order, as they always could.
@@ -87,7 +87,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::ring::{ring, Consumer, Producer};
-use acker_core::{RootId, TaskId};
+use acker_core::TaskId;
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 
@@ -377,83 +377,153 @@ fn sent_ns(sent_us: u32, now_ns: u64) -> u64 {
 /// How many acker messages one acker-lane envelope carries at most.
 const ACKER_BATCH: usize = 8;
 
-/// Acker messages for one acker task on another thread (the acker lane's element): a thread
-/// collects the acker messages its executors send to one acker during a loop turn and ships them
-/// as one ring entry per [`ACKER_BATCH`] messages (and at the end of the turn), instead of one
-/// control envelope each; the acker's thread applies them in order, then routes the resulting
-/// notices once. The messages keep their order (one batch per acker task, in sending order).
+/// How many notices one notice-lane envelope carries at most.
+const NOTICE_BATCH: usize = 8;
+
+/// Up to `N` messages for one task, shipped as one ring entry: the element of the acker lane
+/// ([`AckerBatch`]) and of the notice lane ([`NoticeBatch`]). The messages keep their sending
+/// order; the receiving thread hands them to the task in that order.
 #[derive(Clone, Copy)]
-struct AckerBatch {
+struct Batch<T: Copy, const N: usize> {
     dest: TaskId,
-    /// Messages used in `msgs` (1..=[`ACKER_BATCH`] when shipped).
-    len: u32,
-    msgs: [AckerMessage; ACKER_BATCH],
+    /// Messages used in `items` (1..=`N` when shipped).
+    len: u16,
+    /// The sender's clock when it was shipped, µs, modulo 2^32 ([`stamp_us`]); only the notice
+    /// lane stamps and reads it (complete latency).
+    sent_us: u32,
+    items: [T; N],
 }
 
-impl AckerBatch {
-    const EMPTY: AckerBatch = AckerBatch {
-        dest: 0,
-        len: 0,
-        msgs: [AckerMessage::Fail { root: 0 }; ACKER_BATCH],
-    };
-
-    /// Ack coalescing: when the batch (not empty) ends with an `Ack` for `root`, XORs `xor` into
-    /// it and returns true (the new ack then needs no message of its own); otherwise changes
-    /// nothing and returns false.
-    ///
-    /// Why no decision can differ for a correct tree: the acker applies a batch's messages back
-    /// to back (no tick, no other message in between), and XOR is associative and commutative,
-    /// so `Ack(r, a)` then `Ack(r, b)` and the one `Ack(r, a ^ b)` leave the same ack val, the
-    /// same entry (created by the first if the root was absent, with the same value either way)
-    /// and the same park queue position (an ack for an absent root in a full table parks as one
-    /// message instead of two, applied at the same point). The one difference would be a
-    /// decision *between* the two: `Ack(r, a)` bringing the ack val to 0 while `b` is still to
-    /// come. For a correct tree that cannot happen: `b` carries the edge id of an input that was
-    /// emitted anchored, whose id is still in the ack val until `b` arrives, so the val is not 0
-    /// before (barring a 64-bit edge id collision, the same odds under which Storm's acker may
-    /// complete a tree early). Only an `Ack` directly before is merged with: never across a
-    /// `Fail` or a `ResetTimeout` (of this root or any other), so a fail still reaches the acker
-    /// in its place, and the messages of different roots keep their order. In Storm's word count
-    /// the count bolt acks every word tuple of a line in a row, so a line's word acks become one
-    /// message; the acker's `executed` counter counts the messages it applied (fewer), its
-    /// `acked` / `failed` decisions are unchanged.
+impl<T: Copy, const N: usize> Batch<T, N> {
+    /// The messages of the batch, in sending order.
     #[inline]
-    fn coalesce(&mut self, root: RootId, xor: u64) -> bool {
-        match self.msgs.get_mut((self.len as usize).wrapping_sub(1)) {
-            Some(AckerMessage::Ack { root: r, xor: x }) if *r == root => {
-                *x ^= xor;
-                true
-            }
-            _ => false,
-        }
+    fn items(&self) -> &[T] {
+        &self.items[..self.len as usize]
     }
 }
 
-/// How many notices one notice-lane envelope carries at most.
-const NOTICE_BATCH: usize = 8;
+/// Acker messages for one acker task (the acker lane's element): a thread collects the acker
+/// messages its executors send to one acker during a loop turn and ships them as one ring entry
+/// per [`ACKER_BATCH`] messages (and at the end of the turn), instead of one control envelope
+/// each; the acker's thread applies them in order, then routes the resulting notices once. The
+/// messages keep their order (one batch per acker task, in sending order). Consecutive acks of
+/// one root are merged ([`coalesce_ack`]).
+type AckerBatch = Batch<AckerMessage, ACKER_BATCH>;
 
 /// Notices for one spout task on another thread (the notice lane's element): the notices a
 /// thread's ackers send to one spout task while the thread applies one lane's acker messages (a
 /// drain of its control rings, of its acker rings, of its local FIFOs, or a tick) travel as one
 /// ring entry per [`NOTICE_BATCH`], shipped as soon as that step ends: a batch of acks deciding
 /// four trees sends one envelope, not four, and no notice waits for user code. In order.
-#[derive(Clone, Copy)]
-struct NoticeBatch {
-    dest: TaskId,
-    /// The sender's clock when it was shipped, µs, modulo 2^32 ([`stamp_us`]).
-    sent_us: u32,
-    /// Notices used in `notices` (1..=[`NOTICE_BATCH`] when shipped).
-    len: u32,
-    notices: [Notice; NOTICE_BATCH],
+type NoticeBatch = Batch<Notice, NOTICE_BATCH>;
+
+/// Ack coalescing: when `last` (the last message of a batch that is not empty) and `next` are
+/// both an `Ack` of the same root, XORs `next`'s value into `last` and returns true (`next`
+/// then needs no message of its own); otherwise changes nothing and returns false.
+///
+/// Why no decision can differ for a correct tree: the acker applies a batch's messages back
+/// to back (no tick, no other message in between), and XOR is associative and commutative,
+/// so `Ack(r, a)` then `Ack(r, b)` and the one `Ack(r, a ^ b)` leave the same ack val, the
+/// same entry (created by the first if the root was absent, with the same value either way)
+/// and the same park queue position (an ack for an absent root in a full table parks as one
+/// message instead of two, applied at the same point). The one difference would be a
+/// decision *between* the two: `Ack(r, a)` bringing the ack val to 0 while `b` is still to
+/// come. For a correct tree that cannot happen: `b` carries the edge id of an input that was
+/// emitted anchored, whose id is still in the ack val until `b` arrives, so the val is not 0
+/// before (barring a 64-bit edge id collision, the same odds under which Storm's acker may
+/// complete a tree early). Only an `Ack` directly before is merged with: never across a
+/// `Fail` or a `ResetTimeout` (of this root or any other), so a fail still reaches the acker
+/// in its place, and the messages of different roots keep their order. In Storm's word count
+/// the count bolt acks every word tuple of a line in a row, so a line's word acks become one
+/// message; the acker's `executed` counter counts the messages it applied (fewer), its
+/// `acked` / `failed` decisions are unchanged.
+#[inline(always)]
+fn coalesce_ack(last: &mut AckerMessage, next: &AckerMessage) -> bool {
+    // `next` first: it is already in registers, `last` is in the batch.
+    if let AckerMessage::Ack { root, xor } = *next {
+        if let AckerMessage::Ack { root: r, xor: x } = last {
+            if *r == root {
+                *x ^= xor;
+                return true;
+            }
+        }
+    }
+    false
 }
 
-impl NoticeBatch {
-    const EMPTY: NoticeBatch = NoticeBatch {
-        dest: 0,
-        sent_us: 0,
-        len: 0,
-        notices: [Notice::Failed { root: 0 }; NOTICE_BATCH],
-    };
+/// The batches one thread is filling for one lane, one per destination task id.
+struct Batches<T: Copy, const N: usize> {
+    /// The batch being filled for each task id (only the lane's destination tasks are used).
+    by_task: Vec<Batch<T, N>>,
+    /// Task ids whose batch was opened since the last [`close`](Self::close), in opening order
+    /// (a task appears again each time its batch fills, ships and opens again).
+    open: Vec<TaskId>,
+}
+
+impl<T: Copy, const N: usize> Batches<T, N> {
+    /// Empty batches for task ids `0..tasks`; `filler` only initialises unused items.
+    fn new(tasks: usize, filler: T) -> Self {
+        let empty = Batch {
+            dest: 0,
+            len: 0,
+            sent_us: 0,
+            items: [filler; N],
+        };
+        Self {
+            by_task: vec![empty; tasks],
+            open: Vec::with_capacity(tasks),
+        }
+    }
+
+    /// Adds `item` to `dest`'s batch, opening it if empty, unless `merge(last, item)` folds it
+    /// into the batch's last message; returns true once the batch holds `N` messages (ship it
+    /// with [`take`](Self::take) before the next push to `dest`).
+    #[inline(always)]
+    fn push(&mut self, dest: TaskId, item: &T, merge: impl FnOnce(&mut T, &T) -> bool) -> bool {
+        let b = &mut self.by_task[dest as usize];
+        let len = b.len as usize;
+        if len == 0 {
+            b.dest = dest;
+            self.open.push(dest);
+        } else if let Some(last) = b.items.get_mut(len - 1) {
+            if merge(last, item) {
+                return false;
+            }
+        }
+        b.items[len] = *item;
+        b.len += 1;
+        len + 1 == N
+    }
+
+    /// `dest`'s batch, to ship; its slot is left empty (still listed as open: harmless, since
+    /// [`close`](Self::close) skips empty batches).
+    #[inline(always)]
+    fn take(&mut self, dest: TaskId) -> Batch<T, N> {
+        let b = &mut self.by_task[dest as usize];
+        let full = *b;
+        b.len = 0;
+        full
+    }
+
+    /// Hands every batch that is not empty to `ship`, in opening order, and empties them.
+    #[inline]
+    fn close(&mut self, mut ship: impl FnMut(Batch<T, N>)) {
+        for i in 0..self.open.len() {
+            let b = &mut self.by_task[self.open[i] as usize];
+            if b.len > 0 {
+                let full = *b;
+                b.len = 0;
+                ship(full);
+            }
+        }
+        self.open.clear();
+    }
+
+    /// True when no batch has been opened since the last [`close`](Self::close).
+    #[inline]
+    fn is_closed(&self) -> bool {
+        self.open.is_empty()
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -564,14 +634,10 @@ struct Core<'a> {
     acks: Lane<AckerBatch>,
     /// The notice lane: batches of notices for spout tasks on other threads.
     notices: Lane<NoticeBatch>,
-    /// The notice batch being filled for each task id (only spout tasks on other threads).
-    notice_batches: Vec<NoticeBatch>,
-    /// Task ids whose batch in `notice_batches` is not empty, in the order they were opened.
-    open_notice_batches: Vec<TaskId>,
-    /// The batch being filled for each task id (only acker tasks on other threads are used).
-    batches: Vec<AckerBatch>,
-    /// Task ids whose batch in `batches` is not empty, in the order they were opened.
-    open_batches: Vec<TaskId>,
+    /// The notice batches being filled (only spout tasks on other threads are used).
+    notice_batches: Batches<Notice, NOTICE_BATCH>,
+    /// The acker-message batches being filled (only acker tasks are used).
+    acker_batches: Batches<AckerMessage, ACKER_BATCH>,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -638,21 +704,8 @@ impl Core<'_> {
                 // this turn, and the acker, on this thread, could not apply it any sooner.
                 Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
                 Message::Acker(m) => {
-                    let b = &mut self.batches[dest as usize];
-                    if b.len == 0 {
-                        b.dest = dest;
-                        self.open_batches.push(dest);
-                    } else if let AckerMessage::Ack { root, xor } = *m {
-                        // Ack coalescing (see [`AckerBatch::coalesce`]).
-                        if b.coalesce(root, xor) {
-                            continue;
-                        }
-                    }
-                    b.msgs[b.len as usize] = *m;
-                    b.len += 1;
-                    if b.len as usize == ACKER_BATCH {
-                        let full = *b;
-                        b.len = 0;
+                    if self.acker_batches.push(dest, m, coalesce_ack) {
+                        let full = self.acker_batches.take(dest);
                         self.sent += self.acks.stage(core, me, full);
                     }
                     continue;
@@ -667,16 +720,8 @@ impl Core<'_> {
                     continue;
                 }
                 Message::Notice(n) => {
-                    let b = &mut self.notice_batches[dest as usize];
-                    if b.len == 0 {
-                        b.dest = dest;
-                        self.open_notice_batches.push(dest);
-                    }
-                    b.notices[b.len as usize] = *n;
-                    b.len += 1;
-                    if b.len as usize == NOTICE_BATCH {
-                        let mut full = *b;
-                        b.len = 0;
+                    if self.notice_batches.push(dest, n, |_, _| false) {
+                        let mut full = self.notice_batches.take(dest);
                         full.sent_us = self.sent_us;
                         self.sent += self.notices.stage(core, me, full);
                     }
@@ -714,35 +759,25 @@ impl Core<'_> {
     /// Ships every batch of acker messages that is not empty (see [`AckerBatch`]).
     #[inline]
     fn close_acker_batches(&mut self) {
-        for i in 0..self.open_batches.len() {
-            let dest = self.open_batches[i];
-            let b = &mut self.batches[dest as usize];
-            if b.len > 0 {
-                let full = *b;
-                b.len = 0;
-                let (core, _) = self.where_is[dest as usize];
-                self.sent += self.acks.stage(core, self.me, full);
-            }
-        }
-        self.open_batches.clear();
+        let (acks, sent, where_is, me) = (&mut self.acks, &mut self.sent, self.where_is, self.me);
+        self.acker_batches.close(|full| {
+            let (core, _) = where_is[full.dest as usize];
+            *sent += acks.stage(core, me, full);
+        });
     }
 
     /// Ships every notice batch that is not empty (see [`NoticeBatch`]), stamped with this turn's
     /// clock.
     #[inline]
     fn close_notice_batches(&mut self) {
-        for i in 0..self.open_notice_batches.len() {
-            let dest = self.open_notice_batches[i];
-            let b = &mut self.notice_batches[dest as usize];
-            if b.len > 0 {
-                let mut full = *b;
-                b.len = 0;
-                full.sent_us = self.sent_us;
-                let (core, _) = self.where_is[dest as usize];
-                self.sent += self.notices.stage(core, self.me, full);
-            }
-        }
-        self.open_notice_batches.clear();
+        let (notices, sent, where_is, me) =
+            (&mut self.notices, &mut self.sent, self.where_is, self.me);
+        let sent_us = self.sent_us;
+        self.notice_batches.close(|mut full| {
+            full.sent_us = sent_us;
+            let (core, _) = where_is[full.dest as usize];
+            *sent += notices.stage(core, me, full);
+        });
     }
 
     /// Hands every notice of a batch to its spout, in order, with the batch's send time
@@ -752,7 +787,7 @@ impl Core<'_> {
         let (_, idx) = self.where_is[b.dest as usize];
         let e = &mut self.executors[idx];
         let sent = sent_ns(b.sent_us, now_ns);
-        for &n in &b.notices[..b.len as usize] {
+        for &n in b.items() {
             e.handle_notice(n, sent);
         }
     }
@@ -774,7 +809,7 @@ impl Core<'_> {
     fn deliver_acker_batch(&mut self, batch: &AckerBatch) {
         let (_, idx) = self.where_is[batch.dest as usize];
         let e = &mut self.executors[idx];
-        for &m in &batch.msgs[..batch.len as usize] {
+        for &m in batch.items() {
             e.handle_acker(m, &mut self.outbox);
         }
         if !self.outbox.is_empty() {
@@ -927,9 +962,9 @@ impl Core<'_> {
             && self.ctrl.local.is_empty()
             && self.acks.local.is_empty()
             && self.notices.local.is_empty()
-            && self.open_notice_batches.is_empty()
+            && self.notice_batches.is_closed()
             && self.outbox.is_empty()
-            && self.open_batches.is_empty()
+            && self.acker_batches.is_closed()
             && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
         let pending: usize = self
@@ -1174,10 +1209,8 @@ pub fn run_with_control(
                         ctrl: Lane::new(ctrl_in, ctrl_out, cores, batch),
                         acks: Lane::new(acks_in, acks_out, cores, batch),
                         notices: Lane::new(nots_in, nots_out, cores, batch),
-                        notice_batches: vec![NoticeBatch::EMPTY; where_is.len()],
-                        open_notice_batches: Vec::with_capacity(where_is.len()),
-                        batches: vec![AckerBatch::EMPTY; where_is.len()],
-                        open_batches: Vec::with_capacity(where_is.len()),
+                        notice_batches: Batches::new(where_is.len(), Notice::Failed { root: 0 }),
+                        acker_batches: Batches::new(where_is.len(), AckerMessage::Fail { root: 0 }),
                         outbox: Outbox::with_capacity(batch),
                         batch,
                         bp_threshold,
@@ -1355,6 +1388,56 @@ mod tests {
         assert_eq!(std::mem::size_of::<AckerMessage>(), 24);
         assert_eq!(std::mem::size_of::<AckerBatch>(), 8 + ACKER_BATCH * 24);
         assert_eq!(ACKER_BATCH, 8);
+    }
+
+    #[test]
+    fn a_notice_batch_is_eight_notices_and_an_8_byte_header() {
+        assert_eq!(
+            std::mem::size_of::<NoticeBatch>(),
+            8 + NOTICE_BATCH * std::mem::size_of::<Notice>()
+        );
+    }
+
+    #[test]
+    fn batches_ship_full_batches_at_once_the_rest_on_close_in_opening_order() {
+        let ack = |root, xor| AckerMessage::Ack { root, xor };
+        let mut b: Batches<AckerMessage, ACKER_BATCH> =
+            Batches::new(4, AckerMessage::Fail { root: 0 });
+        assert!(b.is_closed());
+        // Task 3 first, then task 1; consecutive acks of one root fold into one message.
+        assert!(!b.push(3, &ack(7, 0b01), coalesce_ack));
+        assert!(!b.push(3, &ack(7, 0b10), coalesce_ack));
+        assert!(!b.push(1, &AckerMessage::Fail { root: 9 }, coalesce_ack));
+        // Not folded: another root, and an ack after a fail.
+        assert!(!b.push(3, &ack(8, 0b100), coalesce_ack));
+        assert!(!b.push(1, &ack(9, 0b1), coalesce_ack));
+        assert!(!b.is_closed());
+        // Task 2's batch fills with 8 messages of distinct roots and ships on the 8th push.
+        for r in 0..7 {
+            assert!(!b.push(2, &ack(100 + r, 1), coalesce_ack));
+        }
+        assert!(
+            b.push(2, &ack(107, 1), coalesce_ack),
+            "the 8th message fills the batch"
+        );
+        let full = b.take(2);
+        assert_eq!(full.dest, 2);
+        assert_eq!(
+            full.items().iter().map(|m| m.root()).collect::<Vec<_>>(),
+            (100..108).collect::<Vec<_>>()
+        );
+        let mut shipped = Vec::new();
+        b.close(|batch| shipped.push((batch.dest, batch.items().to_vec())));
+        assert_eq!(
+            shipped,
+            vec![
+                (3, vec![ack(7, 0b11), ack(8, 0b100)]),
+                (1, vec![AckerMessage::Fail { root: 9 }, ack(9, 0b1)]),
+            ]
+        );
+        assert!(b.is_closed());
+        // Closed batches ship nothing again.
+        b.close(|_| panic!("nothing is open"));
     }
 
     #[test]
