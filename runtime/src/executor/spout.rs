@@ -22,6 +22,7 @@ pub struct SpoutExecutor {
 }
 
 impl SpoutExecutor {
+    #[inline]
     pub(super) fn next_tuple(&mut self, now_ns: u64, out: &mut Outbox) -> bool {
         if self.pending.is_full() {
             return false;
