@@ -289,8 +289,8 @@ fn linearize(
         Some(false) => None,
         None => panic!(
             "the search gave up after {SEARCH_STEPS} steps without finding an order of this \
-             history: counted as not linearizable (a correct table's histories are found in a \
-             thousand steps)\n{s:?}\n{events:?}\nfinal: {obs:?}"
+             history: counted as not linearizable (a correct table's histories are found in under \
+             1,000 steps)\n{s:?}\n{events:?}\nfinal: {obs:?}"
         ),
     }
 }
