@@ -586,11 +586,6 @@ impl PackedOp {
     fn new_entry(self) -> (u64, u32) {
         (self.0, self.1 & (TASK_MASK | HAS_TASK | FAILED))
     }
-
-    #[inline(always)]
-    fn is_reset(self) -> bool {
-        self.1 >> KIND_SHIFT == KIND_RESET
-    }
 }
 
 /// The acker table shared by many threads (see the [module docs](self) for its design, why every
@@ -1432,8 +1427,10 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             }
             spin_hint();
         };
-        // Slot `j` is ours: reserved and locked.
-        let d = rule3(LIVE | flags, ack_val, op.is_reset());
+        // Slot `j` is ours: reserved and locked. Rule 3 on the new entry: only an init's entry
+        // knows its spout task, so only an init can decide here (`Completed` when its XOR is 0)
+        // or be asked for a `Reset`, which it never is; every entry that lives is `Pending`.
+        let d = rule3(LIVE | flags, ack_val, false);
         if is_final(d) {
             // Decided as it is created (an init of a tree with nothing outstanding): the entry
             // never lives, as in the single-owner table.
@@ -1460,7 +1457,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         // The insert's instant: counted while still locked, so no lookup sees it uncounted.
         self.live_stripe().fetch_add(STRIPE_ADD, AcqRel);
         self.unlock(j, with_stamp(LIVE | flags, epoch));
-        Ok(d)
+        Ok(Decision::Pending)
     }
 
     /// Reserves (and locks) a free slot for probe `p`: in a bucketed table, the first bucket
