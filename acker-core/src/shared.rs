@@ -53,7 +53,7 @@
 //!   new meta word (one store); or it has expired, and the call removes it and goes on as for
 //!   an absent root. An ack of a live entry that is not decided costs one atomic
 //!   read-modify-write (the lock's CAS) and two stores. The lookup scans the root's window
-//!   inlined at the caller (one hash and 8 root ids, and only if the root is not there the
+//!   inlined into [`ack`](SharedAckerTable::ack) (and `fail`, `reset_timeout`; one hash and 8 root ids, and only if the root is not there the
 //!   second bucket's hash and 8 more); only a root found in neither costs the overflow count and
 //!   an out-of-line call. A live entry found in the window is the root's (a root has at most one
 //!   entry), so that shortcut needs no other check and changes no ordering.
@@ -586,11 +586,6 @@ impl PackedOp {
     fn new_entry(self) -> (u64, u32) {
         (self.0, self.1 & (TASK_MASK | HAS_TASK | FAILED))
     }
-
-    #[inline(always)]
-    fn is_reset(self) -> bool {
-        self.1 >> KIND_SHIFT == KIND_RESET
-    }
 }
 
 /// The acker table shared by many threads (see the [module docs](self) for its design, why every
@@ -839,9 +834,13 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// Applies one acker message (dispatches to [`init`](Self::init), [`ack`](Self::ack),
     /// [`fail`](Self::fail) or [`reset_timeout`](Self::reset_timeout)).
     ///
+    /// Always inlined: the caller branches on the message kind and makes one out-of-line call
+    /// (to `ack`, `fail` or `reset_timeout`, or for an init to the insert), passing the fields
+    /// in registers (`benches/RESULTS.md` Set S5).
+    ///
     /// # Errors
     /// As the operation it dispatches to.
-    #[inline]
+    #[inline(always)]
     pub fn apply(&self, message: AckerMessage) -> Result<Decision, TableError> {
         match message {
             AckerMessage::Init {
@@ -903,8 +902,14 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// [`TableError::ZeroRoot`], [`TableError::Full`] (unknown root, no free slot),
     /// [`TableError::DuplicateInit`] (an init for this root was already applied, or is being
     /// applied by another thread). Nothing changes on error.
+    #[inline]
     pub fn init(&self, root: RootId, xor: u64, spout_task: TaskId) -> Result<Decision, TableError> {
-        self.run(root, Op::Init { xor, spout_task })
+        if root == 0 {
+            return Err(TableError::ZeroRoot);
+        }
+        // An init usually comes first, before any ack of its tree: it goes straight to the
+        // insert, which must look for an entry of the root anyway.
+        self.run_insert(root, Op::Init { xor, spout_task }.pack())
     }
 
     /// A bolt's ack: XORs `xor` into the root's ack val (creating the entry if the root is
@@ -912,7 +917,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     ///
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`]. Nothing changes on error.
-    #[inline]
+    #[inline(never)]
     pub fn ack(&self, root: RootId, xor: u64) -> Result<Decision, TableError> {
         self.run(root, Op::Ack { xor })
     }
@@ -922,6 +927,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     ///
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`]. Nothing changes on error.
+    #[inline(never)]
     pub fn fail(&self, root: RootId) -> Result<Decision, TableError> {
         self.run(root, Op::Fail)
     }
@@ -931,6 +937,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     ///
     /// # Errors
     /// [`TableError::ZeroRoot`], [`TableError::Full`]. Nothing changes on error.
+    #[inline(never)]
     pub fn reset_timeout(&self, root: RootId) -> Result<Decision, TableError> {
         self.run(root, Op::Reset)
     }
@@ -1327,10 +1334,9 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     ///
     /// The usual message, an ack (or fail, or reset) of a live entry in its root's window (in a
     /// linear table: within `2 × `[`BUCKET_SLOTS`] slots from its home slot), is served here,
-    /// inlined into the caller: one hash, a scan of 8 root ids, and only if the root is not
-    /// there the second bucket's hash and 8 more; then the slot's lock and the change.
-    /// Everything else (an init, which usually creates its entry; a root past its window or
-    /// absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
+    /// inlined into `ack`, `fail` and `reset_timeout`: one hash, a scan of 8 root ids, and only
+    /// if the root is not there the second bucket's hash and 8 more; then the slot's lock and
+    /// the change. Everything else (a root past its window or absent) goes to the out-of-line [`run_slow`](Self::run_slow) or
     /// [`run_insert`](Self::run_insert), which look again from the start. Finding the entry in
     /// the window needs no overflow count: a root has at most one entry, so a live one found
     /// anywhere is the one, and an expired one found anywhere means the root has none. Linear
@@ -1342,11 +1348,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         if root == 0 {
             return Err(TableError::ZeroRoot);
         }
-        if matches!(op, Op::Init { .. }) {
-            // An init usually comes first, before any ack of its tree: it goes straight to the
-            // insert, which must look for an entry of the root anyway.
-            return self.run_insert(root, op.pack());
-        }
+        // (An init never comes here: `init` goes straight to the insert.)
         // The first bucket, then the second; in a linear table, the first 2 × BUCKET_SLOTS
         // probe positions as two runs (two calls each, so that the bucketed one scans a run of
         // constant length, unrolled).
@@ -1425,8 +1427,10 @@ impl<S: SharedStorage> SharedAckerTable<S> {
             }
             spin_hint();
         };
-        // Slot `j` is ours: reserved and locked.
-        let d = rule3(LIVE | flags, ack_val, op.is_reset());
+        // Slot `j` is ours: reserved and locked. Rule 3 on the new entry: only an init's entry
+        // knows its spout task, so only an init can decide here (`Completed` when its XOR is 0)
+        // or be asked for a `Reset`, which it never is; every entry that lives is `Pending`.
+        let d = rule3(LIVE | flags, ack_val, false);
         if is_final(d) {
             // Decided as it is created (an init of a tree with nothing outstanding): the entry
             // never lives, as in the single-owner table.
@@ -1453,7 +1457,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         // The insert's instant: counted while still locked, so no lookup sees it uncounted.
         self.live_stripe().fetch_add(STRIPE_ADD, AcqRel);
         self.unlock(j, with_stamp(LIVE | flags, epoch));
-        Ok(d)
+        Ok(Decision::Pending)
     }
 
     /// Reserves (and locks) a free slot for probe `p`: in a bucketed table, the first bucket

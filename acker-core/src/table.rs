@@ -142,7 +142,13 @@ impl core::fmt::Display for ConfigError {
 }
 
 /// Errors of the acker table's operations. Each leaves the table exactly as it was.
+///
+/// `repr(u16)`: in a `Result<Decision, TableError>` the error then fills the same two bytes
+/// as a decision's spout task, so a result is one 32-bit word whatever the variant (as a byte,
+/// the error shared one of the spout task's bytes, and every join of an ack's paths
+/// reassembled the word byte by byte: `benches/RESULTS.md` Set S5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
 pub enum TableError {
     /// The message would create an entry but every one of the `capacity` slots holds a live root.
     /// Nothing changed; retry after decisions or expiry free slots (back-pressure).
