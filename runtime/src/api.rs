@@ -626,7 +626,19 @@ impl OutputCollector<'_> {
             self.check(i)?;
         }
         let n = self.dests.len();
-        if n > 0 {
+        if let [dest] = self.dests[..] {
+            // One destination (nearly every emit): the copy is built straight into its envelope.
+            let anchors = InputAnchors::emit(anchors.iter().map(|i| &i.anchors), self.ids)?;
+            self.out.push(
+                dest,
+                Message::Tuple(Tuple {
+                    stream,
+                    source_task: self.task,
+                    values,
+                    anchors,
+                }),
+            );
+        } else if n > 0 {
             let states = anchors.iter().map(|i| &i.anchors);
             // The first copy checks the root count before anything is sent.
             let first = InputAnchors::emit(states.clone(), self.ids)?;
