@@ -77,8 +77,8 @@ impl Value {
 
     /// A fixed 64-bit hash of the content, folded into `h`: the same on every machine and run
     /// (little-endian 8-byte words, the last one zero-padded, multiply-rotate mixing; a type
-    /// tag keeps `Int(x)` and a string apart). Used by fields grouping, on every emit it routes:
-    /// inlined, and the last partial word read with at most two loads instead of a `memcpy`.
+    /// tag keeps `Int(x)` and a string apart). Used by fields grouping on every emit it routes,
+    /// so the last partial word is read with at most two loads instead of a `memcpy` call.
     #[inline]
     pub fn stable_hash(&self, h: u64) -> u64 {
         #[inline]
