@@ -62,7 +62,7 @@ pub use spout::SpoutExecutor;
 use crate::message::{Message, Notice, Outbox, StreamId, Tuple, DEFAULT_STREAM};
 use crate::park::ParkQueue;
 use crate::topology::{Placement, Plan, TaskKind};
-use router::{splitmix64, AckerRoute, RouteState, Router};
+use router::{splitmix64, AckerRoute, FastRoute, RouteState, Router, StreamFast};
 
 /// A fresh histogram for complete latencies in ns (1 ns to 1 hour, 3 significant figures).
 pub fn latency_histogram() -> Histogram<u64> {
@@ -320,18 +320,23 @@ impl Router {
             .iter()
             .position(|s| s == DEFAULT_STREAM)
             .map(|i| i as StreamId);
-        let fixed = streams
+        let field_counts = plan.stream_field_counts(component);
+        let fast = streams
             .iter()
-            .map(|routes| match &routes[..] {
-                [r] => r.fixed_task(),
-                _ => None,
+            .zip(&field_counts)
+            .map(|(routes, &field_count)| StreamFast {
+                field_count,
+                route: match &routes[..] {
+                    [r] => r.fast_route(),
+                    _ => FastRoute::General,
+                },
             })
             .collect();
         Self {
-            fixed,
+            fast,
             streams,
             names,
-            field_counts: plan.stream_field_counts(component),
+            field_counts,
             default_stream,
         }
     }

@@ -54,6 +54,24 @@ pub(crate) struct RouteState {
 }
 
 impl RouteState {
+    /// How `route` may pick for this subscription when it is its stream's only one: a
+    /// [fixed task](Self::fixed_task), the fields hash of one field (a fields grouping on one
+    /// field over two or more tasks), or the general path.
+    pub(crate) fn fast_route(&self) -> FastRoute {
+        if let Some(t) = self.fixed_task() {
+            return FastRoute::Task(t);
+        }
+        match &self.kind {
+            RouteKind::Fields(idx) if idx.len() == 1 && !self.tasks.is_empty() => {
+                FastRoute::Field {
+                    field: idx[0],
+                    tasks: self.tasks.clone().into_boxed_slice(),
+                }
+            }
+            _ => FastRoute::General,
+        }
+    }
+
     /// The one task this subscription picks for every emit that is not direct, if there is
     /// one: a single destination task (any grouping but direct), or a local-or-shuffle
     /// grouping with one local task. Shuffle's rotation, the fields hash and local-or-shuffle's
@@ -73,6 +91,43 @@ impl RouteState {
     }
 }
 
+/// A stream's shortcut past the general route loop, for its non-direct emits (see
+/// [`RouteState::fast_route`]). Each picks exactly the task the general path picks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum FastRoute {
+    /// No shortcut: the stream's route loop.
+    General,
+    /// Every emit goes to this one task.
+    Task(TaskId),
+    /// The stream's one subscription is a fields grouping on one field over two or more
+    /// tasks: the task is [`fields_index`] of that value's hash over these tasks.
+    Field {
+        /// The grouping field's index among the stream's fields.
+        field: usize,
+        /// The subscription's tasks (a copy of its [`RouteState::tasks`]).
+        tasks: Box<[TaskId]>,
+    },
+}
+
+/// A stream's shortcut with the field count its emits must have (checked before the shortcut
+/// is taken, so a wrong count still gets the general path's error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StreamFast {
+    pub(crate) field_count: usize,
+    pub(crate) route: FastRoute,
+}
+
+/// The seed of the fields grouping's hash (the 64-bit FNV offset basis), folded through every
+/// grouping field with [`Value::stable_hash`](crate::Value::stable_hash).
+pub(crate) const FIELDS_HASH_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Which of `n` tasks a fields grouping picks for grouping-field hash `h`: `splitmix64(h)`
+/// scaled to `0..n` by a 128-bit multiply (no modulo bias worth naming, no division).
+#[inline]
+pub(crate) fn fields_index(h: u64, n: usize) -> usize {
+    ((splitmix64(h) as u128 * n as u128) >> 64) as usize
+}
+
 /// Picks destination tasks for an emit (the groupings at work).
 pub(crate) struct Router {
     pub(crate) streams: Vec<Vec<RouteState>>,
@@ -80,10 +135,11 @@ pub(crate) struct Router {
     pub(crate) field_counts: Vec<usize>,
     /// The id of the `default` stream, looked up once.
     pub(crate) default_stream: Option<StreamId>,
-    /// Per stream: the one destination task of every non-direct emit, when the stream has a
-    /// single subscription with a [fixed task](RouteState::fixed_task) (the common
-    /// one-to-one edge), so `route` skips the grouping's work.
-    pub(crate) fixed: Vec<Option<TaskId>>,
+    /// Per stream: the shortcut of its non-direct emits when the stream has a single
+    /// subscription ([`RouteState::fast_route`]): one [fixed task](RouteState::fixed_task)
+    /// (the common one-to-one edge), so `route` skips the grouping's work, or one field to
+    /// hash, so it skips the route loop; [`FastRoute::General`] otherwise.
+    pub(crate) fast: Vec<StreamFast>,
 }
 
 impl Router {
@@ -101,8 +157,46 @@ impl Router {
             .ok_or_else(|| RouteError::UnknownStream(name.to_string()))
     }
 
-    /// Fills `dests` with the destination task of every copy.
+    /// Fills `dests` with the destination task of every copy. A stream's
+    /// [shortcut](StreamFast) is taken inline; everything else (several subscriptions,
+    /// direct emits, errors) goes through [`route_general`](Self::route_general).
+    #[inline(always)]
     pub(crate) fn route(
+        &mut self,
+        stream: StreamId,
+        values: &Values,
+        direct: Option<TaskId>,
+        dests: &mut Vec<TaskId>,
+    ) -> Result<(), RouteError> {
+        dests.clear();
+        if direct.is_none() {
+            if let Some(f) = self.fast.get(stream as usize) {
+                if values.len() == f.field_count {
+                    match &f.route {
+                        FastRoute::Task(t) => {
+                            dests.push(*t);
+                            return Ok(());
+                        }
+                        FastRoute::Field { field, tasks } => {
+                            if let Some(v) = values.get(*field) {
+                                let h = v.stable_hash(FIELDS_HASH_SEED);
+                                if let Some(&t) = tasks.get(fields_index(h, tasks.len())) {
+                                    dests.push(t);
+                                    return Ok(());
+                                }
+                            }
+                        }
+                        FastRoute::General => {}
+                    }
+                }
+            }
+        }
+        self.route_general(stream, values, direct, dests)
+    }
+
+    /// The general path of [`route`](Self::route): every subscription of the stream in turn.
+    #[inline(never)]
+    fn route_general(
         &mut self,
         stream: StreamId,
         values: &Values,
@@ -120,12 +214,6 @@ impl Router {
                 expected,
                 got: values.len(),
             });
-        }
-        if direct.is_none() {
-            if let Some(Some(t)) = self.fixed.get(s) {
-                dests.push(*t);
-                return Ok(());
-            }
         }
         if let Some(target) = direct {
             for r in routes.iter() {
@@ -159,13 +247,11 @@ impl Router {
                     r.next = (i + 1) % pool.len();
                 }
                 RouteKind::Fields(idx) => {
-                    let mut h = 0xcbf2_9ce4_8422_2325u64;
+                    let mut h = FIELDS_HASH_SEED;
                     for &i in idx {
                         h = values[i].stable_hash(h);
                     }
-                    let n = r.tasks.len() as u64;
-                    let i = ((splitmix64(h) as u128 * n as u128) >> 64) as usize;
-                    dests.push(r.tasks[i]);
+                    dests.push(r.tasks[fields_index(h, r.tasks.len())]);
                 }
                 RouteKind::All => dests.extend_from_slice(&r.tasks),
                 RouteKind::Global => dests.push(r.tasks[0]),
@@ -221,16 +307,26 @@ mod tests {
     /// A router of one stream of one field whose routes are `routes`, with `fixed` filled as
     /// `Router::new` fills it when `fast` (and left empty, i.e. the general path, otherwise).
     fn router(routes: Vec<RouteState>, fast: bool) -> Router {
-        let fixed = match (&routes[..], fast) {
-            ([r], true) => vec![r.fixed_task()],
-            _ => vec![None],
+        let route = match (&routes[..], fast) {
+            ([r], true) => r.fast_route(),
+            _ => FastRoute::General,
         };
+        let fast = vec![StreamFast {
+            field_count: 1,
+            route,
+        }];
         Router {
             streams: vec![routes],
             names: vec![DEFAULT_STREAM.to_string()],
             field_counts: vec![1],
             default_stream: Some(0),
-            fixed,
+            fast,
+        }
+    }
+
+    impl RouteState {
+        fn clone_state(&self) -> RouteState {
+            state(self.kind.clone(), &self.tasks, &self.local, self.next)
         }
     }
 
@@ -254,6 +350,50 @@ mod tests {
                 dests[0]
             })
             .collect()
+    }
+
+    #[test]
+    fn a_one_field_fields_route_hashes_inline_and_picks_the_general_paths_tasks() {
+        // Three tasks, grouping on the only field: the shortcut, not a fixed task.
+        let route = state(RouteKind::Fields(vec![0]), &[5, 7, 9], &[], 0);
+        assert_eq!(
+            route.fast_route(),
+            FastRoute::Field {
+                field: 0,
+                tasks: vec![5, 7, 9].into_boxed_slice()
+            }
+        );
+        let mut general = router(vec![route.clone_state()], false);
+        let mut fast = router(vec![route], true);
+        let want: Vec<TaskId> = vec![5, 9, 5, 7, 7, 5];
+        assert_eq!(picks(&mut fast), want);
+        assert_eq!(picks(&mut general), want, "the general path");
+        // An integer field, and a word of every length up to 20 bytes (the hash's tail cases).
+        let mut dests = Vec::new();
+        for v in (0..20)
+            .map(|n| values!["abcdefghijklmnopqrstu"[..n].to_string()])
+            .chain((-3..4).map(|i: i64| values![i]))
+        {
+            fast.route(0, &v, None, &mut dests).unwrap();
+            let f = dests.clone();
+            general.route(0, &v, None, &mut dests).unwrap();
+            assert_eq!(f, dests, "{v:?}");
+        }
+        // Still refuses a wrong field count, and a direct emit takes the general path.
+        assert_eq!(
+            fast.route(0, &values![1i64, 2i64], None, &mut dests),
+            Err(RouteError::FieldCount {
+                expected: 1,
+                got: 2
+            })
+        );
+        assert_eq!(
+            fast.route(0, &values![1i64], Some(7), &mut dests),
+            Err(RouteError::NotDirectTarget(7))
+        );
+        // Grouping on two fields is not the shortcut.
+        let two = state(RouteKind::Fields(vec![0, 1]), &[5, 7], &[], 0);
+        assert_eq!(two.fast_route(), FastRoute::General);
     }
 
     #[test]
