@@ -2077,3 +2077,106 @@ fn sigterm_while_redis_is_down_stops_within_the_bound_and_stays_exact() {
     );
     assert_eq!(counts, expected, "every word's count");
 }
+
+/// Stops `w` with `kill -SIGNAL` and waits at most 30 s for its exit: (status, stdout, stderr).
+fn signal_and_wait(w: Proc, signal: &str) -> (ExitStatus, String, String) {
+    let pid = w.child.id().to_string();
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    w.wait(Duration::from_secs(30))
+}
+
+/// Waits (at most 30 s) until the group has read every entry of `stream` (`lag` 0 in `XINFO
+/// GROUPS`, Redis 7) and has nothing pending: every entry was acked.
+fn wait_all_acked(con: &mut redis::Connection, stream: &str, entries: i64) {
+    let t0 = Instant::now();
+    loop {
+        let len: i64 = redis::cmd("XLEN").arg(stream).query(con).expect("XLEN");
+        // Before the worker created its group: no group, nothing read yet.
+        let read: redis::Value = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(stream)
+            .query(con)
+            .expect("XINFO GROUPS");
+        let lag_zero = match &read {
+            redis::Value::Array(groups) => groups.iter().any(|g| match g {
+                redis::Value::Array(kv) => kv.chunks_exact(2).any(|c| {
+                    c[0] == redis::Value::BulkString(b"lag".to_vec())
+                        && c[1] == redis::Value::Int(0)
+                }),
+                _ => false,
+            }),
+            _ => false,
+        };
+        let pending = if lag_zero {
+            pending_count(con, stream)
+        } else {
+            -1
+        };
+        if len == entries && pending == 0 && lag_zero {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for all {entries} entries of {stream} to be acked \
+             (XLEN {len}, pending {pending}, groups {read:?})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A progress line's rate is over the last interval (new-user trial: it was the average since
+/// the start, so it fell slowly instead of reading 0 when nothing was settled any more): a
+/// worker without `--drain` settles all 100 entries, then idles; every progress line printed
+/// more than one interval (`--progress-secs 1`) after the last ack reads exactly
+/// `0 entries/s settled`, while the summary keeps the whole run's rate (100 entries over the
+/// run's elapsed time).
+#[test]
+fn progress_rate_is_over_the_last_interval_and_reads_0_when_idle() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    load_first_lines(&ru, "rate", 100);
+    let mut args: Vec<&str> = worker_args(&ru, &pu, "rate", "w")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .collect();
+    let n = args.len();
+    args[n - 1] = "1"; // --progress-secs 1
+    let w = Proc::spawn("worker with --progress-secs 1", &args);
+    let mut con = redis_con(&ru);
+    wait_all_acked(&mut con, "rate", 100);
+    let acked_at = Instant::now();
+    std::thread::sleep(Duration::from_millis(2500));
+    let (status, out, err) = signal_and_wait(w, "TERM");
+    assert_eq!(status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("acker-run: read "))
+        .collect();
+    // At least the lines printed 1.0 to 2.5 s after the last ack (one a second).
+    let idle_lines: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains(" acked 100 "))
+        .collect();
+    assert!(idle_lines.len() >= 2, "progress lines:\n{err}");
+    let last = idle_lines[idle_lines.len() - 1];
+    let rate = last
+        .rsplit_once('(')
+        .and_then(|(_, r)| r.split_once(" entries/s settled over the last "))
+        .unwrap_or_else(|| panic!("rate in {last:?}"));
+    assert_eq!(
+        rate.0, "0",
+        "{last:?} (printed more than 1 s after the last ack)\n{err}"
+    );
+    let secs: f64 = rate.1.trim_end_matches(" s)").parse().expect("interval");
+    assert!((1.0..1.5).contains(&secs), "{last:?}");
+    assert!(acked_at.elapsed() > Duration::from_millis(2500));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["acked"], 100, "{out}");
+    let whole_run = v["entries_per_sec"].as_f64().unwrap() * v["elapsed_ms"].as_f64().unwrap();
+    assert!((whole_run / 1e3 - 100.0).abs() < 1e-6, "{out}");
+}

@@ -106,7 +106,9 @@ pub struct ConnectorArgs {
     /// Inputs per sink transaction (1 to 100000); each sink task holds at most 16 x this many unacked inputs (MAX_HELD_BATCHES), then waits for its writer or fails the oldest.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
-    /// Seconds between progress lines on stderr (0: none).
+    /// Seconds between progress lines on stderr (0: none). A line's rate is the entries settled
+    /// (acked or dead-lettered; at-most-once: read) over the last interval, so it reads 0 while
+    /// a server is down; the summary's rate is over the whole run.
     #[arg(long, default_value_t = 5)]
     pub progress_secs: u64,
     /// Fraction of entries, in [0, 1], that the split bolt treats as poison: it fails them on
@@ -286,6 +288,13 @@ fn settled(guarantee: Guarantee, sc: &SpoutCounters) -> u64 {
     } else {
         load(&sc.acked) + load(&sc.dead_lettered)
     }
+}
+
+/// The rate of a progress line: `settled` entries over `interval` (the time since the previous
+/// line), entries/s. Over the last interval, not since the start: during an outage it reads 0
+/// at once instead of falling slowly (new-user trial); the summary keeps the whole-run rate.
+fn interval_rate(settled: u64, interval: Duration) -> f64 {
+    settled as f64 / interval.as_secs_f64().max(1e-9)
 }
 
 /// The warning for a stream key that did not exist before the worker created it, empty, with
@@ -483,7 +492,6 @@ pub fn run(
 
     // Progress on stderr and periodic pruning of the exactly-once records, off the core threads.
     let finished = Arc::new(AtomicBool::new(false));
-    let t0 = Instant::now();
     let side = {
         let (finished, sc, kc) = (
             finished.clone(),
@@ -500,13 +508,18 @@ pub fn run(
         let exactly = mode == SinkMode::ExactlyOnce;
         std::thread::spawn(move || {
             let (mut last_progress, mut last_prune) = (Instant::now(), Instant::now());
+            let mut last_settled = settled(guarantee, &sc);
             while !finished.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
                 if !progress.is_zero() && last_progress.elapsed() >= progress {
-                    last_progress = Instant::now();
+                    let (now, settled_now) = (Instant::now(), settled(guarantee, &sc));
+                    let interval = now.duration_since(last_progress);
+                    let rate = interval_rate(settled_now.saturating_sub(last_settled), interval);
+                    (last_progress, last_settled) = (now, settled_now);
                     eprintln!(
                         "acker-run: read {} acked {} in flight {} replays {} claimed {} \
-                         dead-lettered {} words applied {} ({:.0} entries/s settled)",
+                         dead-lettered {} words applied {} ({:.0} entries/s settled over \
+                         the last {:.1} s)",
                         sc.read.load(Ordering::Relaxed),
                         sc.acked.load(Ordering::Relaxed),
                         sc.in_flight.load(Ordering::Relaxed),
@@ -514,7 +527,8 @@ pub fn run(
                         sc.claimed.load(Ordering::Relaxed),
                         sc.dead_lettered.load(Ordering::Relaxed),
                         kc.applied.load(Ordering::Relaxed),
-                        settled(guarantee, &sc) as f64 / t0.elapsed().as_secs_f64().max(1e-9)
+                        rate,
+                        interval.as_secs_f64()
                     );
                 }
                 if exactly && last_prune.elapsed() >= Duration::from_secs(5) {
