@@ -2180,3 +2180,124 @@ fn progress_rate_is_over_the_last_interval_and_reads_0_when_idle() {
     let whole_run = v["entries_per_sec"].as_f64().unwrap() * v["elapsed_ms"].as_f64().unwrap();
     assert!((whole_run / 1e3 - 100.0).abs() < 1e-6, "{out}");
 }
+
+/// `n` lines `w0` .. `w{n-1}` in a temporary file named after `tag`; returns its path.
+fn numbered_lines_file(tag: &str, n: usize) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("acker-{tag}-{}.txt", std::process::id()));
+    let text: String = (0..n).map(|i| format!("w{i}\n")).collect();
+    std::fs::write(&path, text).expect("write the input");
+    path
+}
+
+/// Waits (at most 30 s) until `stream` holds at least one entry.
+fn wait_some_entries(con: &mut redis::Connection, stream: &str) {
+    let t0 = Instant::now();
+    loop {
+        let len: i64 = redis::cmd("XLEN").arg(stream).query(con).expect("XLEN");
+        if len > 0 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the load to append its first entries"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The `K` of "appended K of N entries" in a stopped load's message.
+fn appended_of(err: &str, n: usize) -> usize {
+    let (_, rest) = err
+        .split_once("appended ")
+        .unwrap_or_else(|| panic!("no 'appended K' in: {err}"));
+    let (k, rest) = rest.split_once(' ').expect("K");
+    assert!(
+        rest.starts_with(&format!("of {n} entries")),
+        "expected 'appended K of {n} entries' in: {err}"
+    );
+    k.parse().expect("K is a number")
+}
+
+/// A load stopped by SIGINT part way (new-user trial: it said nothing) exits 130 and says how
+/// many entries it appended: exactly the stream's length, whole round trips of 1000. Resuming
+/// as the message says (`tail -n +LINE`, here the file's lines from LINE on) appends the rest
+/// once: the stream then holds `w0` .. `w499999` in order, each once.
+#[test]
+fn load_stopped_by_sigint_says_what_it_appended_and_resumes_once() {
+    const N: usize = 500_000;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let input = numbered_lines_file("load-sigint", N);
+    let w = Proc::spawn(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "big"),
+    );
+    let mut con = redis_con(&ru);
+    wait_some_entries(&mut con, "big");
+    let (status, out, err) = signal_and_wait(w, "INT");
+    assert_eq!(status.code(), Some(130), "{out}\n{err}");
+    let k = appended_of(&err, N);
+    let len: usize = redis::cmd("XLEN").arg("big").query(&mut con).expect("XLEN");
+    assert_eq!(k, len, "{err}");
+    assert!(k > 0 && k < N && k.is_multiple_of(1000), "{err}");
+    let resume = format!("tail -n +{} ", k + 1);
+    assert!(err.contains(&resume), "{err}");
+    assert!(err.contains("Load is not idempotent"), "{err}");
+    let rest = numbered_lines_file("load-sigint-rest", 0);
+    let text: String = (k..N).map(|i| format!("w{i}\n")).collect();
+    std::fs::write(&rest, text).expect("write the rest");
+    run_ok(
+        "acker-run load (the rest)",
+        &load_args(rest.to_str().unwrap(), &ru, "big"),
+    );
+    let entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XRANGE")
+        .arg("big")
+        .arg("-")
+        .arg("+")
+        .query(&mut con)
+        .expect("XRANGE");
+    let got: Vec<String> = entries
+        .into_iter()
+        .map(|(_, f)| f["line"].clone())
+        .collect();
+    assert_eq!(got.len(), N);
+    assert!(
+        got.iter().enumerate().all(|(i, l)| *l == format!("w{i}")),
+        "the stream is not w0 .. w{}, each once",
+        N - 1
+    );
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&rest);
+}
+
+/// A load that loses Redis part way (the server killed) exits 2 and says how many entries the
+/// server acknowledged, K; the server, started again (`appendfsync always`), holds at least K
+/// and at most K + 1000 (the round trip without a reply) entries.
+#[test]
+fn load_losing_redis_says_what_was_acknowledged() {
+    const N: usize = 500_000;
+    let mut redis =
+        RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let input = numbered_lines_file("load-lost", N);
+    let w = Proc::spawn(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "big"),
+    );
+    let mut con = redis_con(&ru);
+    wait_some_entries(&mut con, "big");
+    drop(con);
+    redis.kill();
+    let (status, out, err) = w.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    let k = appended_of(&err, N);
+    assert!(err.contains("may have been appended too"), "{err}");
+    redis.restart().expect("restart redis-server");
+    let mut con = redis_con(&ru);
+    let len: usize = redis::cmd("XLEN").arg("big").query(&mut con).expect("XLEN");
+    assert!(
+        k <= len && len <= k + 1000,
+        "XLEN {len}, reported {k}: {err}"
+    );
+    let _ = std::fs::remove_file(&input);
+}

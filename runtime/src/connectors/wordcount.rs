@@ -615,19 +615,26 @@ pub fn run(
 }
 
 /// `acker-run load`: appends one entry `line=<text>` per line of `input` holding a word (`-` for
-/// standard input, as `wordcount --input` takes it) to `stream` (pipelined, 1000 a round trip)
-/// and prints the entries loaded, the lines read and skipped, and entries/s.
+/// standard input, as `wordcount --input` takes it) to `stream` (pipelined, [`LOAD_ROUND_TRIP`]
+/// a round trip) and prints the entries loaded, the lines read and skipped, and entries/s.
 ///
 /// A line is what `wordcount --input` counts as one ([`crate::wordcount::Lines`]): the text up
 /// to a `\n`, a trailing `\r` removed; a line that is empty or holds only whitespace (Unicode
 /// `White_Space`, as `str::split_whitespace`) is skipped, as `wordcount --input` skips it. A
 /// long line stays one entry (it is not cut into 64 KiB pieces).
 ///
+/// Load is not idempotent: each run appends every line again (entry ids are the server's
+/// `*`). A load stopped part way (SIGINT or SIGTERM between two round trips, or Redis lost)
+/// says how many entries the server acknowledged before the stop and from which input line to
+/// resume ([`load_stopped`]): `tail -n +LINE FILE | acker-run load --input - ...` appends the
+/// rest once.
+///
 /// # Errors
 /// [`CliError::Usage`] when the stream name is empty or the URL does not parse
 /// ([`redis_stream::check_url`]); [`CliError::Run`] when the file cannot be read or Redis
-/// cannot be reached (naming the address); [`CliError::Stdout`] when the summary cannot be
-/// written.
+/// cannot be reached (naming the address), or Redis is lost part way; [`CliError::Interrupted`]
+/// (exit status 130 or 143) on SIGINT or SIGTERM once appending has begun; [`CliError::Stdout`]
+/// when the summary cannot be written.
 pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Result<(), CliError> {
     if stream.is_empty() {
         return Err(CliError::Usage(
@@ -637,19 +644,50 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
     redis_stream::check_url(url)?;
     let text = crate::cli::read_text(input).map_err(|e| format!("{e}; nothing was loaded"))?;
     let mut con = redis_stream::connect(url).map_err(|e| e.to_string())?;
+    // From here a signal stops the load between two round trips, so that it can say what was
+    // appended (before, SIGINT/SIGTERM end the process at once with nothing appended).
+    let signal = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
+            .map_err(|e| format!("cannot install a signal handler: {e}; nothing was loaded"))?;
+    }
     let t0 = Instant::now();
     // What `wordcount --input` counts as a line (`wordcount::Lines`): text up to `\n`, a
     // trailing `\r` removed; a line holding no word (empty or only whitespace) is skipped.
+    // Each kept line with its 1-based line number in the input.
     let mut total = 0usize;
-    let lines: Vec<&str> = text
+    let lines: Vec<(usize, &str)> = text
         .lines()
         .inspect(|_| total += 1)
-        .filter(|l| crate::wordcount::holds_a_word(l))
+        .enumerate()
+        .filter(|(_, l)| crate::wordcount::holds_a_word(l))
+        .map(|(i, l)| (i + 1, l))
         .collect();
     let skipped = total - lines.len();
-    for chunk in lines.chunks(1000) {
+    let mut appended = 0usize;
+    for chunk in lines.chunks(LOAD_ROUND_TRIP) {
+        let sig = signal.load(Ordering::Relaxed);
+        if sig != 0 {
+            let name = if sig == signal_hook::consts::SIGINT as usize {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            return Err(CliError::Interrupted {
+                message: load_stopped(
+                    &format!("load stopped by {name}"),
+                    &lines,
+                    appended,
+                    0,
+                    input,
+                    url,
+                    stream,
+                ),
+                status: 128 + sig as u8,
+            });
+        }
         let mut p = redis::pipe();
-        for l in chunk {
+        for (_, l) in chunk {
             p.cmd("XADD")
                 .arg(stream)
                 .arg("*")
@@ -657,12 +695,20 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
                 .arg(*l)
                 .ignore();
         }
-        p.query::<()>(&mut con).map_err(|e| {
-            format!(
-                "appending to {stream} at {} failed: {e}",
-                super::redact_password(url)
-            )
-        })?;
+        let held = HoldStopSignals::new();
+        let sent = p.query::<()>(&mut con);
+        drop(held);
+        if let Err(e) = sent {
+            let why = format!(
+                "appending to {stream} at {} failed: {}",
+                super::redact_password(url),
+                super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
+            );
+            return Err(
+                load_stopped(&why, &lines, appended, chunk.len(), input, url, stream).into(),
+            );
+        }
+        appended += chunk.len();
     }
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     writeln!(
@@ -673,6 +719,90 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
         lines.len() as f64 / secs
     )?;
     Ok(())
+}
+
+/// Holds SIGINT and SIGTERM back from the calling thread while alive (`pthread_sigmask`): a
+/// handler run on a thread blocked in a socket read with a timeout (the connection's 2 s) makes
+/// the read fail with EINTR, never restarted (signal(7)), which lost a round trip's replies
+/// (found by the test of a load stopped by SIGINT). A signal that comes meanwhile stays pending
+/// and its handler runs when the guard drops; a round trip still ends within the read timeout.
+struct HoldStopSignals(Option<libc::sigset_t>);
+
+impl HoldStopSignals {
+    fn new() -> Self {
+        // SAFETY: sigemptyset/sigaddset initialise a local set; pthread_sigmask only changes
+        // the calling thread's mask and writes the old one into a local.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            let ok = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) == 0;
+            Self(ok.then_some(old))
+        }
+    }
+}
+
+impl Drop for HoldStopSignals {
+    fn drop(&mut self) {
+        if let Some(old) = self.0.take() {
+            // SAFETY: restores the mask saved by `new` on the same thread (the guard lives in
+            // one function's frame and is not sent).
+            unsafe {
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// Entries `acker-run load` sends in one pipelined round trip; a signal stops a load between
+/// two of them.
+pub const LOAD_ROUND_TRIP: usize = 1000;
+
+/// The message of a load stopped part way: `why`, then the entries the server acknowledged
+/// (`appended` of the `lines` to load, `(line number, text)` each), the input lines they came
+/// from, what a re-run does and how to resume. `unsure` entries after those were sent in a round
+/// trip whose reply did not come back (Redis lost): they may have been appended too, so the
+/// message says so and how to check before resuming.
+pub fn load_stopped(
+    why: &str,
+    lines: &[(usize, &str)],
+    appended: usize,
+    unsure: usize,
+    input: &Path,
+    url: &str,
+    stream: &str,
+) -> String {
+    let upto = appended
+        .checked_sub(1)
+        .map_or(0, |i| lines.get(i).map_or(0, |l| l.0));
+    let file = if input == Path::new("-") {
+        "INPUT".to_string()
+    } else {
+        input.display().to_string()
+    };
+    let mut m = format!(
+        "{why}: appended {appended} of {} entries to {stream} before the stop (each \
+         acknowledged by the server; input lines 1 to {upto})",
+        lines.len()
+    );
+    if unsure > 0 {
+        let last = lines.get(appended + unsure - 1).map_or(upto, |l| l.0);
+        m.push_str(&format!(
+            "; the {unsure} entries of input lines {} to {last} were sent without a reply and \
+             may have been appended too: compare `XREVRANGE {stream} + - COUNT 1` with them \
+             before resuming",
+            upto + 1
+        ));
+    }
+    m.push_str(&format!(
+        ". Load is not idempotent: running it again appends every line again. To append the \
+         rest once: tail -n +{} {file} | acker-run load --input - --redis {} --stream {stream}",
+        upto + 1,
+        super::redact_password(url)
+    ));
+    m
 }
 
 /// `acker-run counts`: the total, the number of distinct words and the top `top` (count
