@@ -760,6 +760,8 @@ fn at_most_once_without_faults_counts_every_word() {
     let out = run_ok("at-most-once worker", &args);
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
     assert_eq!(v["guarantee"], "at-most-once", "{out}");
+    assert_eq!(v["entries_lost"], 0, "{out}");
+    assert_eq!(v["words_lost"], 0, "{out}");
     let counts = db_counts(&pu);
     assert_eq!(counts.values().sum::<i64>(), 202_651, "words in PostgreSQL");
     assert_eq!(counts, expected, "every word's count");
@@ -2300,4 +2302,89 @@ fn load_losing_redis_says_what_was_acknowledged() {
         "XLEN {len}, reported {k}: {err}"
     );
     let _ = std::fs::remove_file(&input);
+}
+
+/// Appends the first `n` non-empty lines of tinyshakespeare to `stream` one `XADD` each;
+/// returns `(entry id, line)` per entry.
+fn xadd_lines(con: &mut redis::Connection, stream: &str, n: usize) -> Vec<(String, String)> {
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(|l| {
+            let id: String = redis::cmd("XADD")
+                .arg(stream)
+                .arg("*")
+                .arg("line")
+                .arg(l)
+                .query(con)
+                .expect("XADD");
+            (id, l.to_string())
+        })
+        .collect()
+}
+
+/// At-most-once reports what it lost (new-user trial: it did not): entries acknowledged when
+/// read whose tree then failed at the split bolt (`--poison-rate 0.05 --seed 11`) are counted
+/// as `entries_lost`, exactly the entries `EntrySplitBolt::is_poison` picks from their ids, and
+/// PostgreSQL holds exactly the words of the others; the text summary says `K of them lost`.
+#[test]
+fn at_most_once_counts_and_reports_its_lost_entries() {
+    use acker_runtime::connectors::wordcount::EntrySplitBolt;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut con = redis_con(&ru);
+    let mut all_want: HashMap<String, i64> = HashMap::new();
+    for (stream, json) in [("amo", true), ("amo-text", false)] {
+        let entries = xadd_lines(&mut con, stream, 400);
+        let poison: Vec<&(String, String)> = entries
+            .iter()
+            .filter(|(id, _)| EntrySplitBolt::is_poison(11, 0.05, id))
+            .collect();
+        assert!(
+            (2..=60).contains(&poison.len()),
+            "about 5 % of 400 poisoned, got {}",
+            poison.len()
+        );
+        for (id, l) in &entries {
+            if !EntrySplitBolt::is_poison(11, 0.05, id) {
+                for w in l.split_whitespace() {
+                    *all_want.entry(w.to_string()).or_default() += 1;
+                }
+            }
+        }
+        let mut args: Vec<&str> = worker_args(&ru, &pu, stream, "w")
+            .into_iter()
+            .filter(|a| json || *a != "--json")
+            .collect();
+        args.extend([
+            "--guarantee",
+            "at-most-once",
+            "--poison-rate",
+            "0.05",
+            "--seed",
+            "11",
+        ]);
+        let out = run_ok("at-most-once worker with poison entries", &args);
+        if json {
+            let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+            assert_eq!(v["entries_lost"], poison.len(), "{out}");
+            assert_eq!(v["words_lost"], 0, "{out}");
+            assert_eq!(v["read"], 400, "{out}");
+            assert_eq!(v["dead_lettered"], 0, "{out}");
+        } else {
+            let want = format!(
+                "entries/s settled (acknowledged as read, {} of them lost: failed, not \
+                 replayed; 0 words lost at the sink)",
+                poison.len()
+            );
+            assert!(out.contains(&want), "want {want:?} in:\n{out}");
+        }
+        assert_eq!(
+            db_counts(&pu),
+            all_want,
+            "words of the entries not poisoned"
+        );
+    }
 }

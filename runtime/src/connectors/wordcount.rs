@@ -297,6 +297,25 @@ fn interval_rate(settled: u64, interval: Duration) -> f64 {
     settled as f64 / interval.as_secs_f64().max(1e-9)
 }
 
+/// What a run lost: `(entries, words)`. Under at-most-once an entry is acknowledged to the group
+/// as it is read, so a tree that fails after that is not replayed (Storm without ackers: the
+/// spout acks each tuple as it emits it): `entries` counts the entries the split bolt failed or
+/// dropped (a poison entry, `--poison-rate`), whose words are all missing; `words` counts the
+/// word tuples the sink failed (PostgreSQL down past its held-batch bound) or could not commit
+/// when the topology shut down (`SinkCounters::uncommitted_on_cleanup`), each one count
+/// missing. With ackers both are 0: a failed tree is replayed or dead-lettered (counted in
+/// `dead_lettered`). Malformed entries are dead-lettered, not lost, under every guarantee.
+fn lost(guarantee: Guarantee, report: &shell::RunReport, sink: &SinkCounters) -> (u64, u64) {
+    if guarantee != Guarantee::AtMostOnce {
+        return (0, 0);
+    }
+    let failed = |name: &str| report.components.get(name).map_or(0, |c| c.failed);
+    (
+        failed("split"),
+        failed("sink") + sink.uncommitted_on_cleanup.load(Ordering::Relaxed),
+    )
+}
+
 /// The warning for a stream key that did not exist before the worker created it, empty, with
 /// its consumer group (`MKSTREAM`): a misspelled `--stream` otherwise reads nothing without a
 /// word. Not an error: a worker may start before the loader.
@@ -478,6 +497,7 @@ pub fn run(
                     .report_outages(outage.clone());
                 if at_most_once {
                     sink.commit_buffered_on_cleanup()
+                        .count_uncommitted_on_cleanup(counters.clone())
                 } else {
                     sink
                 }
@@ -548,6 +568,7 @@ pub fn run(
         None
     };
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let (entries_lost, words_lost) = lost(guarantee, &report, &sink_counters);
     let secs = report.elapsed.as_secs_f64().max(1e-9);
     let sc = &spout_counters;
     let kc = &sink_counters;
@@ -567,6 +588,8 @@ pub fn run(
             "commits": load(&kc.commits),
             "postgres_errors": load(&kc.errors),
             "records_pruned": pruned,
+            "entries_lost": entries_lost,
+            "words_lost": words_lost,
             "elapsed_ms": secs * 1e3,
             "entries_per_sec": settled(guarantee, sc) as f64 / secs,
             "acked_per_sec": load(&sc.acked) as f64 / secs,
@@ -598,7 +621,9 @@ pub fn run(
         if guarantee == Guarantee::AtMostOnce {
             writeln!(
                 out,
-                "{} in {secs:.2} s: {rate:.0} entries/s settled (acknowledged as read)",
+                "{} in {secs:.2} s: {rate:.0} entries/s settled (acknowledged as read, \
+                 {entries_lost} of them lost: failed, not replayed; {words_lost} words lost at \
+                 the sink)",
                 guarantee.name(),
             )?;
         } else {
