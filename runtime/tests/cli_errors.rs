@@ -884,3 +884,31 @@ fn help_states_the_entry_size_limit_the_spout_enforces() {
         "--help does not state {with_commas}: {help}"
     );
 }
+
+/// `--claim-after-ms 0` (every worker would take every other worker's entries in flight at
+/// once) is refused in clap's argument-error form, exit 2, before any connection attempt (the
+/// servers named do not exist).
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn claim_after_ms_0_is_refused_in_clap_s_form() {
+    let args = [
+        "wordcount",
+        "--redis",
+        "redis://127.0.0.1:1/",
+        "--stream",
+        "s",
+        "--postgres",
+        "postgresql://u@127.0.0.1:1/db",
+        "--claim-after-ms",
+        "0",
+    ];
+    let o = common::output_bounded(bin().args(args), LIMIT, "acker-run --claim-after-ms 0");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "wordcount"),
+        "error: --claim-after-ms must be at least 1 (0 lets every worker take every other \
+         worker's entries in flight at once); leave it out for the default, 2 x the message \
+         timeout\n"
+    );
+    assert!(o.stdout.is_empty());
+}

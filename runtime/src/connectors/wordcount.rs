@@ -85,7 +85,10 @@ pub struct ConnectorArgs {
     /// Deliveries past the first before an entry goes to the dead-letter stream `<stream>:dead`.
     #[arg(long, default_value_t = 5)]
     pub max_retries: u64,
-    /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout).
+    /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout; at
+    /// least 1: 0 is refused). Below the message timeout a worker may take entries another
+    /// live worker still has in flight (exactly-once stays exact; at-least-once counts them
+    /// twice).
     #[arg(long)]
     pub claim_after_ms: Option<u64>,
     /// Delay before re-emitting a failed entry, ms; it doubles with each further fail of the
@@ -378,6 +381,13 @@ pub fn run(
              least the first",
             args.retry_max_ms, args.retry_initial_ms
         )));
+    }
+    if args.claim_after_ms == Some(0) {
+        return Err(CliError::Usage(
+            "--claim-after-ms must be at least 1 (0 lets every worker take every other worker's \
+             entries in flight at once); leave it out for the default, 2 x the message timeout"
+                .to_string(),
+        ));
     }
     if !(0.0..=1.0).contains(&args.poison_rate) {
         return Err(CliError::Usage(format!(
