@@ -2388,3 +2388,99 @@ fn at_most_once_counts_and_reports_its_lost_entries() {
         );
     }
 }
+
+/// A listener on a free local port that answers every connection the way an HTTP server
+/// answers a request it cannot parse (`HTTP/1.1 400 Bad Request`) once it has read anything,
+/// then closes it; returns the port.
+fn http_like_server() -> u16 {
+    use std::io::Write as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("local address").port();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            let mut buf = [0u8; 512];
+            let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+            if matches!(c.read(&mut buf), Ok(1..)) {
+                let _ = c.write_all(
+                    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        }
+    });
+    port
+}
+
+/// A server of the wrong protocol (new-user trial: the client crate's raw parse error): `--redis`
+/// pointed at the PostgreSQL port or an HTTP port, `--postgres` at the Redis port or an HTTP
+/// port, give exit status 2 and one line naming the URL and saying the server did not answer
+/// as Redis / PostgreSQL, within the connect timeouts.
+#[test]
+fn a_server_of_the_wrong_protocol_is_named_as_such() {
+    let (redis, postgres) = servers();
+    let http = http_like_server();
+    let input = numbered_lines_file("wrong-protocol", 3);
+    let input = input.to_str().unwrap();
+    let redis_at = |port: u16| format!("redis://127.0.0.1:{port}/");
+    let pg_at = |port: u16| format!("postgresql://postgres@127.0.0.1:{port}/postgres");
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["--redis".into(), redis_at(postgres.port())],
+            format!(
+                "acker-run: error: cannot reach Redis at {}: the server closed the connection \
+                 without answering PING: it did not answer as Redis (is this the Redis server's \
+                 address and port?)\n",
+                redis_at(postgres.port())
+            ),
+        ),
+        (
+            vec!["--redis".into(), redis_at(http)],
+            format!(
+                "acker-run: error: cannot reach Redis at {}: the server did not answer as Redis: \
+                 its reply to PING began with \"HTTP/1.1 400 Bad Request\\r\\nContent-Length: \
+                 0\\r\\nCon\" (is this the Redis server's address and port?)\n",
+                redis_at(http)
+            ),
+        ),
+        (
+            vec!["--postgres".into(), pg_at(redis.port())],
+            format!(
+                "acker-run: error: cannot reach PostgreSQL at {}: the server accepted the \
+                 connection but did not answer an SSLRequest within 5 s: it did not answer as \
+                 PostgreSQL, which answers at once (is this the PostgreSQL server's address and \
+                 port?)\n",
+                pg_at(redis.port())
+            ),
+        ),
+        (
+            vec!["--postgres".into(), pg_at(http)],
+            format!(
+                "acker-run: error: cannot reach PostgreSQL at {}: the server did not answer as \
+                 PostgreSQL: its reply to an SSLRequest began with \"HTTP/1.1 400 Bad \
+                 Request\\r\\nContent-Length: 0\\r\\nCon\" (is this the PostgreSQL server's \
+                 address and port?)\n",
+                pg_at(http)
+            ),
+        ),
+    ];
+    for (opt, want) in cases {
+        let mut args: Vec<String> = if opt[0] == "--redis" {
+            vec![
+                "load".into(),
+                "--input".into(),
+                input.into(),
+                "--stream".into(),
+                "s".into(),
+            ]
+        } else {
+            vec!["counts".into()]
+        };
+        args.extend(opt);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t0 = Instant::now();
+        let (status, out, err) = Proc::spawn("acker-run", &args).wait(Duration::from_secs(30));
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err, want, "{args:?}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{args:?}");
+    }
+}

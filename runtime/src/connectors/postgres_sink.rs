@@ -228,7 +228,16 @@ pub fn connect(url: &str) -> Result<Client, ConnectError> {
     for (i, host) in config.get_hosts().iter().enumerate() {
         if let postgres::config::Host::Tcp(h) = host {
             let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-            super::probe_answers((h.as_str(), port), &SSL_REQUEST, timeout).map_err(err)?;
+            // PostgreSQL answers an SSLRequest with one byte: 'S' or 'N' ('E', an error
+            // message, from servers too old to know it).
+            super::probe_answers(
+                (h.as_str(), port),
+                &SSL_REQUEST,
+                timeout,
+                ("PostgreSQL", "an SSLRequest"),
+                |reply| matches!(reply, [b'S' | b'N'] | [b'E', ..]),
+            )
+            .map_err(err)?;
         }
     }
     config.connect(NoTls).map_err(|e| err(error_chain(&e)))

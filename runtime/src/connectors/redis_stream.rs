@@ -311,12 +311,18 @@ pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
     // The client's own set-up commands wait without a timeout: a server that accepts the
     // connection and never answers would hang here (found by a new-user trial). Ask first.
     if let redis::ConnectionAddr::Tcp(host, port) = &client.get_connection_info().addr {
-        super::probe_answers((host.as_str(), *port), b"PING\r\n", Duration::from_secs(2)).map_err(
-            |reason| ConnectError {
-                url: url.to_string(),
-                reason,
-            },
-        )?;
+        // A Redis server answers PING with a RESP simple string (`+PONG`) or error (`-NOAUTH`).
+        super::probe_answers(
+            (host.as_str(), *port),
+            b"PING\r\n",
+            Duration::from_secs(2),
+            ("Redis", "PING"),
+            |reply| matches!(reply.first(), Some(b'+' | b'-')),
+        )
+        .map_err(|reason| ConnectError {
+            url: url.to_string(),
+            reason,
+        })?;
     }
     let mut con = client
         .get_connection_with_timeout(Duration::from_secs(2))
