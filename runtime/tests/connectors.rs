@@ -1932,6 +1932,8 @@ fn failed_entries_are_re_emitted_after_their_backoff() {
     let mut con = redis_con(&ru);
     // (entry, delivery count) -> when the count was first seen.
     let mut seen: HashMap<(String, i64), Instant> = HashMap::new();
+    // Entry -> when it was first seen gone from the pending list (acked or dead-lettered).
+    let mut gone: HashMap<String, Instant> = HashMap::new();
     let t0 = Instant::now();
     while w.child.try_wait().expect("try_wait").is_none() {
         assert!(
@@ -1948,13 +1950,20 @@ fn failed_entries_are_re_emitted_after_their_backoff() {
             .unwrap_or(redis::Value::Nil);
         let now = Instant::now();
         if let redis::Value::Array(rows) = rows {
+            let mut present = std::collections::HashSet::new();
             for r in rows {
                 let redis::Value::Array(f) = r else { continue };
                 let (redis::Value::BulkString(id), redis::Value::Int(n)) = (&f[0], &f[3]) else {
                     continue;
                 };
                 let id = String::from_utf8_lossy(id).into_owned();
+                present.insert(id.clone());
                 seen.entry((id, *n)).or_insert(now);
+            }
+            for (id, _) in seen.keys() {
+                if !present.contains(id) {
+                    gone.entry(id.clone()).or_insert(now);
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -1969,9 +1978,13 @@ fn failed_entries_are_re_emitted_after_their_backoff() {
             ("failed after 4 deliveries (--max-retries 3)", "4"),
             "{id}"
         );
+        // The fail of the last delivery dead-letters the entry at once (no further backoff),
+        // so delivery 4 may leave the pending list before a poll sees it: then the time it was
+        // first seen gone stands for it (at most a poll after it).
         let at = |n: i64| {
             *seen
                 .get(&(id.clone(), n))
+                .or(if n == 4 { gone.get(id) } else { None })
                 .unwrap_or_else(|| panic!("delivery {n} of {id} was not observed"))
         };
         // Observed at most one poll (5 ms plus a round trip) late: 40 ms of slack.
@@ -2483,4 +2496,108 @@ fn a_server_of_the_wrong_protocol_is_named_as_such() {
         assert!(out.is_empty(), "{args:?}: {out}");
         assert!(t0.elapsed() < Duration::from_secs(10), "{args:?}");
     }
+}
+
+/// The server time of an entry id `<ms>-<seq>`, ms.
+fn id_ms(id: &str) -> i64 {
+    id.split_once('-')
+        .and_then(|(ms, _)| ms.parse().ok())
+        .unwrap_or_else(|| panic!("entry id {id:?}"))
+}
+
+/// A poison entry is dead-lettered at the fail of the last delivery `--max-retries` allows,
+/// without one more retry backoff first (new-user trial: it waited the backoff again, 6.3 s
+/// with the defaults instead of 3.1 s). Timed from outside by the server's clock: with
+/// `--max-retries 1` and a fixed 2 s backoff, the entry is delivered, fails, is delivered again
+/// after 2 s and fails; its dead letter (deliveries 2) is appended between 2.0 and 3.0 s after
+/// the entry (the extra backoff made it 4 s); 1 s after the entry it was pending with 1
+/// delivery (`XPENDING`: the first backoff is honoured).
+#[test]
+fn a_poison_entry_is_dead_lettered_at_its_last_delivery_without_another_backoff() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut args: Vec<&str> = worker_args(&ru, &pu, "pz", "w")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .collect();
+    args.extend([
+        "--poison-rate",
+        "1",
+        "--max-retries",
+        "1",
+        "--retry-initial-ms",
+        "2000",
+        "--retry-max-ms",
+        "2000",
+    ]);
+    let w = Proc::spawn("worker with a poison entry", &args);
+    let mut con = redis_con(&ru);
+    let t0 = Instant::now();
+    loop {
+        let groups: redis::RedisResult<redis::Value> =
+            redis::cmd("XINFO").arg("GROUPS").arg("pz").query(&mut con);
+        if matches!(groups, Ok(redis::Value::Array(ref g)) if !g.is_empty()) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out waiting for the worker to create its consumer group"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let id: String = redis::cmd("XADD")
+        .arg("pz")
+        .arg("*")
+        .arg("line")
+        .arg("poison words")
+        .query(&mut con)
+        .expect("XADD");
+    std::thread::sleep(Duration::from_millis(1000));
+    let pending: Vec<(String, String, i64, i64)> = redis::cmd("XPENDING")
+        .arg("pz")
+        .arg("acker-wordcount")
+        .arg("-")
+        .arg("+")
+        .arg(10)
+        .query(&mut con)
+        .expect("XPENDING");
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!((pending[0].0.as_str(), pending[0].3), (id.as_str(), 1));
+    let t0 = Instant::now();
+    let dead_id = loop {
+        let last: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+            .arg("pz:dead")
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query(&mut con)
+            .expect("XREVRANGE");
+        if let Some((dead_id, _)) = last.first() {
+            break dead_id.clone();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out after 20 s waiting for the dead letter of {id}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        dead_rows(&mut con, "pz:dead"),
+        vec![(
+            id.clone(),
+            "failed after 2 deliveries (--max-retries 1)".to_string(),
+            "2".to_string()
+        )]
+    );
+    let after_ms = id_ms(&dead_id) - id_ms(&id);
+    assert!(
+        (2000..3000).contains(&after_ms),
+        "dead-lettered {after_ms} ms after the entry was added (want 2000 to 2999: one 2 s \
+         backoff, no second one)"
+    );
+    assert_eq!(pending_count(&mut con, "pz"), 0);
+    let (status, _, err) = signal_and_wait(w, "TERM");
+    assert_eq!(status.code(), Some(0), "{err}");
 }
