@@ -98,8 +98,10 @@ fn every_argument_error_has_the_form_of_clap_s_own() {
             // New-user trial: the message did not name the flag.
             &["wordcount", "--ackers", "100000", "--cores", "1"],
             "wordcount",
-            "error: tasks plus ackers exceed 65536 task ids: this topology has 3 task(s), so \
-             --ackers may be at most 65532 (got 100000)\n",
+            "error: tasks plus ackers exceed 65535 (task ids 0 to 65534; the id 65535 is \
+             reserved: a component's tasks are a half-open range of 16-bit task ids whose end \
+             must fit in one): this topology has 3 task(s), so --ackers may be at most 65532 \
+             (got 100000)\n",
         ),
     ];
     for (args, sub, want) in cases {

@@ -187,7 +187,9 @@ struct RunArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     cores: Option<usize>,
     /// Acker tasks (0 = at-most-once). `wordcount --guarantee at-most-once` runs with 0: leave
-    /// it out there (a nonzero count is refused).
+    /// it out there (a nonzero count is refused). Tasks plus ackers may be at most 65535 (task
+    /// ids 0 to 65534; the id 65535 is reserved: a component's tasks are a half-open range of
+    /// 16-bit ids whose end must fit in one).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
@@ -305,7 +307,7 @@ fn plan(
         acker_runtime::ConfigError::TooManyTasks => CliError::Usage(format!(
             "{e}: this topology has {} task(s), so --ackers may be at most {} (got {})",
             topology.num_tasks(),
-            (acker_core::TaskId::MAX as usize).saturating_sub(topology.num_tasks()),
+            acker_runtime::topology::MAX_TASKS.saturating_sub(topology.num_tasks()),
             config.num_ackers
         )),
         e => CliError::Usage(e.to_string()),
