@@ -381,15 +381,6 @@ impl PostgresServer {
         )
     }
 
-    /// Starts the server again after [`stop`](Self::stop), on the same port and data directory
-    /// (for a test that keeps it down a while).
-    ///
-    /// # Errors
-    /// As [`start`](Self::start).
-    pub fn start_again(&self) -> Result<(), LocalServerError> {
-        self.start_server()
-    }
-
     /// [`stop`](Self::stop), then starts the server again on the same port and data directory.
     ///
     /// # Errors

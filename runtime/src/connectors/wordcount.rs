@@ -306,8 +306,7 @@ fn interval_rate(settled: u64, interval: Duration) -> f64 {
 /// dropped (a poison entry, `--poison-rate`), whose words are all missing; `words` counts the
 /// word tuples the sink failed (PostgreSQL down past its held-batch bound) or could not commit
 /// when the topology shut down (`SinkCounters::uncommitted_on_cleanup`), each one count
-/// missing: words not known to be committed, so a transaction PostgreSQL committed as it went
-/// down, its reply lost, is counted lost too (at most one per sink task, `--sink-batch` words). With ackers both are 0: a failed tree is replayed or dead-lettered (counted in
+/// missing. With ackers both are 0: a failed tree is replayed or dead-lettered (counted in
 /// `dead_lettered`). Malformed entries are dead-lettered, not lost, under every guarantee.
 fn lost(guarantee: Guarantee, report: &shell::RunReport, sink: &SinkCounters) -> (u64, u64) {
     if guarantee != Guarantee::AtMostOnce {
