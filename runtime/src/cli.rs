@@ -27,6 +27,15 @@ pub enum CliError {
     Run(String),
     /// Writing the results to stdout failed.
     Stdout(io::Error),
+    /// The run was stopped by a signal its handler caught (`acker-run load` on SIGINT or
+    /// SIGTERM): the message for stderr (what was done before the stop), and the exit status a
+    /// shell reports for a process ended by that signal, 128 + its number (130, 143).
+    Interrupted {
+        /// What was done before the stop, for stderr.
+        message: String,
+        /// The exit status: 128 + the signal's number.
+        status: u8,
+    },
 }
 
 impl From<String> for CliError {
@@ -105,7 +114,8 @@ pub fn exit_status_with_usage(
 }
 
 /// The exit status for a command's result, after printing `program: error: ...` on stderr for
-/// an error: the command's own status on success; 0 for a broken pipe on stdout; 2 otherwise.
+/// an error: the command's own status on success; 0 for a broken pipe on stdout; 128 + the
+/// signal's number for [`CliError::Interrupted`] (`program: MESSAGE`); 2 otherwise.
 pub fn exit_status(program: &str, result: Result<ExitCode, CliError>) -> ExitCode {
     match result {
         Ok(code) => code,
@@ -121,6 +131,10 @@ pub fn exit_status(program: &str, result: Result<ExitCode, CliError>) -> ExitCod
         Err(CliError::Run(e)) => {
             eprintln!("{program}: error: {e}");
             ExitCode::from(2)
+        }
+        Err(CliError::Interrupted { message, status }) => {
+            eprintln!("{program}: {message}");
+            ExitCode::from(status)
         }
     }
 }

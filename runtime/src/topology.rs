@@ -109,7 +109,9 @@ pub enum TopologyError {
     },
     /// The topology has no spout.
     NoSpout,
-    /// More tasks than task ids (65,536, including ackers) or streams than stream ids.
+    /// More tasks than [`MAX_TASKS`] (65,535: task ids 0 to 65,534, ackers counted at plan
+    /// time; the id 65,535 is reserved, see [`MAX_TASKS`]) or a component with more streams than
+    /// stream ids.
     TooManyTasks,
 }
 
@@ -148,7 +150,13 @@ impl fmt::Display for TopologyError {
                 )
             }
             TopologyError::NoSpout => write!(f, "topology has no spout"),
-            TopologyError::TooManyTasks => write!(f, "topology has more than 65536 tasks"),
+            TopologyError::TooManyTasks => write!(
+                f,
+                "topology has more than {MAX_TASKS} tasks (task ids 0 to {}; {RESERVED_ID_NOTE}) \
+                 or a component with more than {} streams",
+                MAX_TASKS - 1,
+                StreamId::MAX
+            ),
         }
     }
 }
@@ -211,9 +219,22 @@ pub enum ConfigError {
     ZeroTickInterval,
     /// `acker_capacity_roots` is `Some(0)`.
     ZeroCapacity,
-    /// The tasks plus the ackers exceed 65,536 task ids.
+    /// The tasks plus the ackers exceed [`MAX_TASKS`] (65,535: task ids 0 to 65,534; the id
+    /// 65,535 is reserved, see [`MAX_TASKS`]).
     TooManyTasks,
 }
+
+/// The most tasks a planned topology may have, ackers included: 65,535, task ids 0 to 65,534.
+/// A [`TaskId`] is a `u16`, whose 65,536 values would fit 65,536 tasks, but the task id 65,535
+/// (`u16::MAX`) is reserved: a component's tasks, and the ackers, are a half-open
+/// `Range<TaskId>` (`TopologyContext::component_tasks`, [`Plan::acker_tasks`]), whose end, one
+/// past the last task, must itself be a `TaskId`. No code uses 65,535 as a sentinel (the acker
+/// table marks "no spout task yet" with a separate bit).
+pub const MAX_TASKS: usize = TaskId::MAX as usize;
+
+/// Why the last task id is not used, for the errors.
+const RESERVED_ID_NOTE: &str = "the id 65535 is reserved: a component's tasks are a half-open \
+     range of 16-bit task ids whose end must fit in one";
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -222,7 +243,13 @@ impl fmt::Display for ConfigError {
             ConfigError::ZeroTimeout => "message timeout must be positive",
             ConfigError::ZeroTickInterval => "tick interval must be positive",
             ConfigError::ZeroCapacity => "acker capacity must be positive",
-            ConfigError::TooManyTasks => "tasks plus ackers exceed 65536 task ids",
+            ConfigError::TooManyTasks => {
+                return write!(
+                    f,
+                    "tasks plus ackers exceed {MAX_TASKS} (task ids 0 to {}; {RESERVED_ID_NOTE})",
+                    MAX_TASKS - 1
+                )
+            }
         })
     }
 }
@@ -501,7 +528,7 @@ impl TopologyBuilder {
         for c in &ordered {
             total = total.saturating_add(c.parallelism);
         }
-        if total > TaskId::MAX as usize {
+        if total > MAX_TASKS {
             return Err(TopologyError::TooManyTasks);
         }
         let mut components = Vec::with_capacity(ordered.len());
@@ -728,7 +755,7 @@ impl Topology {
             return Err(ConfigError::ZeroCapacity);
         }
         let total = self.inner.num_tasks.saturating_add(config.num_ackers);
-        if total > TaskId::MAX as usize {
+        if total > MAX_TASKS {
             return Err(ConfigError::TooManyTasks);
         }
         let mut tasks = Vec::with_capacity(total);

@@ -98,8 +98,10 @@ fn every_argument_error_has_the_form_of_clap_s_own() {
             // New-user trial: the message did not name the flag.
             &["wordcount", "--ackers", "100000", "--cores", "1"],
             "wordcount",
-            "error: tasks plus ackers exceed 65536 task ids: this topology has 3 task(s), so \
-             --ackers may be at most 65532 (got 100000)\n",
+            "error: tasks plus ackers exceed 65535 (task ids 0 to 65534; the id 65535 is \
+             reserved: a component's tasks are a half-open range of 16-bit task ids whose end \
+             must fit in one): this topology has 3 task(s), so --ackers may be at most 65532 \
+             (got 100000)\n",
         ),
     ];
     for (args, sub, want) in cases {
@@ -883,4 +885,32 @@ fn help_states_the_entry_size_limit_the_spout_enforces() {
         help.contains(&format!("longer than {with_commas} bytes")),
         "--help does not state {with_commas}: {help}"
     );
+}
+
+/// `--claim-after-ms 0` (every worker would take every other worker's entries in flight at
+/// once) is refused in clap's argument-error form, exit 2, before any connection attempt (the
+/// servers named do not exist).
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn claim_after_ms_0_is_refused_in_clap_s_form() {
+    let args = [
+        "wordcount",
+        "--redis",
+        "redis://127.0.0.1:1/",
+        "--stream",
+        "s",
+        "--postgres",
+        "postgresql://u@127.0.0.1:1/db",
+        "--claim-after-ms",
+        "0",
+    ];
+    let o = common::output_bounded(bin().args(args), LIMIT, "acker-run --claim-after-ms 0");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "wordcount"),
+        "error: --claim-after-ms must be at least 1 (0 lets every worker take every other \
+         worker's entries in flight at once); leave it out for the default, 2 x the message \
+         timeout\n"
+    );
+    assert!(o.stdout.is_empty());
 }

@@ -3,8 +3,8 @@
 //! `postgresql`). No mocks. A missing binary fails the test with the package's name.
 //!
 //! Every wait is bounded and fails saying what it waited for; worker processes are killed when a
-//! test fails. Budget: about 1.5 minutes in release mode on a 2-core machine (21 tests: 71 s at
-//! a load average of 9, 2026-12-01).
+//! test fails. Budget: about 1.5 minutes in release mode on a 2-core machine (28 tests: 87 s at
+//! a load average of 8.4 to 9.4, 2026-12-01; the 7 added that day take about 30 s of it).
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
 use std::collections::HashMap;
@@ -760,6 +760,8 @@ fn at_most_once_without_faults_counts_every_word() {
     let out = run_ok("at-most-once worker", &args);
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
     assert_eq!(v["guarantee"], "at-most-once", "{out}");
+    assert_eq!(v["entries_lost"], 0, "{out}");
+    assert_eq!(v["words_lost"], 0, "{out}");
     let counts = db_counts(&pu);
     assert_eq!(counts.values().sum::<i64>(), 202_651, "words in PostgreSQL");
     assert_eq!(counts, expected, "every word's count");
@@ -1930,6 +1932,8 @@ fn failed_entries_are_re_emitted_after_their_backoff() {
     let mut con = redis_con(&ru);
     // (entry, delivery count) -> when the count was first seen.
     let mut seen: HashMap<(String, i64), Instant> = HashMap::new();
+    // Entry -> when it was first seen gone from the pending list (acked or dead-lettered).
+    let mut gone: HashMap<String, Instant> = HashMap::new();
     let t0 = Instant::now();
     while w.child.try_wait().expect("try_wait").is_none() {
         assert!(
@@ -1946,13 +1950,20 @@ fn failed_entries_are_re_emitted_after_their_backoff() {
             .unwrap_or(redis::Value::Nil);
         let now = Instant::now();
         if let redis::Value::Array(rows) = rows {
+            let mut present = std::collections::HashSet::new();
             for r in rows {
                 let redis::Value::Array(f) = r else { continue };
                 let (redis::Value::BulkString(id), redis::Value::Int(n)) = (&f[0], &f[3]) else {
                     continue;
                 };
                 let id = String::from_utf8_lossy(id).into_owned();
+                present.insert(id.clone());
                 seen.entry((id, *n)).or_insert(now);
+            }
+            for (id, _) in seen.keys() {
+                if !present.contains(id) {
+                    gone.entry(id.clone()).or_insert(now);
+                }
             }
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -1967,9 +1978,13 @@ fn failed_entries_are_re_emitted_after_their_backoff() {
             ("failed after 4 deliveries (--max-retries 3)", "4"),
             "{id}"
         );
+        // The fail of the last delivery dead-letters the entry at once (no further backoff),
+        // so delivery 4 may leave the pending list before a poll sees it: then the time it was
+        // first seen gone stands for it (at most a poll after it).
         let at = |n: i64| {
             *seen
                 .get(&(id.clone(), n))
+                .or(if n == 4 { gone.get(id) } else { None })
                 .unwrap_or_else(|| panic!("delivery {n} of {id} was not observed"))
         };
         // Observed at most one poll (5 ms plus a round trip) late: 40 ms of slack.
@@ -2076,4 +2091,513 @@ fn sigterm_while_redis_is_down_stops_within_the_bound_and_stays_exact() {
         "total words"
     );
     assert_eq!(counts, expected, "every word's count");
+}
+
+/// Stops `w` with `kill -SIGNAL` and waits at most 30 s for its exit: (status, stdout, stderr).
+fn signal_and_wait(w: Proc, signal: &str) -> (ExitStatus, String, String) {
+    let pid = w.child.id().to_string();
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    w.wait(Duration::from_secs(30))
+}
+
+/// Waits (at most 30 s) until the group has read every entry of `stream` (`lag` 0 in `XINFO
+/// GROUPS`, Redis 7) and has nothing pending: every entry was acked.
+fn wait_all_acked(con: &mut redis::Connection, stream: &str, entries: i64) {
+    let t0 = Instant::now();
+    loop {
+        let len: i64 = redis::cmd("XLEN").arg(stream).query(con).expect("XLEN");
+        // Before the worker created its group: no group, nothing read yet.
+        let read: redis::Value = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(stream)
+            .query(con)
+            .expect("XINFO GROUPS");
+        let lag_zero = match &read {
+            redis::Value::Array(groups) => groups.iter().any(|g| match g {
+                redis::Value::Array(kv) => kv.chunks_exact(2).any(|c| {
+                    c[0] == redis::Value::BulkString(b"lag".to_vec())
+                        && c[1] == redis::Value::Int(0)
+                }),
+                _ => false,
+            }),
+            _ => false,
+        };
+        let pending = if lag_zero {
+            pending_count(con, stream)
+        } else {
+            -1
+        };
+        if len == entries && pending == 0 && lag_zero {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for all {entries} entries of {stream} to be acked \
+             (XLEN {len}, pending {pending}, groups {read:?})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A progress line's rate is over the last interval (new-user trial: it was the average since
+/// the start, so it fell slowly instead of reading 0 when nothing was settled any more): a
+/// worker without `--drain` settles all 100 entries, then idles; every progress line printed
+/// more than one interval (`--progress-secs 1`) after the last ack reads exactly
+/// `0 entries/s settled`, while the summary keeps the whole run's rate (100 entries over the
+/// run's elapsed time).
+#[test]
+fn progress_rate_is_over_the_last_interval_and_reads_0_when_idle() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    load_first_lines(&ru, "rate", 100);
+    let mut args: Vec<&str> = worker_args(&ru, &pu, "rate", "w")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .collect();
+    let n = args.len();
+    args[n - 1] = "1"; // --progress-secs 1
+    let w = Proc::spawn("worker with --progress-secs 1", &args);
+    let mut con = redis_con(&ru);
+    wait_all_acked(&mut con, "rate", 100);
+    let acked_at = Instant::now();
+    std::thread::sleep(Duration::from_millis(2500));
+    let (status, out, err) = signal_and_wait(w, "TERM");
+    assert_eq!(status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("acker-run: read "))
+        .collect();
+    // At least the lines printed 1.0 to 2.5 s after the last ack (one a second).
+    let idle_lines: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains(" acked 100 "))
+        .collect();
+    assert!(idle_lines.len() >= 2, "progress lines:\n{err}");
+    let last = idle_lines[idle_lines.len() - 1];
+    let rate = last
+        .rsplit_once('(')
+        .and_then(|(_, r)| r.split_once(" entries/s settled over the last "))
+        .unwrap_or_else(|| panic!("rate in {last:?}"));
+    assert_eq!(
+        rate.0, "0",
+        "{last:?} (printed more than 1 s after the last ack)\n{err}"
+    );
+    let secs: f64 = rate.1.trim_end_matches(" s)").parse().expect("interval");
+    assert!((1.0..1.5).contains(&secs), "{last:?}");
+    assert!(acked_at.elapsed() > Duration::from_millis(2500));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["acked"], 100, "{out}");
+    let whole_run = v["entries_per_sec"].as_f64().unwrap() * v["elapsed_ms"].as_f64().unwrap();
+    assert!((whole_run / 1e3 - 100.0).abs() < 1e-6, "{out}");
+}
+
+/// `n` lines `w0` .. `w{n-1}` in a temporary file named after `tag`; returns its path.
+fn numbered_lines_file(tag: &str, n: usize) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("acker-{tag}-{}.txt", std::process::id()));
+    let text: String = (0..n).map(|i| format!("w{i}\n")).collect();
+    std::fs::write(&path, text).expect("write the input");
+    path
+}
+
+/// Waits (at most 30 s) until `stream` holds at least one entry.
+fn wait_some_entries(con: &mut redis::Connection, stream: &str) {
+    let t0 = Instant::now();
+    loop {
+        let len: i64 = redis::cmd("XLEN").arg(stream).query(con).expect("XLEN");
+        if len > 0 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the load to append its first entries"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The `K` of "appended K of N entries" in a stopped load's message.
+fn appended_of(err: &str, n: usize) -> usize {
+    let (_, rest) = err
+        .split_once("appended ")
+        .unwrap_or_else(|| panic!("no 'appended K' in: {err}"));
+    let (k, rest) = rest.split_once(' ').expect("K");
+    assert!(
+        rest.starts_with(&format!("of {n} entries")),
+        "expected 'appended K of {n} entries' in: {err}"
+    );
+    k.parse().expect("K is a number")
+}
+
+/// A load stopped by SIGINT part way (new-user trial: it said nothing) exits 130 and says how
+/// many entries it appended: exactly the stream's length, whole round trips of 1000. Resuming
+/// as the message says (`tail -n +LINE`, here the file's lines from LINE on) appends the rest
+/// once: the stream then holds `w0` .. `w499999` in order, each once.
+#[test]
+fn load_stopped_by_sigint_says_what_it_appended_and_resumes_once() {
+    const N: usize = 500_000;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let input = numbered_lines_file("load-sigint", N);
+    let w = Proc::spawn(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "big"),
+    );
+    let mut con = redis_con(&ru);
+    wait_some_entries(&mut con, "big");
+    let (status, out, err) = signal_and_wait(w, "INT");
+    assert_eq!(status.code(), Some(130), "{out}\n{err}");
+    let k = appended_of(&err, N);
+    let len: usize = redis::cmd("XLEN").arg("big").query(&mut con).expect("XLEN");
+    assert_eq!(k, len, "{err}");
+    assert!(k > 0 && k < N && k.is_multiple_of(1000), "{err}");
+    let resume = format!("tail -n +{} ", k + 1);
+    assert!(err.contains(&resume), "{err}");
+    assert!(err.contains("Load is not idempotent"), "{err}");
+    let rest = numbered_lines_file("load-sigint-rest", 0);
+    let text: String = (k..N).map(|i| format!("w{i}\n")).collect();
+    std::fs::write(&rest, text).expect("write the rest");
+    run_ok(
+        "acker-run load (the rest)",
+        &load_args(rest.to_str().unwrap(), &ru, "big"),
+    );
+    let entries: Vec<(String, HashMap<String, String>)> = redis::cmd("XRANGE")
+        .arg("big")
+        .arg("-")
+        .arg("+")
+        .query(&mut con)
+        .expect("XRANGE");
+    let got: Vec<String> = entries
+        .into_iter()
+        .map(|(_, f)| f["line"].clone())
+        .collect();
+    assert_eq!(got.len(), N);
+    assert!(
+        got.iter().enumerate().all(|(i, l)| *l == format!("w{i}")),
+        "the stream is not w0 .. w{}, each once",
+        N - 1
+    );
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&rest);
+}
+
+/// A load that loses Redis part way (the server killed) exits 2 and says how many entries the
+/// server acknowledged, K; the server, started again (`appendfsync always`), holds at least K
+/// and at most K + 1000 (the round trip without a reply) entries.
+#[test]
+fn load_losing_redis_says_what_was_acknowledged() {
+    const N: usize = 500_000;
+    let mut redis =
+        RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let input = numbered_lines_file("load-lost", N);
+    let w = Proc::spawn(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "big"),
+    );
+    let mut con = redis_con(&ru);
+    wait_some_entries(&mut con, "big");
+    drop(con);
+    redis.kill();
+    let (status, out, err) = w.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    let k = appended_of(&err, N);
+    assert!(err.contains("may have been appended too"), "{err}");
+    redis.restart().expect("restart redis-server");
+    let mut con = redis_con(&ru);
+    let len: usize = redis::cmd("XLEN").arg("big").query(&mut con).expect("XLEN");
+    assert!(
+        k <= len && len <= k + 1000,
+        "XLEN {len}, reported {k}: {err}"
+    );
+    let _ = std::fs::remove_file(&input);
+}
+
+/// Appends the first `n` non-empty lines of tinyshakespeare to `stream` one `XADD` each;
+/// returns `(entry id, line)` per entry.
+fn xadd_lines(con: &mut redis::Connection, stream: &str, n: usize) -> Vec<(String, String)> {
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(|l| {
+            let id: String = redis::cmd("XADD")
+                .arg(stream)
+                .arg("*")
+                .arg("line")
+                .arg(l)
+                .query(con)
+                .expect("XADD");
+            (id, l.to_string())
+        })
+        .collect()
+}
+
+/// At-most-once reports what it lost (new-user trial: it did not): entries acknowledged when
+/// read whose tree then failed at the split bolt (`--poison-rate 0.05 --seed 11`) are counted
+/// as `entries_lost`, exactly the entries `EntrySplitBolt::is_poison` picks from their ids, and
+/// PostgreSQL holds exactly the words of the others; the text summary says `K of them lost`.
+#[test]
+fn at_most_once_counts_and_reports_its_lost_entries() {
+    use acker_runtime::connectors::wordcount::EntrySplitBolt;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut con = redis_con(&ru);
+    let mut all_want: HashMap<String, i64> = HashMap::new();
+    for (stream, json) in [("amo", true), ("amo-text", false)] {
+        let entries = xadd_lines(&mut con, stream, 400);
+        let poison: Vec<&(String, String)> = entries
+            .iter()
+            .filter(|(id, _)| EntrySplitBolt::is_poison(11, 0.05, id))
+            .collect();
+        assert!(
+            (2..=60).contains(&poison.len()),
+            "about 5 % of 400 poisoned, got {}",
+            poison.len()
+        );
+        for (id, l) in &entries {
+            if !EntrySplitBolt::is_poison(11, 0.05, id) {
+                for w in l.split_whitespace() {
+                    *all_want.entry(w.to_string()).or_default() += 1;
+                }
+            }
+        }
+        let mut args: Vec<&str> = worker_args(&ru, &pu, stream, "w")
+            .into_iter()
+            .filter(|a| json || *a != "--json")
+            .collect();
+        args.extend([
+            "--guarantee",
+            "at-most-once",
+            "--poison-rate",
+            "0.05",
+            "--seed",
+            "11",
+        ]);
+        let out = run_ok("at-most-once worker with poison entries", &args);
+        if json {
+            let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+            assert_eq!(v["entries_lost"], poison.len(), "{out}");
+            assert_eq!(v["words_lost"], 0, "{out}");
+            assert_eq!(v["read"], 400, "{out}");
+            assert_eq!(v["dead_lettered"], 0, "{out}");
+        } else {
+            let want = format!(
+                "entries/s settled (acknowledged as read, {} of them lost: failed, not \
+                 replayed; 0 words lost at the sink)",
+                poison.len()
+            );
+            assert!(out.contains(&want), "want {want:?} in:\n{out}");
+        }
+        assert_eq!(
+            db_counts(&pu),
+            all_want,
+            "words of the entries not poisoned"
+        );
+    }
+}
+
+/// A listener on a free local port that answers every connection the way an HTTP server
+/// answers a request it cannot parse (`HTTP/1.1 400 Bad Request`) once it has read anything,
+/// then closes it; returns the port.
+fn http_like_server() -> u16 {
+    use std::io::Write as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("local address").port();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            let mut buf = [0u8; 512];
+            let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+            if matches!(c.read(&mut buf), Ok(1..)) {
+                let _ = c.write_all(
+                    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        }
+    });
+    port
+}
+
+/// A server of the wrong protocol (new-user trial: the client crate's raw parse error): `--redis`
+/// pointed at the PostgreSQL port or an HTTP port, `--postgres` at the Redis port or an HTTP
+/// port, give exit status 2 and one line naming the URL and saying the server did not answer
+/// as Redis / PostgreSQL, within the connect timeouts.
+#[test]
+fn a_server_of_the_wrong_protocol_is_named_as_such() {
+    let (redis, postgres) = servers();
+    let http = http_like_server();
+    let input = numbered_lines_file("wrong-protocol", 3);
+    let input = input.to_str().unwrap();
+    let redis_at = |port: u16| format!("redis://127.0.0.1:{port}/");
+    let pg_at = |port: u16| format!("postgresql://postgres@127.0.0.1:{port}/postgres");
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["--redis".into(), redis_at(postgres.port())],
+            format!(
+                "acker-run: error: cannot reach Redis at {}: the server closed the connection \
+                 without answering PING: it did not answer as Redis (is this the Redis server's \
+                 address and port?)\n",
+                redis_at(postgres.port())
+            ),
+        ),
+        (
+            vec!["--redis".into(), redis_at(http)],
+            format!(
+                "acker-run: error: cannot reach Redis at {}: the server did not answer as Redis: \
+                 its reply to PING began with \"HTTP/1.1 400 Bad Request\\r\\nContent-Length: \
+                 0\\r\\nCon\" (is this the Redis server's address and port?)\n",
+                redis_at(http)
+            ),
+        ),
+        (
+            vec!["--postgres".into(), pg_at(redis.port())],
+            format!(
+                "acker-run: error: cannot reach PostgreSQL at {}: the server accepted the \
+                 connection but did not answer an SSLRequest within 5 s: it did not answer as \
+                 PostgreSQL, which answers at once (is this the PostgreSQL server's address and \
+                 port?)\n",
+                pg_at(redis.port())
+            ),
+        ),
+        (
+            vec!["--postgres".into(), pg_at(http)],
+            format!(
+                "acker-run: error: cannot reach PostgreSQL at {}: the server did not answer as \
+                 PostgreSQL: its reply to an SSLRequest began with \"HTTP/1.1 400 Bad \
+                 Request\\r\\nContent-Length: 0\\r\\nCon\" (is this the PostgreSQL server's \
+                 address and port?)\n",
+                pg_at(http)
+            ),
+        ),
+    ];
+    for (opt, want) in cases {
+        let mut args: Vec<String> = if opt[0] == "--redis" {
+            vec![
+                "load".into(),
+                "--input".into(),
+                input.into(),
+                "--stream".into(),
+                "s".into(),
+            ]
+        } else {
+            vec!["counts".into()]
+        };
+        args.extend(opt);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let t0 = Instant::now();
+        let (status, out, err) = Proc::spawn("acker-run", &args).wait(Duration::from_secs(30));
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err, want, "{args:?}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{args:?}");
+    }
+}
+
+/// The server time of an entry id `<ms>-<seq>`, ms.
+fn id_ms(id: &str) -> i64 {
+    id.split_once('-')
+        .and_then(|(ms, _)| ms.parse().ok())
+        .unwrap_or_else(|| panic!("entry id {id:?}"))
+}
+
+/// A poison entry is dead-lettered at the fail of the last delivery `--max-retries` allows,
+/// without one more retry backoff first (new-user trial: it waited the backoff again, 6.3 s
+/// with the defaults instead of 3.1 s). Timed from outside by the server's clock: with
+/// `--max-retries 1` and a fixed 2 s backoff, the entry is delivered, fails, is delivered again
+/// after 2 s and fails; its dead letter (deliveries 2) is appended between 2.0 and 3.0 s after
+/// the entry (the extra backoff made it 4 s); 1 s after the entry it was pending with 1
+/// delivery (`XPENDING`: the first backoff is honoured).
+#[test]
+fn a_poison_entry_is_dead_lettered_at_its_last_delivery_without_another_backoff() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut args: Vec<&str> = worker_args(&ru, &pu, "pz", "w")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .collect();
+    args.extend([
+        "--poison-rate",
+        "1",
+        "--max-retries",
+        "1",
+        "--retry-initial-ms",
+        "2000",
+        "--retry-max-ms",
+        "2000",
+    ]);
+    let w = Proc::spawn("worker with a poison entry", &args);
+    let mut con = redis_con(&ru);
+    let t0 = Instant::now();
+    loop {
+        let groups: redis::RedisResult<redis::Value> =
+            redis::cmd("XINFO").arg("GROUPS").arg("pz").query(&mut con);
+        if matches!(groups, Ok(redis::Value::Array(ref g)) if !g.is_empty()) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out waiting for the worker to create its consumer group"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let id: String = redis::cmd("XADD")
+        .arg("pz")
+        .arg("*")
+        .arg("line")
+        .arg("poison words")
+        .query(&mut con)
+        .expect("XADD");
+    std::thread::sleep(Duration::from_millis(1000));
+    let pending: Vec<(String, String, i64, i64)> = redis::cmd("XPENDING")
+        .arg("pz")
+        .arg("acker-wordcount")
+        .arg("-")
+        .arg("+")
+        .arg(10)
+        .query(&mut con)
+        .expect("XPENDING");
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!((pending[0].0.as_str(), pending[0].3), (id.as_str(), 1));
+    let t0 = Instant::now();
+    let dead_id = loop {
+        let last: Vec<(String, HashMap<String, String>)> = redis::cmd("XREVRANGE")
+            .arg("pz:dead")
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query(&mut con)
+            .expect("XREVRANGE");
+        if let Some((dead_id, _)) = last.first() {
+            break dead_id.clone();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out after 20 s waiting for the dead letter of {id}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(
+        dead_rows(&mut con, "pz:dead"),
+        vec![(
+            id.clone(),
+            "failed after 2 deliveries (--max-retries 1)".to_string(),
+            "2".to_string()
+        )]
+    );
+    let after_ms = id_ms(&dead_id) - id_ms(&id);
+    assert!(
+        (2000..3000).contains(&after_ms),
+        "dead-lettered {after_ms} ms after the entry was added (want 2000 to 2999: one 2 s \
+         backoff, no second one)"
+    );
+    assert_eq!(pending_count(&mut con, "pz"), 0);
+    let (status, _, err) = signal_and_wait(w, "TERM");
+    assert_eq!(status.code(), Some(0), "{err}");
 }

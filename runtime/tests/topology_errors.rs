@@ -242,3 +242,59 @@ fn config_errors_and_warning() {
     };
     assert!(w.warnings().is_empty());
 }
+
+/// The task limit at its edge, with exact values (new-user trial: 65,536 tasks were refused
+/// while the error said "more than 65536"): `MAX_TASKS` is 65,535 (task ids 0 to 65,534; the id
+/// 65,535 is reserved because a component's tasks are a half-open `Range<TaskId>` whose end
+/// must fit in a `u16`). 65,535 tasks build and plan, and the last component's range ends at
+/// 65,535; 65,536 and 65,537 are refused, by `build` for components and by `plan` when ackers
+/// push the total over, each with the message naming the limit and the reserved id.
+#[test]
+fn the_task_limit_is_65535_and_names_the_reserved_id() {
+    assert_eq!(acker_runtime::topology::MAX_TASKS, 65_535);
+    let topology = |tasks: usize| {
+        let mut b = base();
+        b.set_basic_bolt("x", || B, tasks - 1).shuffle_grouping("s");
+        b.build()
+    };
+    let t = topology(65_535).expect("65,535 tasks");
+    assert_eq!(t.num_tasks(), 65_535);
+    let plan = t
+        .plan(&Config {
+            num_ackers: 0,
+            ..Config::default()
+        })
+        .expect("65,535 tasks and no acker");
+    assert_eq!(plan.tasks().len(), 65_535);
+    assert_eq!(plan.tasks().last().map(|t| t.task), Some(65_534));
+    for tasks in [65_536, 65_537] {
+        let e = topology(tasks).unwrap_err();
+        assert_eq!(e, TopologyError::TooManyTasks, "{tasks}");
+        assert_eq!(
+            e.to_string(),
+            "topology has more than 65535 tasks (task ids 0 to 65534; the id 65535 is reserved: \
+             a component's tasks are a half-open range of 16-bit task ids whose end must fit in \
+             one) or a component with more than 65535 streams"
+        );
+    }
+    // With ackers: 65,534 tasks + 1 acker fit; + 2 or + 3 do not.
+    let t = topology(65_534).expect("65,534 tasks");
+    let with = |ackers: usize| {
+        t.plan(&Config {
+            num_ackers: ackers,
+            ..Config::default()
+        })
+    };
+    let plan = with(1).expect("65,534 tasks and 1 acker");
+    assert_eq!(plan.acker_tasks(), 65_534..65_535);
+    for ackers in [2, 3] {
+        let e = with(ackers).unwrap_err();
+        assert_eq!(e, ConfigError::TooManyTasks, "{ackers}");
+        assert_eq!(
+            e.to_string(),
+            "tasks plus ackers exceed 65535 (task ids 0 to 65534; the id 65535 is reserved: a \
+             component's tasks are a half-open range of 16-bit task ids whose end must fit in \
+             one)"
+        );
+    }
+}

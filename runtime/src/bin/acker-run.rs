@@ -16,9 +16,11 @@
 //! status: 0 on success, and also when stdout is a pipe its reader closed early (`| head -1`:
 //! the reader asked for no more, so the run ends quietly); 2 on bad arguments, a failed run, or
 //! any other stdout write error (e.g. `> /dev/full`), with a one-line message on stderr. No
-//! signal handler is installed except by a connector worker: SIGINT and SIGTERM end any other
-//! run at once (a shell reports 130 and 143), while a connector worker that has reached both
-//! servers stops cleanly on either and exits 0 (`EXIT_STATUS_HELP`, shown under `--help`).
+//! signal handler is installed except by a connector worker and `load`: SIGINT and SIGTERM end
+//! any other run at once (a shell reports 130 and 143), while a connector worker that has
+//! reached both servers stops cleanly on either and exits 0, and a load that has begun
+//! appending stops between two round trips, says what it appended and exits 130 or 143
+//! (`EXIT_STATUS_HELP`, shown under `--help`).
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -48,7 +50,8 @@ as a shell reports a process ended by the signal (128 + its number): no handler 
 the run ends at once and prints no summary. Except a connector worker (wordcount --redis ... \
 --postgres ...) once it has reached both servers: SIGINT and SIGTERM stop it cleanly (it stops \
 reading, lets in-flight trees finish or fail, commits, hands back what it did not finish, prints \
-its summary) and it exits 0."
+its summary) and it exits 0; and `acker-run load` once it appends: it stops between two round \
+trips, says how many entries it appended and how to resume, and exits 130 or 143."
     };
 }
 const EXIT_STATUS_HELP: &str = exit_status_help!();
@@ -132,6 +135,12 @@ enum Command {
     /// A line is the text up to a newline (a trailing `\r` removed), as `wordcount --input`
     /// reads it; a line that is empty or only whitespace is skipped, as `wordcount --input`
     /// skips it. Prints the entries loaded, the lines read and skipped, and entries/s.
+    ///
+    /// Load is not idempotent: a second run appends every line again. Stopped part way by
+    /// SIGINT or SIGTERM (between two round trips of 1000 entries; exit status 130 or 143) or by
+    /// losing Redis (exit status 2), it says on stderr how many entries the server acknowledged,
+    /// from which input lines, and how to append the rest once (`tail -n +LINE FILE |
+    /// acker-run load --input - ...`).
     #[cfg(all(feature = "redis", feature = "postgres"))]
     Load(ConnectorLoadArgs),
     /// Read the word counts back from PostgreSQL.
@@ -178,7 +187,9 @@ struct RunArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     cores: Option<usize>,
     /// Acker tasks (0 = at-most-once). `wordcount --guarantee at-most-once` runs with 0: leave
-    /// it out there (a nonzero count is refused).
+    /// it out there (a nonzero count is refused). Tasks plus ackers may be at most 65535 (task
+    /// ids 0 to 65534; the id 65535 is reserved: a component's tasks are a half-open range of
+    /// 16-bit ids whose end must fit in one).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
@@ -296,7 +307,7 @@ fn plan(
         acker_runtime::ConfigError::TooManyTasks => CliError::Usage(format!(
             "{e}: this topology has {} task(s), so --ackers may be at most {} (got {})",
             topology.num_tasks(),
-            (acker_core::TaskId::MAX as usize).saturating_sub(topology.num_tasks()),
+            acker_runtime::topology::MAX_TASKS.saturating_sub(topology.num_tasks()),
             config.num_ackers
         )),
         e => CliError::Usage(e.to_string()),

@@ -279,16 +279,21 @@ pub fn parse_entry_id(id: &str) -> Option<(i64, i64)> {
     Some((ms.parse().ok()?, seq.parse().ok()?))
 }
 
-/// Whether the server at `addr` answers: connects (within `timeout`), sends `hello` and waits
-/// up to `timeout` for at least one byte back. Used before a client library's own handshake,
-/// which waits without a timeout, so that a server that accepts and stays silent (or a port
-/// that is not the server's) gives an error instead of a hang. The connection is closed
-/// afterwards. Errors name what did not happen; the caller adds the address.
+/// Whether the server at `addr` answers as `server`: connects (within `timeout`), sends `hello`
+/// (named `hello_name` in messages) and waits up to `timeout` for a reply whose first bytes
+/// `answers_as` accepts. Used before a client library's own handshake, which waits without a
+/// timeout, so that a server that accepts and stays silent (or a port that is not the server's)
+/// gives an error instead of a hang, and a server of another protocol (an HTTP server,
+/// PostgreSQL at `--redis`, Redis at `--postgres`) gives "did not answer as Redis" instead of
+/// the client's raw parse error (new-user trial). The connection is closed afterwards. Errors
+/// name what did not happen; the caller adds the address.
 #[cfg(any(feature = "redis", feature = "postgres"))]
 fn probe_answers(
     addr: impl std::net::ToSocketAddrs,
     hello: &[u8],
     timeout: std::time::Duration,
+    (server, hello_name): (&str, &str),
+    answers_as: fn(&[u8]) -> bool,
 ) -> Result<(), String> {
     use std::io::{Read, Write};
     let addrs: Vec<_> = addr
@@ -310,13 +315,18 @@ fn probe_answers(
             .and_then(|()| stream.set_write_timeout(Some(timeout)))
             .and_then(|()| stream.write_all(hello))
             .map_err(|e| format!("{e}"))?;
-        let mut byte = [0u8; 1];
-        return match stream.read(&mut byte) {
-            Ok(1..) => Ok(()),
-            Ok(0) => Err(
-                "the server closed the connection without answering (is this the right port?)"
-                    .into(),
-            ),
+        let mut reply = [0u8; 48];
+        return match stream.read(&mut reply) {
+            Ok(n @ 1..) if answers_as(&reply[..n]) => Ok(()),
+            Ok(n @ 1..) => Err(format!(
+                "the server did not answer as {server}: its reply to {hello_name} began with \
+                 {:?} (is this the {server} server's address and port?)",
+                String::from_utf8_lossy(&reply[..n])
+            )),
+            Ok(0) => Err(format!(
+                "the server closed the connection without answering {hello_name}: it did not \
+                 answer as {server} (is this the {server} server's address and port?)"
+            )),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -324,7 +334,9 @@ fn probe_answers(
                 ) =>
             {
                 Err(format!(
-                    "the server accepted the connection but did not answer within {secs} s"
+                    "the server accepted the connection but did not answer {hello_name} within \
+                     {secs} s: it did not answer as {server}, which answers at once (is this the \
+                     {server} server's address and port?)"
                 ))
             }
             Err(e) => Err(e.to_string()),

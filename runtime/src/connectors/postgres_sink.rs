@@ -133,6 +133,10 @@ pub struct SinkCounters {
     pub duplicates: AtomicU64,
     /// Failed commits and connection errors.
     pub errors: AtomicU64,
+    /// Inputs a sink with [`BatchSink::commit_buffered_on_cleanup`] still held uncommitted when
+    /// its cleanup ended (PostgreSQL down or blocked through the stop bound): under at-most-once
+    /// their contributions are lost (counted only with [`BatchSink::count_uncommitted_on_cleanup`]).
+    pub uncommitted_on_cleanup: AtomicU64,
 }
 
 /// Why the sink could not reach PostgreSQL at start.
@@ -224,7 +228,16 @@ pub fn connect(url: &str) -> Result<Client, ConnectError> {
     for (i, host) in config.get_hosts().iter().enumerate() {
         if let postgres::config::Host::Tcp(h) = host {
             let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
-            super::probe_answers((h.as_str(), port), &SSL_REQUEST, timeout).map_err(err)?;
+            // PostgreSQL answers an SSLRequest with one byte: 'S' or 'N' ('E', an error
+            // message, from servers too old to know it).
+            super::probe_answers(
+                (h.as_str(), port),
+                &SSL_REQUEST,
+                timeout,
+                ("PostgreSQL", "an SSLRequest"),
+                |reply| matches!(reply, [b'S' | b'N'] | [b'E', ..]),
+            )
+            .map_err(err)?;
         }
     }
     config.connect(NoTls).map_err(|e| err(error_chain(&e)))
@@ -672,6 +685,9 @@ pub struct BatchSink<W: BatchWriter> {
     /// writer reports again.
     committing: bool,
     commit_on_cleanup: bool,
+    /// Where cleanup counts the inputs it left uncommitted
+    /// ([`BatchSink::count_uncommitted_on_cleanup`]).
+    uncommitted: Option<Arc<SinkCounters>>,
     /// The worker's stop flag ([`BatchSink::stop_on`]): once set, no back-pressure wait.
     stop: Option<Arc<AtomicBool>>,
     /// Where the writer reports losing the server ([`BatchSink::report_outages`]).
@@ -757,6 +773,7 @@ impl<W: BatchWriter> BatchSink<W> {
             queued_inputs: 0,
             committing: true,
             commit_on_cleanup: false,
+            uncommitted: None,
             stop: None,
             outage: None,
         }
@@ -800,6 +817,14 @@ impl<W: BatchWriter> BatchSink<W> {
     /// never acked is replayed and counted twice.
     pub fn commit_buffered_on_cleanup(mut self) -> Self {
         self.commit_on_cleanup = true;
+        self
+    }
+
+    /// With [`BatchSink::commit_buffered_on_cleanup`]: counts into
+    /// `counters.uncommitted_on_cleanup` the inputs cleanup could not commit (buffered or queued
+    /// when it ended). At-most-once reports them as lost words.
+    pub fn count_uncommitted_on_cleanup(mut self, counters: Arc<SinkCounters>) -> Self {
+        self.uncommitted = Some(counters);
         self
     }
 
@@ -1015,6 +1040,10 @@ impl<W: BatchWriter> Bolt for BatchSink<W> {
                     Err(RecvTimeoutError::Timeout) => break,
                 }
             }
+        }
+        if let (true, Some(c)) = (self.commit_on_cleanup, &self.uncommitted) {
+            c.uncommitted_on_cleanup
+                .fetch_add(self.held() as u64, Ordering::Relaxed);
         }
     }
 }

@@ -85,7 +85,10 @@ pub struct ConnectorArgs {
     /// Deliveries past the first before an entry goes to the dead-letter stream `<stream>:dead`.
     #[arg(long, default_value_t = 5)]
     pub max_retries: u64,
-    /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout).
+    /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout; at
+    /// least 1: 0 is refused). Below the message timeout a worker may take entries another
+    /// live worker still has in flight (exactly-once stays exact; at-least-once counts them
+    /// twice).
     #[arg(long)]
     pub claim_after_ms: Option<u64>,
     /// Delay before re-emitting a failed entry, ms; it doubles with each further fail of the
@@ -106,7 +109,9 @@ pub struct ConnectorArgs {
     /// Inputs per sink transaction (1 to 100000); each sink task holds at most 16 x this many unacked inputs (MAX_HELD_BATCHES), then waits for its writer or fails the oldest.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
-    /// Seconds between progress lines on stderr (0: none).
+    /// Seconds between progress lines on stderr (0: none). A line's rate is the entries settled
+    /// (acked or dead-lettered; at-most-once: read) over the last interval, so it reads 0 while
+    /// a server is down; the summary's rate is over the whole run.
     #[arg(long, default_value_t = 5)]
     pub progress_secs: u64,
     /// Fraction of entries, in [0, 1], that the split bolt treats as poison: it fails them on
@@ -288,6 +293,32 @@ fn settled(guarantee: Guarantee, sc: &SpoutCounters) -> u64 {
     }
 }
 
+/// The rate of a progress line: `settled` entries over `interval` (the time since the previous
+/// line), entries/s. Over the last interval, not since the start: during an outage it reads 0
+/// at once instead of falling slowly (new-user trial); the summary keeps the whole-run rate.
+fn interval_rate(settled: u64, interval: Duration) -> f64 {
+    settled as f64 / interval.as_secs_f64().max(1e-9)
+}
+
+/// What a run lost: `(entries, words)`. Under at-most-once an entry is acknowledged to the group
+/// as it is read, so a tree that fails after that is not replayed (Storm without ackers: the
+/// spout acks each tuple as it emits it): `entries` counts the entries the split bolt failed or
+/// dropped (a poison entry, `--poison-rate`), whose words are all missing; `words` counts the
+/// word tuples the sink failed (PostgreSQL down past its held-batch bound) or could not commit
+/// when the topology shut down (`SinkCounters::uncommitted_on_cleanup`), each one count
+/// missing. With ackers both are 0: a failed tree is replayed or dead-lettered (counted in
+/// `dead_lettered`). Malformed entries are dead-lettered, not lost, under every guarantee.
+fn lost(guarantee: Guarantee, report: &shell::RunReport, sink: &SinkCounters) -> (u64, u64) {
+    if guarantee != Guarantee::AtMostOnce {
+        return (0, 0);
+    }
+    let failed = |name: &str| report.components.get(name).map_or(0, |c| c.failed);
+    (
+        failed("split"),
+        failed("sink") + sink.uncommitted_on_cleanup.load(Ordering::Relaxed),
+    )
+}
+
 /// The warning for a stream key that did not exist before the worker created it, empty, with
 /// its consumer group (`MKSTREAM`): a misspelled `--stream` otherwise reads nothing without a
 /// word. Not an error: a worker may start before the loader.
@@ -350,6 +381,13 @@ pub fn run(
              least the first",
             args.retry_max_ms, args.retry_initial_ms
         )));
+    }
+    if args.claim_after_ms == Some(0) {
+        return Err(CliError::Usage(
+            "--claim-after-ms must be at least 1 (0 lets every worker take every other worker's \
+             entries in flight at once); leave it out for the default, 2 x the message timeout"
+                .to_string(),
+        ));
     }
     if !(0.0..=1.0).contains(&args.poison_rate) {
         return Err(CliError::Usage(format!(
@@ -469,6 +507,7 @@ pub fn run(
                     .report_outages(outage.clone());
                 if at_most_once {
                     sink.commit_buffered_on_cleanup()
+                        .count_uncommitted_on_cleanup(counters.clone())
                 } else {
                     sink
                 }
@@ -483,7 +522,6 @@ pub fn run(
 
     // Progress on stderr and periodic pruning of the exactly-once records, off the core threads.
     let finished = Arc::new(AtomicBool::new(false));
-    let t0 = Instant::now();
     let side = {
         let (finished, sc, kc) = (
             finished.clone(),
@@ -500,13 +538,18 @@ pub fn run(
         let exactly = mode == SinkMode::ExactlyOnce;
         std::thread::spawn(move || {
             let (mut last_progress, mut last_prune) = (Instant::now(), Instant::now());
+            let mut last_settled = settled(guarantee, &sc);
             while !finished.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
                 if !progress.is_zero() && last_progress.elapsed() >= progress {
-                    last_progress = Instant::now();
+                    let (now, settled_now) = (Instant::now(), settled(guarantee, &sc));
+                    let interval = now.duration_since(last_progress);
+                    let rate = interval_rate(settled_now.saturating_sub(last_settled), interval);
+                    (last_progress, last_settled) = (now, settled_now);
                     eprintln!(
                         "acker-run: read {} acked {} in flight {} replays {} claimed {} \
-                         dead-lettered {} words applied {} ({:.0} entries/s settled)",
+                         dead-lettered {} words applied {} ({:.0} entries/s settled over \
+                         the last {:.1} s)",
                         sc.read.load(Ordering::Relaxed),
                         sc.acked.load(Ordering::Relaxed),
                         sc.in_flight.load(Ordering::Relaxed),
@@ -514,7 +557,8 @@ pub fn run(
                         sc.claimed.load(Ordering::Relaxed),
                         sc.dead_lettered.load(Ordering::Relaxed),
                         kc.applied.load(Ordering::Relaxed),
-                        settled(guarantee, &sc) as f64 / t0.elapsed().as_secs_f64().max(1e-9)
+                        rate,
+                        interval.as_secs_f64()
                     );
                 }
                 if exactly && last_prune.elapsed() >= Duration::from_secs(5) {
@@ -534,6 +578,7 @@ pub fn run(
         None
     };
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let (entries_lost, words_lost) = lost(guarantee, &report, &sink_counters);
     let secs = report.elapsed.as_secs_f64().max(1e-9);
     let sc = &spout_counters;
     let kc = &sink_counters;
@@ -553,6 +598,8 @@ pub fn run(
             "commits": load(&kc.commits),
             "postgres_errors": load(&kc.errors),
             "records_pruned": pruned,
+            "entries_lost": entries_lost,
+            "words_lost": words_lost,
             "elapsed_ms": secs * 1e3,
             "entries_per_sec": settled(guarantee, sc) as f64 / secs,
             "acked_per_sec": load(&sc.acked) as f64 / secs,
@@ -584,7 +631,9 @@ pub fn run(
         if guarantee == Guarantee::AtMostOnce {
             writeln!(
                 out,
-                "{} in {secs:.2} s: {rate:.0} entries/s settled (acknowledged as read)",
+                "{} in {secs:.2} s: {rate:.0} entries/s settled (acknowledged as read, \
+                 {entries_lost} of them lost: failed, not replayed; {words_lost} words lost at \
+                 the sink)",
                 guarantee.name(),
             )?;
         } else {
@@ -601,19 +650,26 @@ pub fn run(
 }
 
 /// `acker-run load`: appends one entry `line=<text>` per line of `input` holding a word (`-` for
-/// standard input, as `wordcount --input` takes it) to `stream` (pipelined, 1000 a round trip)
-/// and prints the entries loaded, the lines read and skipped, and entries/s.
+/// standard input, as `wordcount --input` takes it) to `stream` (pipelined, [`LOAD_ROUND_TRIP`]
+/// a round trip) and prints the entries loaded, the lines read and skipped, and entries/s.
 ///
 /// A line is what `wordcount --input` counts as one ([`crate::wordcount::Lines`]): the text up
 /// to a `\n`, a trailing `\r` removed; a line that is empty or holds only whitespace (Unicode
 /// `White_Space`, as `str::split_whitespace`) is skipped, as `wordcount --input` skips it. A
 /// long line stays one entry (it is not cut into 64 KiB pieces).
 ///
+/// Load is not idempotent: each run appends every line again (entry ids are the server's
+/// `*`). A load stopped part way (SIGINT or SIGTERM between two round trips, or Redis lost)
+/// says how many entries the server acknowledged before the stop and from which input line to
+/// resume ([`load_stopped`]): `tail -n +LINE FILE | acker-run load --input - ...` appends the
+/// rest once.
+///
 /// # Errors
 /// [`CliError::Usage`] when the stream name is empty or the URL does not parse
 /// ([`redis_stream::check_url`]); [`CliError::Run`] when the file cannot be read or Redis
-/// cannot be reached (naming the address); [`CliError::Stdout`] when the summary cannot be
-/// written.
+/// cannot be reached (naming the address), or Redis is lost part way; [`CliError::Interrupted`]
+/// (exit status 130 or 143) on SIGINT or SIGTERM once appending has begun; [`CliError::Stdout`]
+/// when the summary cannot be written.
 pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Result<(), CliError> {
     if stream.is_empty() {
         return Err(CliError::Usage(
@@ -623,19 +679,50 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
     redis_stream::check_url(url)?;
     let text = crate::cli::read_text(input).map_err(|e| format!("{e}; nothing was loaded"))?;
     let mut con = redis_stream::connect(url).map_err(|e| e.to_string())?;
+    // From here a signal stops the load between two round trips, so that it can say what was
+    // appended (before, SIGINT/SIGTERM end the process at once with nothing appended).
+    let signal = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, signal.clone(), sig as usize)
+            .map_err(|e| format!("cannot install a signal handler: {e}; nothing was loaded"))?;
+    }
     let t0 = Instant::now();
     // What `wordcount --input` counts as a line (`wordcount::Lines`): text up to `\n`, a
     // trailing `\r` removed; a line holding no word (empty or only whitespace) is skipped.
+    // Each kept line with its 1-based line number in the input.
     let mut total = 0usize;
-    let lines: Vec<&str> = text
+    let lines: Vec<(usize, &str)> = text
         .lines()
         .inspect(|_| total += 1)
-        .filter(|l| crate::wordcount::holds_a_word(l))
+        .enumerate()
+        .filter(|(_, l)| crate::wordcount::holds_a_word(l))
+        .map(|(i, l)| (i + 1, l))
         .collect();
     let skipped = total - lines.len();
-    for chunk in lines.chunks(1000) {
+    let mut appended = 0usize;
+    for chunk in lines.chunks(LOAD_ROUND_TRIP) {
+        let sig = signal.load(Ordering::Relaxed);
+        if sig != 0 {
+            let name = if sig == signal_hook::consts::SIGINT as usize {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            return Err(CliError::Interrupted {
+                message: load_stopped(
+                    &format!("load stopped by {name}"),
+                    &lines,
+                    appended,
+                    0,
+                    input,
+                    url,
+                    stream,
+                ),
+                status: 128 + sig as u8,
+            });
+        }
         let mut p = redis::pipe();
-        for l in chunk {
+        for (_, l) in chunk {
             p.cmd("XADD")
                 .arg(stream)
                 .arg("*")
@@ -643,12 +730,20 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
                 .arg(*l)
                 .ignore();
         }
-        p.query::<()>(&mut con).map_err(|e| {
-            format!(
-                "appending to {stream} at {} failed: {e}",
-                super::redact_password(url)
-            )
-        })?;
+        let held = HoldStopSignals::new();
+        let sent = p.query::<()>(&mut con);
+        drop(held);
+        if let Err(e) = sent {
+            let why = format!(
+                "appending to {stream} at {} failed: {}",
+                super::redact_password(url),
+                super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
+            );
+            return Err(
+                load_stopped(&why, &lines, appended, chunk.len(), input, url, stream).into(),
+            );
+        }
+        appended += chunk.len();
     }
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     writeln!(
@@ -659,6 +754,90 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
         lines.len() as f64 / secs
     )?;
     Ok(())
+}
+
+/// Holds SIGINT and SIGTERM back from the calling thread while alive (`pthread_sigmask`): a
+/// handler run on a thread blocked in a socket read with a timeout (the connection's 2 s) makes
+/// the read fail with EINTR, never restarted (signal(7)), which lost a round trip's replies
+/// (found by the test of a load stopped by SIGINT). A signal that comes meanwhile stays pending
+/// and its handler runs when the guard drops; a round trip still ends within the read timeout.
+struct HoldStopSignals(Option<libc::sigset_t>);
+
+impl HoldStopSignals {
+    fn new() -> Self {
+        // SAFETY: sigemptyset/sigaddset initialise a local set; pthread_sigmask only changes
+        // the calling thread's mask and writes the old one into a local.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            let ok = libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) == 0;
+            Self(ok.then_some(old))
+        }
+    }
+}
+
+impl Drop for HoldStopSignals {
+    fn drop(&mut self) {
+        if let Some(old) = self.0.take() {
+            // SAFETY: restores the mask saved by `new` on the same thread (the guard lives in
+            // one function's frame and is not sent).
+            unsafe {
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// Entries `acker-run load` sends in one pipelined round trip; a signal stops a load between
+/// two of them.
+pub const LOAD_ROUND_TRIP: usize = 1000;
+
+/// The message of a load stopped part way: `why`, then the entries the server acknowledged
+/// (`appended` of the `lines` to load, `(line number, text)` each), the input lines they came
+/// from, what a re-run does and how to resume. `unsure` entries after those were sent in a round
+/// trip whose reply did not come back (Redis lost): they may have been appended too, so the
+/// message says so and how to check before resuming.
+pub fn load_stopped(
+    why: &str,
+    lines: &[(usize, &str)],
+    appended: usize,
+    unsure: usize,
+    input: &Path,
+    url: &str,
+    stream: &str,
+) -> String {
+    let upto = appended
+        .checked_sub(1)
+        .map_or(0, |i| lines.get(i).map_or(0, |l| l.0));
+    let file = if input == Path::new("-") {
+        "INPUT".to_string()
+    } else {
+        input.display().to_string()
+    };
+    let mut m = format!(
+        "{why}: appended {appended} of {} entries to {stream} before the stop (each \
+         acknowledged by the server; input lines 1 to {upto})",
+        lines.len()
+    );
+    if unsure > 0 {
+        let last = lines.get(appended + unsure - 1).map_or(upto, |l| l.0);
+        m.push_str(&format!(
+            "; the {unsure} entries of input lines {} to {last} were sent without a reply and \
+             may have been appended too: compare `XREVRANGE {stream} + - COUNT 1` with them \
+             before resuming",
+            upto + 1
+        ));
+    }
+    m.push_str(&format!(
+        ". Load is not idempotent: running it again appends every line again. To append the \
+         rest once: tail -n +{} {file} | acker-run load --input - --redis {} --stream {stream}",
+        upto + 1,
+        super::redact_password(url)
+    ));
+    m
 }
 
 /// `acker-run counts`: the total, the number of distinct words and the top `top` (count
