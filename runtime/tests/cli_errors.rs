@@ -914,3 +914,29 @@ fn claim_after_ms_0_is_refused_in_clap_s_form() {
     );
     assert!(o.stdout.is_empty());
 }
+
+/// Above `i64::MAX` Redis refuses XAUTOCLAIM's idle time; the worker took each refusal for a
+/// lost connection and looped (new-user trial): refused before any connection.
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn claim_after_ms_past_redis_s_signed_range_is_refused_in_clap_s_form() {
+    let args = [
+        "wordcount",
+        "--redis",
+        "redis://127.0.0.1:1/",
+        "--stream",
+        "s",
+        "--postgres",
+        "postgresql://u@127.0.0.1:1/db",
+        "--claim-after-ms",
+        "9223372036854775808",
+    ];
+    let o = common::output_bounded(bin().args(args), LIMIT, "acker-run --claim-after-ms 2^63");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "wordcount"),
+        "error: --claim-after-ms may be at most 9223372036854775807 (Redis's XAUTOCLAIM takes \
+         a signed 64-bit idle time), got 9223372036854775808\n"
+    );
+    assert!(o.stdout.is_empty());
+}

@@ -2317,6 +2317,47 @@ fn load_losing_redis_says_what_was_acknowledged() {
     let _ = std::fs::remove_file(&input);
 }
 
+/// A server that stops answering without closing the connection (SIGSTOP, as a frozen host)
+/// ends a load within a few read timeouts (2 s each), exit 2, saying there was no reply and
+/// what was appended. Before, the client read every one of a round trip's 1,000 replies, each
+/// waiting 2 s again (new-user trial: a load hung for over 10 minutes and ignored SIGTERM).
+#[test]
+fn load_against_a_frozen_redis_ends_within_seconds() {
+    const N: usize = 500_000;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let input = numbered_lines_file("load-frozen", N);
+    let w = Proc::spawn(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &ru, "frozen"),
+    );
+    let mut con = redis_con(&ru);
+    wait_some_entries(&mut con, "frozen");
+    drop(con);
+    let pid = redis.pid().expect("redis-server runs").to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .expect("run kill");
+        assert!(ok.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    let t0 = Instant::now();
+    let (status, out, err) = w.wait(Duration::from_secs(60));
+    let took = t0.elapsed();
+    signal("-CONT");
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        took < Duration::from_secs(10),
+        "the load took {took:?} to stop: {err}"
+    );
+    assert!(err.contains("no reply within 2 s"), "{err}");
+    let k = appended_of(&err, N);
+    assert!(k < N, "{err}");
+    let _ = std::fs::remove_file(&input);
+}
+
 /// Appends the first `n` non-empty lines of tinyshakespeare to `stream` one `XADD` each;
 /// returns `(entry id, line)` per entry.
 fn xadd_lines(con: &mut redis::Connection, stream: &str, n: usize) -> Vec<(String, String)> {

@@ -199,6 +199,12 @@ impl RedisServer {
         self.port
     }
 
+    /// The server's process id while it runs (for tests that freeze it with SIGSTOP), `None`
+    /// after [`kill`](Self::kill).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Kills the server with SIGKILL (a crash: with `appendfsync always` nothing it acknowledged
     /// is lost) and waits for it to exit.
     pub fn kill(&mut self) {

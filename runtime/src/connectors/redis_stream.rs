@@ -82,8 +82,9 @@ pub const STOP_HAND_BACK_MS: u64 = 5_000;
 pub const OUTAGE_MEANWHILE: &str = "emitting nothing meanwhile (trees in flight finish or time \
      out; acks not sent yet are kept and sent once it is back)";
 
-/// A Redis error as one line, without the error kind the client's `Display` appends.
-fn redis_reason(e: &redis::RedisError) -> String {
+/// A Redis error as one line, without the error kind the client's `Display` appends; a read or
+/// write timeout as "no reply within 2 s ...".
+pub fn redis_reason(e: &redis::RedisError) -> String {
     if e.is_timeout() {
         // The socket's "Resource temporarily unavailable (os error 11)" read as if the server
         // had gone (new-user trial): say what happened.
@@ -97,6 +98,46 @@ fn redis_reason(e: &redis::RedisError) -> String {
 /// The spout connection's read and write timeout, s: a command without a reply in this time
 /// counts as a lost connection (reconnect with backoff).
 const IO_TIMEOUT_SECS: u64 = 2;
+
+/// Sends the `n` commands of a plain (not `atomic`) pipeline and reads their `n` replies,
+/// stopping at the first error: a reply that does not come within the connection's read
+/// timeout ends the round trip at once. The client's own `Pipeline::query` keeps reading after
+/// a failed read (so that a transaction's other replies are consumed), each read waiting the
+/// timeout again: against a server that stops answering without closing the connection (a
+/// SIGSTOPped or frozen redis-server) a round trip of 1,000 commands waited 1,000 × 2 s (new-user
+/// trial: `acker-run load` hung for over 10 minutes; strace showed `recvfrom` failing with
+/// EAGAIN every 2 s). A server error reply (`-ERR ...`) is returned as the error once every
+/// reply has been read (the connection stays in step). The replies in order.
+pub fn query_pipeline(
+    con: &mut redis::Connection,
+    pipeline: &redis::Pipeline,
+    n: usize,
+) -> redis::RedisResult<Vec<RV>> {
+    con.send_packed_command(&pipeline.get_packed_pipeline())?;
+    let mut replies = Vec::with_capacity(n);
+    let mut server_error = None;
+    for _ in 0..n {
+        match con.recv_response()?.extract_error() {
+            Ok(v) => replies.push(v),
+            Err(e) => {
+                server_error.get_or_insert(e);
+            }
+        }
+    }
+    match server_error {
+        Some(e) => Err(e),
+        None => Ok(replies),
+    }
+}
+
+/// The delivery count at which a failing entry is dead-lettered: `max_retries` + 1, as the
+/// server's signed 64-bit delivery count (a `--max-retries` of `i64::MAX` or more can never be
+/// reached: no limit). Before, `as i64` wrapped such values negative and every failing entry
+/// was dead-lettered at its first delivery (new-user trial: `--max-retries
+/// 18446744073709551615`).
+fn delivery_limit(max_retries: u64) -> i64 {
+    i64::try_from(max_retries.saturating_add(1)).unwrap_or(i64::MAX)
+}
 
 /// Default delay before the first re-emit of a failed entry, ms (`--retry-initial-ms`).
 pub const DEFAULT_RETRY_INITIAL_MS: u64 = 100;
@@ -709,7 +750,7 @@ impl RedisStreamSpout {
     /// those delivered more than `max_retries` times are dead-lettered, the rest are re-read with
     /// `XCLAIM` (raising their delivery count) into the ready queue. False on a Redis error.
     fn reclaim(&mut self, rows: Vec<(String, String, i64)>, now: Instant) -> bool {
-        let limit = self.cfg.max_retries.saturating_add(1) as i64;
+        let limit = delivery_limit(self.cfg.max_retries);
         let (over, again): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.2 >= limit);
         let over: Vec<(String, String, i64)> = over
             .into_iter()
@@ -805,7 +846,7 @@ impl RedisStreamSpout {
                 .arg(id)
                 .arg(1);
         }
-        let r: redis::RedisResult<Vec<RV>> = p.query(con);
+        let r = query_pipeline(con, &p, ids.len());
         match r {
             Ok(replies) => {
                 let rows: Vec<_> = replies
@@ -925,7 +966,7 @@ impl RedisStreamSpout {
                 .arg(&e.id)
                 .arg(1);
         }
-        let counts: Vec<i64> = match p.query::<Vec<RV>>(con) {
+        let counts: Vec<i64> = match query_pipeline(con, &p, claimed.len()) {
             Ok(replies) => replies
                 .iter()
                 .map(|r| pending_rows(r).first().map_or(1, |row| row.2))
@@ -935,7 +976,7 @@ impl RedisStreamSpout {
                 return 0;
             }
         };
-        let limit = self.cfg.max_retries.saturating_add(1) as i64;
+        let limit = delivery_limit(self.cfg.max_retries);
         let mut over = Vec::new();
         let mut keep = Vec::new();
         for (mut e, d) in claimed.into_iter().zip(counts) {
@@ -1209,7 +1250,7 @@ impl Spout for RedisStreamSpout {
                 *fails = fails.saturating_add(1);
                 // At the last delivery --max-retries allows, the next step is the dead letter:
                 // no backoff before it (the server's count, checked again then, decides).
-                let limit = self.cfg.max_retries.saturating_add(1) as i64;
+                let limit = delivery_limit(self.cfg.max_retries);
                 let last = self.deliveries.get(&id).is_some_and(|d| *d >= limit);
                 let delay_ms = if last {
                     0
@@ -1236,6 +1277,18 @@ impl Spout for RedisStreamSpout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--max-retries` N dead-letters at delivery N + 1; past what the server's signed count can
+    /// reach, never (no wrap to a negative limit).
+    #[test]
+    fn the_delivery_limit_is_max_retries_plus_one_and_never_wraps() {
+        assert_eq!(delivery_limit(0), 1);
+        assert_eq!(delivery_limit(5), 6);
+        assert_eq!(delivery_limit(i64::MAX as u64 - 1), i64::MAX);
+        assert_eq!(delivery_limit(i64::MAX as u64), i64::MAX);
+        assert_eq!(delivery_limit(u64::MAX - 1), i64::MAX);
+        assert_eq!(delivery_limit(u64::MAX), i64::MAX);
+    }
 
     /// A read or write timeout is named as one (new-user trial: "Resource temporarily
     /// unavailable (os error 11)" read as if Redis had gone); other errors keep the client's

@@ -389,6 +389,15 @@ pub fn run(
                 .to_string(),
         ));
     }
+    if let Some(ms) = args.claim_after_ms.filter(|&ms| ms > i64::MAX as u64) {
+        // XAUTOCLAIM's min-idle-time is a signed 64-bit count of ms: Redis refuses more, and
+        // the worker would take each refusal for a lost connection (new-user trial).
+        return Err(CliError::Usage(format!(
+            "--claim-after-ms may be at most {} (Redis's XAUTOCLAIM takes a signed 64-bit idle \
+             time), got {ms}",
+            i64::MAX
+        )));
+    }
     if !(0.0..=1.0).contains(&args.poison_rate) {
         return Err(CliError::Usage(format!(
             "--poison-rate must be in [0, 1], got {}",
@@ -723,21 +732,16 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
         }
         let mut p = redis::pipe();
         for (_, l) in chunk {
-            p.cmd("XADD")
-                .arg(stream)
-                .arg("*")
-                .arg(LINE_FIELD)
-                .arg(*l)
-                .ignore();
+            p.cmd("XADD").arg(stream).arg("*").arg(LINE_FIELD).arg(*l);
         }
         let held = HoldStopSignals::new();
-        let sent = p.query::<()>(&mut con);
+        let sent = redis_stream::query_pipeline(&mut con, &p, chunk.len());
         drop(held);
         if let Err(e) = sent {
             let why = format!(
                 "appending to {stream} at {} failed: {}",
                 super::redact_password(url),
-                super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
+                redis_stream::redis_reason(&e)
             );
             return Err(
                 load_stopped(&why, &lines, appended, chunk.len(), input, url, stream).into(),
