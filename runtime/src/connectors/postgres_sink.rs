@@ -166,6 +166,12 @@ impl std::error::Error for ConnectError {}
 pub const OUTAGE_MEANWHILE: &str = "acking nothing meanwhile (inputs stay unacked and are \
      delivered again once it is back)";
 
+/// [`OUTAGE_MEANWHILE`] for `--guarantee at-most-once`, where the entries were acknowledged
+/// when read and nothing is delivered again (new-user trial: the line said they would be).
+pub const OUTAGE_MEANWHILE_AT_MOST_ONCE: &str = "losing what it cannot write meanwhile \
+     (at-most-once: the entries were acknowledged when read and are not delivered again; \
+     counted as words lost)";
+
 /// A good `--postgres` URL, shown in the error for a bad one.
 pub const URL_EXAMPLE: &str = "postgresql://postgres@127.0.0.1:5432/postgres";
 

@@ -506,7 +506,11 @@ pub fn run(
         let outage = Arc::new(super::OutageLog::new(
             "PostgreSQL",
             pg_url,
-            postgres_sink::OUTAGE_MEANWHILE,
+            if at_most_once {
+                postgres_sink::OUTAGE_MEANWHILE_AT_MOST_ONCE
+            } else {
+                postgres_sink::OUTAGE_MEANWHILE
+            },
         ));
         b.set_bolt(
             "sink",
