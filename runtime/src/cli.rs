@@ -50,6 +50,25 @@ impl From<io::Error> for CliError {
     }
 }
 
+/// A refused plan of `topology` under `config` as an argument error (the config comes from the
+/// command line); too many tasks names `--ackers` and the largest value this topology allows
+/// (new-user trial: `--ackers 100000` got only "tasks plus ackers exceed ...").
+pub fn plan_refused(
+    topology: &crate::Topology,
+    config: &crate::Config,
+    e: crate::ConfigError,
+) -> CliError {
+    match e {
+        crate::ConfigError::TooManyTasks => CliError::Usage(format!(
+            "{e}: this topology has {} task(s), so --ackers may be at most {} (got {})",
+            topology.num_tasks(),
+            crate::topology::MAX_TASKS.saturating_sub(topology.num_tasks()),
+            config.num_ackers
+        )),
+        e => CliError::Usage(e.to_string()),
+    }
+}
+
 /// Refuses an acker capacity the run cannot use, as the built-in job does: with ackers, fewer
 /// roots in all acker tables than `spout_tasks` × max spout pending (the acker would park and
 /// drop messages on every round, and the spout would replay healthy entries until they are

@@ -2317,6 +2317,44 @@ fn load_losing_redis_says_what_was_acknowledged() {
     let _ = std::fs::remove_file(&input);
 }
 
+/// Too many ackers for the task ids: the connector job names `--ackers` and the largest value
+/// its topology allows, in clap's argument-error form, as the built-in job does (new-user
+/// trial: it printed only "tasks plus ackers exceed 65535 ...").
+#[test]
+fn too_many_ackers_names_the_largest_ackers_for_the_connector_topology() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (status, out, err) = Proc::spawn(
+        "worker with --ackers 65531",
+        &[
+            "wordcount",
+            "--redis",
+            &ru,
+            "--stream",
+            "acks",
+            "--postgres",
+            &pu,
+            "--cores",
+            "2",
+            "--ackers",
+            "65531",
+        ],
+    )
+    .wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    // (The stream, which did not exist, was created first and is warned about.)
+    let first = err.lines().find(|l| l.starts_with("error: ")).unwrap_or("");
+    assert!(
+        first.starts_with("error: tasks plus ackers exceed 65535"),
+        "{err}"
+    );
+    assert!(
+        first.contains("so --ackers may be at most 65530 (got 65531)"),
+        "{err}"
+    );
+    assert!(err.contains("For more information, try '--help'."), "{err}");
+}
+
 /// A server that stops answering without closing the connection (SIGSTOP, as a frozen host)
 /// ends a load within a few read timeouts (2 s each), exit 2, saying there was no reply and
 /// what was appended. Before, the client read every one of a round trip's 1,000 replies, each

@@ -302,16 +302,9 @@ fn plan(
 ) -> Result<acker_runtime::Plan, CliError> {
     let config = config(run);
     // The config comes from the flags: a refused config is a bad argument.
-    let plan = topology.plan(&config).map_err(|e| match e {
-        // Name the flag that can fix it (new-user trial: `--ackers 100000` got only this).
-        acker_runtime::ConfigError::TooManyTasks => CliError::Usage(format!(
-            "{e}: this topology has {} task(s), so --ackers may be at most {} (got {})",
-            topology.num_tasks(),
-            acker_runtime::topology::MAX_TASKS.saturating_sub(topology.num_tasks()),
-            config.num_ackers
-        )),
-        e => CliError::Usage(e.to_string()),
-    })?;
+    let plan = topology
+        .plan(&config)
+        .map_err(|e| acker_runtime::cli::plan_refused(topology, &config, e))?;
     // Acker tables smaller than the trees the spouts may keep pending would park and drop
     // messages on every round, replaying nearly everything: refuse rather than crawl.
     let spouts = plan

@@ -531,7 +531,9 @@ pub fn run(
         .grouping("entries", FLUSH_STREAM, Grouping::All);
     }
     let topology = b.build().map_err(|e| e.to_string())?;
-    let plan = topology.plan(&config).map_err(|e| e.to_string())?;
+    let plan = topology
+        .plan(&config)
+        .map_err(|e| crate::cli::plan_refused(&topology, &config, e))?;
 
     // Progress on stderr and periodic pruning of the exactly-once records, off the core threads.
     let finished = Arc::new(AtomicBool::new(false));
