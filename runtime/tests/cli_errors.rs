@@ -887,12 +887,11 @@ fn help_states_the_entry_size_limit_the_spout_enforces() {
     );
 }
 
-/// `--claim-after-ms 0` (every worker would take every other worker's entries in flight at
-/// once) is refused in clap's argument-error form, exit 2, before any connection attempt (the
-/// servers named do not exist).
+/// The message of the argument error `acker-run wordcount` (servers that do not exist) gives for
+/// `--claim-after-ms VALUE`, after checking it is clap's form with exit 2 and no stdout: the
+/// value is refused before any connection attempt.
 #[cfg(all(feature = "redis", feature = "postgres"))]
-#[test]
-fn claim_after_ms_0_is_refused_in_clap_s_form() {
+fn claim_after_ms_refusal(value: &str) -> String {
     let args = [
         "wordcount",
         "--redis",
@@ -902,41 +901,36 @@ fn claim_after_ms_0_is_refused_in_clap_s_form() {
         "--postgres",
         "postgresql://u@127.0.0.1:1/db",
         "--claim-after-ms",
-        "0",
+        value,
     ];
-    let o = common::output_bounded(bin().args(args), LIMIT, "acker-run --claim-after-ms 0");
+    let what = format!("acker-run --claim-after-ms {value}");
+    let o = common::output_bounded(bin().args(args), LIMIT, &what);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    message_of_argument_error(&stderr(&o), "wordcount")
+}
+
+/// `--claim-after-ms 0` (every worker would take every other worker's entries in flight at
+/// once) is refused in clap's argument-error form.
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn claim_after_ms_0_is_refused_in_clap_s_form() {
     assert_eq!(
-        message_of_argument_error(&stderr(&o), "wordcount"),
+        claim_after_ms_refusal("0"),
         "error: --claim-after-ms must be at least 1 (0 lets every worker take every other \
          worker's entries in flight at once); leave it out for the default, 2 x the message \
          timeout\n"
     );
-    assert!(o.stdout.is_empty());
 }
 
 /// Above `i64::MAX` Redis refuses XAUTOCLAIM's idle time; the worker took each refusal for a
-/// lost connection and looped (new-user trial): refused before any connection.
+/// lost connection and looped (new-user trial): refused in clap's form.
 #[cfg(all(feature = "redis", feature = "postgres"))]
 #[test]
 fn claim_after_ms_past_redis_s_signed_range_is_refused_in_clap_s_form() {
-    let args = [
-        "wordcount",
-        "--redis",
-        "redis://127.0.0.1:1/",
-        "--stream",
-        "s",
-        "--postgres",
-        "postgresql://u@127.0.0.1:1/db",
-        "--claim-after-ms",
-        "9223372036854775808",
-    ];
-    let o = common::output_bounded(bin().args(args), LIMIT, "acker-run --claim-after-ms 2^63");
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(
-        message_of_argument_error(&stderr(&o), "wordcount"),
+        claim_after_ms_refusal("9223372036854775808"),
         "error: --claim-after-ms may be at most 9223372036854775807 (Redis's XAUTOCLAIM takes \
          a signed 64-bit idle time), got 9223372036854775808\n"
     );
-    assert!(o.stdout.is_empty());
 }
