@@ -27,6 +27,19 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A connector job's arguments naming servers that do not exist (port 1): an argument check
+/// must refuse the run before any connection attempt, else the error names Redis.
+#[cfg(all(feature = "redis", feature = "postgres"))]
+const NO_SERVERS: [&str; 7] = [
+    "wordcount",
+    "--redis",
+    "redis://127.0.0.1:1/",
+    "--stream",
+    "s",
+    "--postgres",
+    "postgresql://nobody@127.0.0.1:1/none",
+];
+
 /// Runs `acker-run` with `args` and asserts exit status 2 and that stderr names `expected`.
 fn assert_usage_error(args: &[&str], expected: &str) {
     let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
@@ -730,17 +743,11 @@ fn a_silent_server_is_an_error_not_a_hang() {
 #[cfg(all(feature = "redis", feature = "postgres"))]
 #[test]
 fn at_most_once_refuses_a_nonzero_ackers() {
-    let base = [
-        "wordcount",
-        "--redis",
-        "redis://127.0.0.1:1/",
-        "--stream",
-        "s",
-        "--postgres",
-        "postgresql://nobody@127.0.0.1:1/none",
-        "--guarantee",
-        "at-most-once",
-    ];
+    let base: Vec<&str> = NO_SERVERS
+        .iter()
+        .copied()
+        .chain(["--guarantee", "at-most-once"])
+        .collect();
     for n in ["1", "2"] {
         let args: Vec<&str> = base.iter().copied().chain(["--ackers", n]).collect();
         assert_usage_error(
@@ -766,17 +773,8 @@ fn at_most_once_refuses_a_nonzero_ackers() {
 #[cfg(all(feature = "redis", feature = "postgres"))]
 #[test]
 fn connector_job_refuses_an_acker_capacity_it_cannot_use() {
-    let base = [
-        "wordcount",
-        "--redis",
-        "redis://127.0.0.1:1/",
-        "--stream",
-        "s",
-        "--postgres",
-        "postgresql://nobody@127.0.0.1:1/none",
-    ];
     let with = |extra: &[&'static str]| -> Vec<&'static str> {
-        base.iter().chain(extra).copied().collect()
+        NO_SERVERS.iter().chain(extra).copied().collect()
     };
     assert_usage_error(
         &with(&["--acker-capacity", "10"]),
@@ -892,17 +890,11 @@ fn help_states_the_entry_size_limit_the_spout_enforces() {
 /// value is refused before any connection attempt.
 #[cfg(all(feature = "redis", feature = "postgres"))]
 fn claim_after_ms_refusal(value: &str) -> String {
-    let args = [
-        "wordcount",
-        "--redis",
-        "redis://127.0.0.1:1/",
-        "--stream",
-        "s",
-        "--postgres",
-        "postgresql://u@127.0.0.1:1/db",
-        "--claim-after-ms",
-        value,
-    ];
+    let args: Vec<&str> = NO_SERVERS
+        .iter()
+        .copied()
+        .chain(["--claim-after-ms", value])
+        .collect();
     let what = format!("acker-run --claim-after-ms {value}");
     let o = common::output_bounded(bin().args(args), LIMIT, &what);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -885,19 +885,7 @@ fn poison_entries_are_retried_then_dead_lettered_by_a_running_worker() {
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
     let mut con = redis_con(&ru);
-    let (text, _) = shakespeare_counts();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).take(400).collect();
-    let mut ids = Vec::new();
-    for l in &lines {
-        let id: String = redis::cmd("XADD")
-            .arg("p")
-            .arg("*")
-            .arg("line")
-            .arg(*l)
-            .query(&mut con)
-            .expect("XADD");
-        ids.push(id);
-    }
+    let entries = xadd_lines(&mut con, "p", 400);
     let mut args = worker_args(&ru, &pu, "p", "w");
     args.extend([
         "--max-retries",
@@ -918,14 +906,17 @@ fn poison_entries_are_retried_then_dead_lettered_by_a_running_worker() {
     );
     assert_eq!(v["dead_lettered"], dead.len(), "{out}");
     for (id, reason, deliveries) in &dead {
-        assert!(ids.contains(id), "dead letter for an unknown entry {id}");
+        assert!(
+            entries.iter().any(|(e, _)| e == id),
+            "dead letter for an unknown entry {id}"
+        );
         assert_eq!(reason, "failed after 3 deliveries (--max-retries 2)");
         assert_eq!(deliveries, "3");
     }
     let dead_ids: std::collections::HashSet<&str> =
         dead.iter().map(|(id, _, _)| id.as_str()).collect();
     let mut want: HashMap<String, i64> = HashMap::new();
-    for (id, l) in ids.iter().zip(&lines) {
+    for (id, l) in &entries {
         if !dead_ids.contains(id.as_str()) {
             for w in l.split_whitespace() {
                 *want.entry(w.to_string()).or_default() += 1;
