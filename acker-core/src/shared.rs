@@ -1662,6 +1662,13 @@ mod tests {
         let root = |k: u64| k.wrapping_mul(0xD1B5_4A32_D192_ED03);
         let mut k = 1;
         while table.overflow_len() == 0 {
+            // Bounded: a table whose overflow never appears fails here instead of looping (a
+            // mutant with every stamp read as 1 made each entry look expired and reused).
+            assert!(
+                k <= n as u64,
+                "no overflow entry after {n} acks of new roots into {n} slots (len {})",
+                table.len()
+            );
             table.ack(root(k), 1).unwrap();
             k += 1;
         }

@@ -1236,6 +1236,55 @@ mod tests {
         );
     }
 
+    /// Root 0 is refused by every operation even when both of its buckets are full, so no
+    /// path can store it by moving a resident away (fuzz/README, acker-core shard 2/40: the
+    /// fast create with its zero-root guard inverted stored root 0 by a cuckoo move exactly
+    /// when buckets 0 and 1 were full of residents that could move, which no test reached).
+    #[test]
+    fn root_0_is_refused_when_its_buckets_are_full_of_movable_residents() {
+        let mut table = AckerTable::new([Slot::EMPTY; 64], T).unwrap();
+        let nb = table.buckets();
+        let (z1, z2) = buckets_of(0, nb);
+        assert_eq!((z1, z2), (0, 1));
+        // Four residents whose first bucket is 0 and four whose first is 1, each with a
+        // second bucket elsewhere (so a cuckoo move could make room).
+        let mut residents = [0u64; 8];
+        let mut counts = [0usize; 2];
+        let mut r = 1u64;
+        while counts != [4, 4] {
+            let (b1, b2) = buckets_of(r, nb);
+            if b1 < 2 && b2 >= 2 && counts[b1] < 4 {
+                residents[b1 * 4 + counts[b1]] = r;
+                counts[b1] += 1;
+            }
+            r += 1;
+        }
+        for (k, &root) in residents.iter().enumerate() {
+            assert_eq!(table.init(root, k as u64 + 1, 3), Ok(Decision::Pending));
+        }
+        let full = |t: &AckerTable<[Slot; 64]>, b: usize| {
+            t.slots[b * BUCKET..(b + 1) * BUCKET]
+                .iter()
+                .all(|s| s.root != 0)
+        };
+        assert!(full(&table, 0) && full(&table, 1), "buckets 0 and 1 full");
+        assert_eq!(table.init(0, 5, 1), Err(TableError::ZeroRoot));
+        assert_eq!(table.ack(0, 5), Err(TableError::ZeroRoot));
+        assert_eq!(table.fail(0), Err(TableError::ZeroRoot));
+        assert_eq!(table.reset_timeout(0), Err(TableError::ZeroRoot));
+        let init0 = AckerMessage::Init {
+            root: 0,
+            xor: 5,
+            spout_task: 1,
+        };
+        assert_eq!(table.apply(init0), Err(TableError::ZeroRoot));
+        assert_eq!(table.len(), 8);
+        assert_eq!(table.get(0), None);
+        for (k, &root) in residents.iter().enumerate() {
+            assert_eq!(table.get(root).map(|e| e.ack_val), Some(k as u64 + 1));
+        }
+    }
+
     #[test]
     fn sweep_reclaims_expired_entries_physically() {
         let mut table = AckerTable::new([Slot::EMPTY; 128], T).unwrap();

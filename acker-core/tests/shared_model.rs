@@ -440,6 +440,12 @@ fn probes_shrink_when_far_overflow_entries_leave() {
     let mut first_overflow = None;
     let mut k = 1;
     while table.ack(root(k), root(k)).is_ok() {
+        // Bounded: a table that never fills (e.g. entries wrongly seen as expired and reused)
+        // fails here instead of looping.
+        assert!(
+            k <= 4096,
+            "4,096 new roots acked and the 4,096-slot table is not full"
+        );
         if first_overflow.is_none() && table.overflow_len() == 1 {
             first_overflow = Some(k);
         }
