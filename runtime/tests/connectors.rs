@@ -1743,48 +1743,69 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
     assert_eq!(pending_count(&mut con, "big"), 0);
 }
 
-/// Exactly-once across a prune: one long entry delivered twice, to two workers (the second,
-/// started 1 s later on an idle stream, claims it after the claim time, 5 s = the message
-/// timeout, while the first still has it in flight); the first delivery to complete acks it,
-/// the periodic prune deletes its record, and the other delivery's words, still queued at a
-/// sink, then came to a table with no record of them and were counted again (found while
-/// measuring the entry size limit: 1,461,943 words applied for 524,294). The prune mark
-/// (`word_count_pruned_below`, share-locked by every exactly-once transaction) makes the sink
-/// skip contributions of entries below it. (This test used a worker claiming its own entry in
-/// flight after 1 s; a spout no longer re-delivers an entry it holds, and the claim time may
-/// not be below the message timeout.)
+/// Exactly-once across a prune: one long entry delivered twice, to two workers. A session
+/// locks both tables, so the first worker (message timeout 30 s) holds its entries in flight;
+/// the second (timeout and claim time 5 s) claims them after 5 s idle, a second delivery; the
+/// lock goes, and the first delivery to complete acks the entry, the periodic prune deletes its
+/// record, and the other delivery's words, still queued at a sink, then came to a table with no
+/// record of them and were counted again (found while measuring the entry size limit:
+/// 1,461,943 words applied for 524,294). The prune mark (`word_count_pruned_below`,
+/// share-locked by every exactly-once transaction) makes the sink skip contributions of entries
+/// below it. (This test used one worker claiming its own entry in flight after 1 s; a spout no
+/// longer re-delivers an entry it holds, and the claim time may not be below the message
+/// timeout.)
 #[test]
 fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
-    let mut lines: Vec<String> = vec![one_letter_words(400_000).join(" ")];
+    let mut lines: Vec<String> = vec![one_letter_words(200_000).join(" ")];
     lines.extend((0..50).map(|i| format!("short line {i} of the stream")));
     let expected = load_lines(&ru, "twice", &lines);
     let words: i64 = expected.values().sum();
     let mut con = redis_con(&ru);
-    let args = |consumer: &'static str| -> Vec<String> {
+    let mut client = pg(&pu);
+    let lock = lock_both_tables(&mut client);
+    let args = |consumer: &'static str, timeout: &'static str, claim: &'static str| {
         worker_args(&ru, &pu, "twice", consumer)
             .into_iter()
-            // Under load the long entry is claimed again many times: no dead-lettering here
-            // (the new-user trial saw all 51 entries pass --max-retries 5 at load 9).
+            .map(|a| match a {
+                "5" => timeout,
+                "5000" => claim,
+                a => a,
+            })
+            // Under load the long entry may be claimed again: no dead-lettering here (the
+            // new-user trial saw all 51 entries pass --max-retries 5 at load 9).
             .chain(["--max-retries", "1000"])
-            .map(String::from)
-            .collect()
+            .collect::<Vec<&str>>()
     };
-    let (a_args, b_args) = (args("first"), args("second"));
-    let a = Proc::spawn(
-        "first worker",
-        &a_args.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    std::thread::sleep(Duration::from_secs(1));
-    let b = Proc::spawn(
-        "second worker",
-        &b_args.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let a = Proc::spawn("first worker", &args("first", "30", "60000"));
+    wait_writer_blocked(&pu);
+    let b = Proc::spawn("second worker", &args("second", "5", "5000"));
+    let t0 = Instant::now();
+    loop {
+        let p: redis::Value = redis::cmd("XPENDING")
+            .arg("twice")
+            .arg("acker-wordcount")
+            .arg("-")
+            .arg("+")
+            .arg(100)
+            .arg("second")
+            .query(&mut con)
+            .expect("XPENDING");
+        if matches!(&p, redis::Value::Array(v) if !v.is_empty()) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the second worker to claim the first's entries"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(lock);
     let mut applied = 0;
     for (w, name) in [(a, "first"), (b, "second")] {
         let (status, out, err) = w.wait(Duration::from_secs(120));
-        eprintln!("{name} worker on a 400,000-word entry: {out}");
+        eprintln!("{name} worker on a 200,000-word entry: {out}");
         assert!(status.success(), "{name} worker failed ({status}): {err}");
         let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
         applied += v["words_applied"].as_i64().expect("words_applied");
