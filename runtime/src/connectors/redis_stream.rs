@@ -24,7 +24,8 @@
 //!   restarts: a worker never starts an entry's retries again.
 //! - **Start.** A worker first takes its own pending entries (delivered to this consumer name but
 //!   never acked: `XPENDING ... consumer`, then `XCLAIM`), then, periodically, entries other
-//!   consumers have held idle for more than `claim_after_ms` (`XAUTOCLAIM`), then new ones.
+//!   consumers have held idle for more than `claim_after_ms` (`XAUTOCLAIM ... JUSTID`: an entry
+//!   the spout holds itself is not delivered again; see `claim_idle`), then new ones.
 //! - **Malformed entries** (no `line` field, not UTF-8, or a line longer than
 //!   [`MAX_ENTRY_BYTES`]) go to the dead-letter stream with the reason and are acked and
 //!   counted; they never reach the topology.
