@@ -902,16 +902,37 @@ fn claim_after_ms_refusal(value: &str) -> String {
     message_of_argument_error(&stderr(&o), "wordcount")
 }
 
-/// `--claim-after-ms 0` (every worker would take every other worker's entries in flight at
-/// once) is refused in clap's argument-error form.
+/// A `--claim-after-ms` below the message timeout (`0` included, and 29999 with the default
+/// 30 s) is refused in clap's argument-error form, before any connection: workers would take
+/// entries other live workers still have in flight, each claim a delivery toward
+/// `--max-retries` (new-user trial: `--claim-after-ms 1` dead-lettered 337 healthy entries).
+/// The message timeout itself is accepted (the run then fails only to reach the servers).
 #[cfg(all(feature = "redis", feature = "postgres"))]
 #[test]
-fn claim_after_ms_0_is_refused_in_clap_s_form() {
-    assert_eq!(
-        claim_after_ms_refusal("0"),
-        "error: --claim-after-ms must be at least 1 (0 lets every worker take every other \
-         worker's entries in flight at once); leave it out for the default, 2 x the message \
-         timeout\n"
+fn claim_after_ms_below_the_message_timeout_is_refused_in_clap_s_form() {
+    for value in ["0", "1", "29999"] {
+        assert_eq!(
+            claim_after_ms_refusal(value),
+            format!(
+                "error: --claim-after-ms {value} is below the message timeout (30000 ms, \
+                 --timeout-secs): workers would take entries other live workers still have in \
+                 flight, and each claim counts as a delivery toward --max-retries; give at \
+                 least 30000, or leave it out for the default, 2 x the message timeout (60000 \
+                 ms)\n"
+            )
+        );
+    }
+    let args: Vec<&str> = NO_SERVERS
+        .iter()
+        .copied()
+        .chain(["--claim-after-ms", "30000"])
+        .collect();
+    let o = common::output_bounded(bin().args(args), LIMIT, "--claim-after-ms 30000");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot reach Redis at"),
+        "30000 refused: {}",
+        stderr(&o)
     );
 }
 

@@ -4,7 +4,9 @@
 //!
 //! Every wait is bounded and fails saying what it waited for; worker processes are killed when a
 //! test fails. Budget: about 1.5 minutes in release mode on a 2-core machine (28 tests: 87 s at
-//! a load average of 8.4 to 9.4, 2026-12-01; the 7 added that day take about 30 s of it).
+//! a load average of 8.4 to 9.4, 2026-12-01; the 7 added that day take about 30 s of it; 34
+//! tests: 148 s at a load average of 10, 2026-12-01 15:30, the frozen-Redis stop about 20 s and
+//! the two-worker pruned-entry test about 15 s of it). At most 5 minutes.
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
 use std::collections::HashMap;
@@ -165,7 +167,7 @@ fn worker_args<'a>(
         "--timeout-secs",
         "5",
         "--claim-after-ms",
-        "3000",
+        "5000",
         "--drain",
         "--json",
         "--progress-secs",
@@ -373,7 +375,10 @@ fn malformed_entries_and_exhausted_retries_are_dead_lettered() {
     let mut want = vec![
         (
             exhausted.clone(),
-            "failed after 4 deliveries (--max-retries 3)".to_string(),
+            "failed after 4 deliveries (--max-retries 3); 4 of them did not fail in this worker: \
+             they ended in a claim past --claim-after-ms 5000, or went to another worker or an \
+             earlier run"
+                .to_string(),
             "4".to_string(),
         ),
         (
@@ -559,7 +564,7 @@ fn idle_stream_does_not_stall_acks_and_sigint_exits_0() {
         if matches!(p, redis::Value::Array(ref v) if v.first() == Some(&redis::Value::Int(0))) {
             break;
         }
-        // Well under --claim-after-ms 3000: acks must flow by themselves, not through a
+        // Well under --claim-after-ms 5000: acks must flow by themselves, not through a
         // takeover or a dead letter.
         assert!(
             t0.elapsed() < Duration::from_millis(2500),
@@ -725,7 +730,7 @@ fn small_max_spout_pending_does_not_stall_the_sink() {
         .into_iter()
         .map(|a| match a {
             "5" => "30",
-            "3000" => "60000",
+            "5000" => "60000",
             a => a,
         })
         .collect();
@@ -1009,7 +1014,7 @@ fn acks_wait_for_the_commit_then_arrive_on_an_idle_stream() {
     }
     let args: Vec<&str> = worker_args(&ru, &pu, "held", "w")
         .into_iter()
-        .filter(|a| !["--drain", "5", "3000"].contains(a))
+        .filter(|a| !["--drain", "5", "5000"].contains(a))
         .filter(|a| !["--timeout-secs", "--claim-after-ms"].contains(a))
         .chain(["--timeout-secs", "30", "--claim-after-ms", "60000"])
         .collect();
@@ -1355,7 +1360,7 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
     let mut lock = lock_both_tables(&mut client);
     let args: Vec<&str> = worker_args(&ru, &pu, "blocked", "stopped")
         .into_iter()
-        .filter(|a| !["--drain", "3000", "--claim-after-ms"].contains(a))
+        .filter(|a| !["--drain", "5000", "--claim-after-ms"].contains(a))
         .chain(["--claim-after-ms", "60000"])
         .collect();
     let w = Proc::spawn("worker blocked on a locked word_counts", &args);
@@ -1492,7 +1497,7 @@ fn a_blocked_writer_holds_the_core_at_most_the_backpressure_bound() {
     let args: Vec<&str> = worker_args(&ru, &pu, "held", "held")
         .into_iter()
         .map(|a| match a {
-            "3000" => "60000",
+            "5000" => "60000",
             "5" => "30",
             a => a,
         })
@@ -1597,7 +1602,7 @@ fn sigterm_with_a_busy_writer_stops_within_the_bound_and_stays_exact() {
         .expect("create the slow trigger");
     let args: Vec<&str> = worker_args(&ru, &pu, "busy", "stopped")
         .into_iter()
-        .filter(|a| !["--drain", "3000", "--claim-after-ms"].contains(a))
+        .filter(|a| !["--drain", "5000", "--claim-after-ms"].contains(a))
         .chain(["--claim-after-ms", "60000", "--sink-batch", "500"])
         .collect();
     let w = Proc::spawn("worker with a busy writer", &args);
@@ -1705,7 +1710,7 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
         .into_iter()
         .map(|a| match a {
             "5" => "30",
-            "3000" => "60000",
+            "5000" => "60000",
             a => a,
         })
         .collect();
@@ -1740,38 +1745,74 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
     assert_eq!(pending_count(&mut con, "big"), 0);
 }
 
-/// Exactly-once across a prune: a worker that claims its own in-flight entry (claim time 1 s,
-/// message timeout 30 s) delivers one long entry twice; the first delivery to complete acks it,
-/// the periodic prune deletes its record, and the other delivery's words, still queued at the
-/// sink, then came to a table with no record of them and were counted again (found while
-/// measuring the entry size limit: 1,461,943 words applied for 524,294). The prune mark
-/// (`word_count_pruned_below`, share-locked by every exactly-once transaction) makes the sink
-/// skip contributions of entries below it.
+/// Exactly-once across a prune: one long entry delivered twice, to two workers. A session
+/// locks both tables, so the first worker (message timeout 30 s) holds its entries in flight;
+/// the second (timeout and claim time 5 s) claims them after 5 s idle, a second delivery; the
+/// lock goes, and the first delivery to complete acks the entry, the periodic prune deletes its
+/// record, and the other delivery's words, still queued at a sink, then came to a table with no
+/// record of them and were counted again (found while measuring the entry size limit:
+/// 1,461,943 words applied for 524,294). The prune mark (`word_count_pruned_below`,
+/// share-locked by every exactly-once transaction) makes the sink skip contributions of entries
+/// below it. (This test used one worker claiming its own entry in flight after 1 s; a spout no
+/// longer re-delivers an entry it holds, and the claim time may not be below the message
+/// timeout.)
 #[test]
 fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
     let (redis, postgres) = servers();
     let (ru, pu) = (redis.url(), postgres.url());
-    let mut lines: Vec<String> = vec![one_letter_words(400_000).join(" ")];
+    let mut lines: Vec<String> = vec![one_letter_words(200_000).join(" ")];
     lines.extend((0..50).map(|i| format!("short line {i} of the stream")));
     let expected = load_lines(&ru, "twice", &lines);
     let words: i64 = expected.values().sum();
     let mut con = redis_con(&ru);
-    let args: Vec<&str> = worker_args(&ru, &pu, "twice", "solo")
-        .into_iter()
-        .map(|a| match a {
-            "5" => "30",
-            "3000" => "1000",
-            a => a,
-        })
-        // Under load the long entry is claimed again many times: no dead-lettering here (the
-        // new-user trial saw all 51 entries pass --max-retries 5 at load 9).
-        .chain(["--max-retries", "1000"])
-        .collect();
-    let (status, out, err) = Proc::spawn("worker", &args).wait(Duration::from_secs(120));
-    eprintln!("one worker, a 400,000-word entry claimed by itself after 1 s: {out}");
-    assert!(status.success(), "worker failed ({status}): {err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
-    assert_eq!(v["words_applied"].as_i64(), Some(words), "{out}");
+    let mut client = pg(&pu);
+    let lock = lock_both_tables(&mut client);
+    let args = |consumer: &'static str, timeout: &'static str, claim: &'static str| {
+        worker_args(&ru, &pu, "twice", consumer)
+            .into_iter()
+            .map(|a| match a {
+                "5" => timeout,
+                "5000" => claim,
+                a => a,
+            })
+            // Under load the long entry may be claimed again: no dead-lettering here (the
+            // new-user trial saw all 51 entries pass --max-retries 5 at load 9).
+            .chain(["--max-retries", "1000"])
+            .collect::<Vec<&str>>()
+    };
+    let a = Proc::spawn("first worker", &args("first", "30", "60000"));
+    wait_writer_blocked(&pu);
+    let b = Proc::spawn("second worker", &args("second", "5", "5000"));
+    let t0 = Instant::now();
+    loop {
+        let p: redis::Value = redis::cmd("XPENDING")
+            .arg("twice")
+            .arg("acker-wordcount")
+            .arg("-")
+            .arg("+")
+            .arg(100)
+            .arg("second")
+            .query(&mut con)
+            .expect("XPENDING");
+        if matches!(&p, redis::Value::Array(v) if !v.is_empty()) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the second worker to claim the first's entries"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(lock);
+    let mut applied = 0;
+    for (w, name) in [(a, "first"), (b, "second")] {
+        let (status, out, err) = w.wait(Duration::from_secs(120));
+        eprintln!("{name} worker on a 200,000-word entry: {out}");
+        assert!(status.success(), "{name} worker failed ({status}): {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+        applied += v["words_applied"].as_i64().expect("words_applied");
+    }
+    assert_eq!(applied, words, "words applied by the two workers");
     assert_eq!(db_counts(&pu), expected, "every word's count");
     assert_eq!(pending_count(&mut con, "twice"), 0);
     // Nothing pending: the prunes (periodic and at the stop) left no record behind.
@@ -2310,7 +2351,8 @@ fn load_losing_redis_says_what_was_acknowledged() {
 
 /// Too many ackers for the task ids: the connector job names `--ackers` and the largest value
 /// its topology allows, in clap's argument-error form, as the built-in job does (new-user
-/// trial: it printed only "tasks plus ackers exceed 65535 ...").
+/// trial: it printed only "tasks plus ackers exceed 65535 ..."), and refuses before touching a
+/// server: the stream it names is not created.
 #[test]
 fn too_many_ackers_names_the_largest_ackers_for_the_connector_topology() {
     let (redis, postgres) = servers();
@@ -2333,7 +2375,14 @@ fn too_many_ackers_names_the_largest_ackers_for_the_connector_topology() {
     )
     .wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(2), "{out}\n{err}");
-    // (The stream, which did not exist, was created first and is warned about.)
+    // The plan is refused before any server is touched (new-user trial: the stream and its
+    // group were created first, with the missing-stream warning): nothing is left behind.
+    assert!(err.starts_with("error: "), "{err}");
+    let exists: i64 = redis::cmd("EXISTS")
+        .arg("acks")
+        .query(&mut redis_con(&ru))
+        .expect("EXISTS");
+    assert_eq!(exists, 0, "a refused run left the stream behind: {err}");
     let first = err.lines().find(|l| l.starts_with("error: ")).unwrap_or("");
     assert!(
         first.starts_with("error: tasks plus ackers exceed 65535"),
@@ -2670,4 +2719,293 @@ fn a_poison_entry_is_dead_lettered_at_its_last_delivery_without_another_backoff(
     assert_eq!(pending_count(&mut con, "pz"), 0);
     let (status, _, err) = signal_and_wait(w, "TERM");
     assert_eq!(status.code(), Some(0), "{err}");
+}
+
+/// A bolt that takes 5 ms a tuple and records each entry it saw (entries stay in flight long
+/// past a 1 ms claim time).
+struct SlowEntryBolt(std::sync::Arc<std::sync::Mutex<HashMap<String, u32>>>);
+
+impl acker_runtime::BasicBolt for SlowEntryBolt {
+    fn execute(
+        &mut self,
+        input: &acker_runtime::Input,
+        _c: &mut acker_runtime::BasicOutputCollector<'_, '_>,
+    ) -> Result<(), acker_runtime::FailedException> {
+        std::thread::sleep(Duration::from_millis(5));
+        if let Some(id) = input.values().first().and_then(|v| v.as_str()) {
+            *self.0.lock().unwrap().entry(id.to_string()).or_insert(0) += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The spout with a claim time far below how long its entries stay in flight (1 ms; the CLI
+/// refuses that, a library user may not): two spout tasks (consumers `a` and `b`) on one group
+/// keep taking each other's and their own entries in flight with `XAUTOCLAIM`. New-user trial
+/// (`--claim-after-ms 1`): every claim raised the delivery count, so healthy entries were
+/// dead-lettered as "failed after 6 deliveries", and `acked` exceeded the stream's length. Now
+/// a claim of an entry the spout itself still holds is no delivery, and `acked` counts what
+/// the server acknowledged: with `max_retries` 2 (dead letter at delivery 3) no entry is
+/// dead-lettered, every entry is processed, the two spouts' `acked` add up to exactly the 400
+/// entries, and the group has nothing pending.
+#[test]
+fn a_claim_time_below_the_tree_time_dead_letters_no_healthy_entry() {
+    use acker_runtime::connectors::redis_stream::{
+        RedisSpoutConfig, RedisStreamSpout, SpoutCounters, FLUSH_STREAM,
+    };
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    const N: usize = 400;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let mut con = redis_con(&ru);
+    let lines: Vec<String> = (0..N).map(|i| format!("healthy entry {i}")).collect();
+    load_lines(&ru, "c", &lines);
+    let mut cfg = RedisSpoutConfig::new(&ru, "c", "a");
+    cfg.claim_after_ms = 1;
+    cfg.max_retries = 2;
+    cfg.batch = 50;
+    cfg.max_in_flight = 200;
+    cfg.drain = true;
+    let counters = [
+        Arc::new(SpoutCounters::default()),
+        Arc::new(SpoutCounters::default()),
+    ];
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let task = Arc::new(AtomicUsize::new(0));
+    let mut b = acker_runtime::TopologyBuilder::new();
+    {
+        let (counters, stop) = (counters.clone(), stop.clone());
+        b.set_spout(
+            "entries",
+            move || {
+                let i = task.fetch_add(1, Ordering::Relaxed) % 2;
+                let mut cfg = cfg.clone();
+                cfg.consumer = ["a", "b"][i].to_string();
+                RedisStreamSpout::new(cfg, counters[i].clone(), stop.clone())
+            },
+            2,
+        )
+        .output_fields(&["entry", "line"])
+        .output_stream(FLUSH_STREAM, &["flush"]);
+    }
+    {
+        let seen = seen.clone();
+        b.set_basic_bolt("slow", move || SlowEntryBolt(seen.clone()), 1)
+            .shuffle_grouping("entries");
+    }
+    let topology = b.build().expect("topology");
+    let config = acker_runtime::Config {
+        num_ackers: 1,
+        message_timeout_ns: 30_000_000_000,
+        max_spout_pending: Some(201),
+        ..acker_runtime::Config::default()
+    };
+    let plan = topology.plan(&config).expect("plan");
+    let options = acker_runtime::shell::ShellOptions {
+        cores: Some(2),
+        pin_threads: false,
+        max_duration: Some(Duration::from_secs(60)),
+        ..acker_runtime::shell::ShellOptions::default()
+    };
+    let t0 = Instant::now();
+    acker_runtime::shell::run(&plan, &options).expect("run");
+    assert!(
+        t0.elapsed() < Duration::from_secs(60),
+        "the spouts did not drain within 60 s"
+    );
+    let dead = dead_rows(&mut con, "c:dead");
+    assert!(dead.is_empty(), "healthy entries dead-lettered: {dead:?}");
+    assert_eq!(seen.lock().unwrap().len(), N, "entries processed");
+    let acked: u64 = counters
+        .iter()
+        .map(|c| c.acked.load(Ordering::Relaxed))
+        .sum();
+    let claimed: u64 = counters
+        .iter()
+        .map(|c| c.claimed.load(Ordering::Relaxed))
+        .sum();
+    assert_eq!(acked, N as u64, "the spouts' acked (claimed: {claimed})");
+    assert!(claimed > 0, "no claim happened: the test tests nothing");
+    assert_eq!(pending_count(&mut con, "c"), 0);
+}
+
+/// `acker-run load` when Redis refuses the XADDs with an error reply: exit 2, the server's
+/// reply on stderr, and exactly the entries it appended (new-user trial: "sent without a
+/// reply" and "input lines 1 to 0"). WRONGTYPE (the key holds a string): nothing appended, and
+/// said so. OOM (`maxmemory` 1 MB above the memory in use, `noeviction`): the message's K is the stream's length and
+/// names input lines 1 to K (line i holds `w{i-1}`), the resume line K + 1.
+#[test]
+fn load_refused_by_redis_says_what_the_server_said_and_what_was_appended() {
+    const N: usize = 60_000;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let mut con = redis_con(&ru);
+    let input = numbered_lines_file("load-refused", N);
+    let path = input.to_str().unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("text")
+        .arg("a string")
+        .query(&mut con)
+        .expect("SET");
+    let (status, out, err) = Proc::spawn(
+        "acker-run load onto a string",
+        &load_args(path, &ru, "text"),
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains(
+            "failed: the server refused the entry of input line 1: WRONGTYPE: Operation against \
+             a key holding the wrong kind of value: appended 0 of 60000 entries to text before \
+             the stop (the server acknowledged none)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("without a reply"), "{err}");
+    assert!(!err.contains("lines 1 to 0"), "{err}");
+    // maxmemory 1 MB above what the server uses now (the private server's append-only file
+    // buffers already take more than 1 MB): some round trips fit, then OOM.
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut con)
+        .expect("INFO memory");
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO memory");
+    let max = (used + (1 << 20)).to_string();
+    for (k, v) in [
+        ("maxmemory", max.as_str()),
+        ("maxmemory-policy", "noeviction"),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut con)
+            .expect("CONFIG SET");
+    }
+    let (status, out, err) = Proc::spawn(
+        "acker-run load past maxmemory",
+        &load_args(path, &ru, "big"),
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    let k = appended_of(&err, N);
+    let len: usize = redis::cmd("XLEN").arg("big").query(&mut con).expect("XLEN");
+    assert_eq!(k, len, "{err}");
+    assert!(k > 0 && k < N, "{err}");
+    let said = format!(
+        "failed: the server refused the entry of input line {}: OOM",
+        k + 1
+    );
+    assert!(err.contains(&said), "no '{said}' in: {err}");
+    assert!(err.contains(&format!("input lines 1 to {k})")), "{err}");
+    assert!(err.contains(&format!("tail -n +{} ", k + 1)), "{err}");
+    assert!(!err.contains("without a reply"), "{err}");
+    let _ = std::fs::remove_file(&input);
+}
+
+/// A consumer group new on a stream another group has read starts at the stream's first entry
+/// (as Kafka's `auto.offset.reset=earliest`), and under exactly-once counts nothing: the
+/// records are per stream entry and database, not per group. The run says so on stderr with
+/// what to do (new-user trial: `--group other` ended with `words_applied` 0 and no word); the
+/// counts stay those of one pass, and a run of the first group again does not warn.
+#[test]
+fn a_new_group_that_counts_nothing_is_warned_about() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let expected = load_first_lines(&ru, "g", 200);
+    let entries: i64 = redis::cmd("XLEN")
+        .arg("g")
+        .query(&mut redis_con(&ru))
+        .expect("XLEN");
+    let first = worker_args(&ru, &pu, "g", "w");
+    let (status, _, err) = Proc::spawn("first group", &first).wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let mut other = worker_args(&ru, &pu, "g", "w");
+    other.extend(["--group", "other"]);
+    let (status, out, err) = Proc::spawn("new group", &other).wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(
+        v["read"].as_i64(),
+        Some(entries),
+        "the new group reads from the start: {out}"
+    );
+    assert_eq!(v["words_applied"], 0, "{out}");
+    let words: i64 = expected.values().sum();
+    let said = format!(
+        "acker-run: warning: this run created consumer group \"other\" on stream \"g\", which \
+         held {entries} entries; the group read them from the first entry, but {words} of their \
+         words were counted in word_counts at {pu} before (by another group or an earlier run) \
+         and were skipped, so this run counted nothing: exactly-once counts each stream entry \
+         once per database, whatever the group. To count the stream again from the start, run \
+         with --postgres naming another database (an empty one)"
+    );
+    assert!(err.contains(&said), "no\n{said}\nin:\n{err}");
+    assert_eq!(db_counts(&pu), expected, "every word's count");
+    let (status, _, err) = Proc::spawn("first group again", &first).wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
+/// SIGTERM while redis-server is frozen (SIGSTOP: connections accepted, nothing answered)
+/// stops within the README's bound: the trees end within 2T (T = 2 s), then at most 5 s for
+/// the acks and the hand-back, plus one 2 s connection attempt and the final prune's 2 s; 4 s
+/// of slack for a loaded machine (16 s). Before, every ack and every `next_tuple` tried to
+/// reconnect, each attempt waiting its 2 s PING timeout on the core thread, and a backoff
+/// counted from the attempt's start had always passed: about 2 s per tree in flight (measured:
+/// over 600 s for 1,500 trees). Once Redis runs again a `--drain` worker finishes the stream
+/// and exactly-once counts stay exact.
+#[test]
+fn sigterm_while_redis_is_frozen_stops_within_the_bound_and_stays_exact() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let expected = load_first_lines(&ru, "lines", 8_000);
+    let args: Vec<&str> = worker_args(&ru, &pu, "lines", "stopped")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .map(|a| if a == "5" { "2" } else { a })
+        .collect();
+    let w = Proc::spawn("worker to stop while Redis is frozen", &args);
+    wait_applied(&pu, 10_000, Duration::from_secs(60));
+    let pid = redis.pid().expect("redis-server runs").to_string();
+    let signal = |sig: &str, pid: &str| {
+        let ok = Command::new("kill")
+            .args([sig, pid])
+            .status()
+            .expect("run kill");
+        assert!(ok.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP", &pid);
+    std::thread::sleep(Duration::from_millis(500));
+    let stopped_at = Instant::now();
+    signal("-TERM", &w.child.id().to_string());
+    let bound = Duration::from_secs(2 * 2 + 5 + 2 + 2 + 4);
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        w.wait(bound + Duration::from_secs(10))
+    }));
+    let took = stopped_at.elapsed();
+    signal("-CONT", &pid);
+    let (status, out, err) = waited.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    assert_eq!(status.code(), Some(0), "worker: {err}");
+    assert!(
+        took < bound,
+        "the stop took {took:?} while Redis was frozen (bound {bound:?}); stderr:\n{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    eprintln!("stop with Redis frozen took {took:?}: {out}");
+    let drain = worker_args(&ru, &pu, "lines", "drainer");
+    let (status, out, err) =
+        Proc::spawn("--drain worker after Redis thawed", &drain).wait(Duration::from_secs(120));
+    assert!(status.success(), "drain worker failed ({status}): {err}");
+    let d: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(d["dead_lettered"], 0, "{out}");
+    assert_eq!(v["dead_lettered"], 0);
+    assert_eq!(db_counts(&pu), expected, "every word's count");
 }

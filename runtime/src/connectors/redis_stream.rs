@@ -24,7 +24,8 @@
 //!   restarts: a worker never starts an entry's retries again.
 //! - **Start.** A worker first takes its own pending entries (delivered to this consumer name but
 //!   never acked: `XPENDING ... consumer`, then `XCLAIM`), then, periodically, entries other
-//!   consumers have held idle for more than `claim_after_ms` (`XAUTOCLAIM`), then new ones.
+//!   consumers have held idle for more than `claim_after_ms` (`XAUTOCLAIM ... JUSTID`: an entry
+//!   the spout holds itself is not delivered again; see `claim_idle`), then new ones.
 //! - **Malformed entries** (no `line` field, not UTF-8, or a line longer than
 //!   [`MAX_ENTRY_BYTES`]) go to the dead-letter stream with the reason and are acked and
 //!   counted; they never reach the topology.
@@ -128,6 +129,29 @@ pub fn query_pipeline(
         Some(e) => Err(e),
         None => Ok(replies),
     }
+}
+
+/// As [`query_pipeline`], but keeps every reply: each command's reply in order (a server error
+/// reply, e.g. `WRONGTYPE` or `OOM`, as its `Err`), and the error that ended the round trip
+/// early (a lost connection or a reply timeout: the commands after the replies returned got
+/// none), if any. For a caller that must say exactly which commands the server carried out
+/// (`acker-run load`: which entries were appended).
+pub fn query_pipeline_each(
+    con: &mut redis::Connection,
+    pipeline: &redis::Pipeline,
+    n: usize,
+) -> (Vec<redis::RedisResult<RV>>, Option<redis::RedisError>) {
+    if let Err(e) = con.send_packed_command(&pipeline.get_packed_pipeline()) {
+        return (Vec::new(), Some(e));
+    }
+    let mut replies = Vec::with_capacity(n);
+    for _ in 0..n {
+        match con.recv_response() {
+            Ok(v) => replies.push(v.extract_error()),
+            Err(e) => return (replies, Some(e)),
+        }
+    }
+    (replies, None)
 }
 
 /// The delivery count at which a failing entry is dead-lettered: `max_retries` + 1, as the
@@ -252,7 +276,9 @@ impl RedisSpoutConfig {
 pub struct SpoutCounters {
     /// Entries delivered to this worker by the server (new, own pending, claimed, retried).
     pub read: AtomicU64,
-    /// Entries acknowledged to the group after their tree completed.
+    /// Entries acknowledged to the group after their tree completed, as the server counted
+    /// them (`XACK`'s reply): an entry another consumer acknowledged first is not counted
+    /// again, so the workers' counts add up to each entry once.
     pub acked: AtomicU64,
     /// Entries delivered again by `XCLAIM`: after a fail or timeout in this worker, or pending
     /// for this consumer name at start (an earlier life of it crashed). Takeovers from other
@@ -379,11 +405,60 @@ pub fn connect(url: &str) -> Result<redis::Connection, ConnectError> {
     Ok(con)
 }
 
-/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists. Returns whether
-/// the stream key did not exist before (`EXISTS`) and this call created it, empty: the caller
-/// warns then, since a misspelled `--stream` otherwise reads nothing without a word (new-user
-/// trial). An empty stream created this way is legitimate (a worker started before the loader),
-/// so it is no error.
+/// What [`create_group`] found and did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupStart {
+    /// The stream key did not exist: this call created it, empty.
+    pub stream_created: bool,
+    /// The group did not exist: this call created it, at the stream's first entry.
+    pub group_created: bool,
+    /// Entries in the stream when the group was looked at (`XLEN`).
+    pub entries: u64,
+}
+
+/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists: a new group reads
+/// the stream from its first entry, as Kafka's `auto.offset.reset=earliest` (not `$`, which
+/// would skip every entry already there). Says whether the stream key or the group was
+/// created, and how many entries the stream held (`EXISTS`, `XLEN`, `XGROUP CREATE` in one
+/// round trip each).
+///
+/// # Errors
+/// Any Redis error other than `BUSYGROUP` (the group exists).
+pub fn create_group(
+    con: &mut redis::Connection,
+    stream: &str,
+    group: &str,
+) -> redis::RedisResult<GroupStart> {
+    let (existed, entries): (bool, u64) = redis::pipe()
+        .cmd("EXISTS")
+        .arg(stream)
+        .cmd("XLEN")
+        .arg(stream)
+        .query(con)?;
+    let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(stream)
+        .arg(group)
+        .arg("0")
+        .arg("MKSTREAM")
+        .query(con);
+    let group_created = match r {
+        Ok(_) => true,
+        Err(e) if e.code() == Some("BUSYGROUP") => false,
+        Err(e) => return Err(e),
+    };
+    Ok(GroupStart {
+        stream_created: group_created && !existed,
+        group_created,
+        entries,
+    })
+}
+
+/// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists ([`create_group`]).
+/// Returns whether the stream key did not exist before (`EXISTS`) and this call created it,
+/// empty: the caller warns then, since a misspelled `--stream` otherwise reads nothing without
+/// a word (new-user trial). An empty stream created this way is legitimate (a worker started
+/// before the loader), so it is no error.
 ///
 /// # Errors
 /// Any Redis error other than `BUSYGROUP` (the group exists: `Ok(false)`).
@@ -392,19 +467,7 @@ pub fn ensure_group(
     stream: &str,
     group: &str,
 ) -> redis::RedisResult<bool> {
-    let existed: bool = redis::cmd("EXISTS").arg(stream).query(con)?;
-    let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
-        .arg("CREATE")
-        .arg(stream)
-        .arg(group)
-        .arg("0")
-        .arg("MKSTREAM")
-        .query(con);
-    match r {
-        Ok(_) => Ok(!existed),
-        Err(e) if e.code() == Some("BUSYGROUP") => Ok(false),
-        Err(e) => Err(e),
-    }
+    create_group(con, stream, group).map(|g| g.stream_created)
 }
 
 /// One stream entry as the server returned it.
@@ -600,7 +663,11 @@ impl RedisStreamSpout {
                         eprintln!("{line}");
                     }
                     self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
-                    self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
+                    // From the end of the attempt, not `now`: an attempt against a frozen server
+                    // takes the 2 s PING timeout, so a backoff counted from its start had passed
+                    // already and every call tried again (a stop took 2 s per tree acked).
+                    self.reconnect_at =
+                        Some(Instant::now() + Duration::from_millis(self.backoff_ms));
                     self.backoff_ms = (self.backoff_ms * 2).min(2000);
                     return None;
                 }
@@ -617,7 +684,8 @@ impl RedisStreamSpout {
         }
         self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
         self.con = None;
-        self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
+        // From now, after the failed command (which may have waited its 2 s reply timeout).
+        self.reconnect_at = Some(Instant::now() + Duration::from_millis(self.backoff_ms));
         self.backoff_ms = (self.backoff_ms * 2).min(2000);
     }
 
@@ -637,10 +705,13 @@ impl RedisStreamSpout {
             .arg(&ids)
             .query(con);
         match r {
-            Ok(_) => {
+            Ok(acked) => {
+                // The entries the server acknowledged now: not those another consumer that
+                // also held them (claimed from it, or it from us) acknowledged first, so that
+                // the workers' `acked` add up to each entry once.
                 self.counters
                     .acked
-                    .fetch_add(ids.len() as u64, Ordering::Relaxed);
+                    .fetch_add(acked.max(0) as u64, Ordering::Relaxed);
                 self.oldest_ack = None;
             }
             Err(e) => {
@@ -755,14 +826,22 @@ impl RedisStreamSpout {
         let over: Vec<(String, String, i64)> = over
             .into_iter()
             .map(|(id, _, d)| {
-                (
-                    id,
-                    format!(
-                        "failed after {d} deliveries (--max-retries {})",
-                        self.cfg.max_retries
-                    ),
-                    d,
-                )
+                // Deliveries that did not fail here: claims (a consumer held the entry idle past
+                // --claim-after-ms), other workers, earlier runs of this consumer.
+                let here = i64::from(self.fails.get(&id).copied().unwrap_or(0));
+                let mut reason = format!(
+                    "failed after {d} deliveries (--max-retries {})",
+                    self.cfg.max_retries
+                );
+                if d > here {
+                    reason.push_str(&format!(
+                        "; {} of them did not fail in this worker: they ended in a claim past \
+                         --claim-after-ms {}, or went to another worker or an earlier run",
+                        d - here,
+                        self.cfg.claim_after_ms
+                    ));
+                }
+                (id, reason, d)
             })
             .collect();
         if !self.dead_letter(&over, true, now) {
@@ -915,7 +994,23 @@ impl RedisStreamSpout {
         }
     }
 
+    /// Whether this spout holds entry `id` (ready, in flight, waiting to retry, or acked and
+    /// its `XACK` not sent yet).
+    fn holds(&self, id: &str) -> bool {
+        self.deliveries.contains_key(id) || self.acks.iter().any(|a| a == id)
+    }
+
     /// `XAUTOCLAIM` one page of entries idle past `claim_after_ms`. Returns how many it took.
+    ///
+    /// The claim is `JUSTID`, which does not raise the delivery count: an entry this spout
+    /// still holds itself (its tree, retry or ack outlasting the claim time) stays as it is,
+    /// neither counted as a delivery nor emitted twice. Each entry it takes from another
+    /// consumer is then re-read with `XCLAIM` (raising its delivery count by one, as a
+    /// delivery), unless its count has reached the limit: then it is dead-lettered with a reason
+    /// that says the last delivery ended in a claim. Before, `XAUTOCLAIM` without `JUSTID` raised
+    /// the count of every entry it took, this spout's own in flight included, and re-emitted
+    /// those (new-user trial: with `--claim-after-ms 1`, 337 healthy entries dead-lettered as
+    /// "failed after 6 deliveries" and `acked` above the stream's length).
     fn claim_idle(&mut self, now: Instant) -> usize {
         let (stream, group, me, n, idle) = (
             self.cfg.stream.clone(),
@@ -934,6 +1029,7 @@ impl RedisStreamSpout {
             .arg(&cursor)
             .arg("COUNT")
             .arg(n)
+            .arg("JUSTID")
             .query(con);
         let v = match r {
             Ok(v) => v,
@@ -947,29 +1043,35 @@ impl RedisStreamSpout {
             .first()
             .and_then(string)
             .unwrap_or_else(|| "0-0".into());
-        let claimed = parts.get(1).map(entries).unwrap_or_default();
+        let ids: Vec<String> = match parts.get(1) {
+            Some(RV::Array(ids)) => ids.iter().filter_map(string).collect(),
+            _ => Vec::new(),
+        };
         if next == "0-0" {
             self.next_claim = now + Duration::from_millis((idle / 2).max(100));
         }
         self.claim_cursor = next;
-        if claimed.is_empty() {
+        // Entries this spout holds itself: claimed back to it without a new delivery; nothing
+        // more to do.
+        let taken: Vec<String> = ids.into_iter().filter(|id| !self.holds(id)).collect();
+        if taken.is_empty() {
             return 0;
         }
-        // XAUTOCLAIM raised their delivery counts: check them against the limit.
+        // Their delivery counts (JUSTID left them as they were): check them against the limit.
         let Some(con) = self.con(now) else { return 0 };
         let mut p = redis::pipe();
-        for e in &claimed {
+        for id in &taken {
             p.cmd("XPENDING")
                 .arg(&stream)
                 .arg(&group)
-                .arg(&e.id)
-                .arg(&e.id)
+                .arg(id)
+                .arg(id)
                 .arg(1);
         }
-        let counts: Vec<i64> = match query_pipeline(con, &p, claimed.len()) {
+        let counts: Vec<i64> = match query_pipeline(con, &p, taken.len()) {
             Ok(replies) => replies
                 .iter()
-                .map(|r| pending_rows(r).first().map_or(1, |row| row.2))
+                .map(|r| pending_rows(r).first().map_or(0, |row| row.2))
                 .collect(),
             Err(e) => {
                 self.lost(now, &e);
@@ -978,27 +1080,52 @@ impl RedisStreamSpout {
         };
         let limit = delivery_limit(self.cfg.max_retries);
         let mut over = Vec::new();
-        let mut keep = Vec::new();
-        for (mut e, d) in claimed.into_iter().zip(counts) {
-            e.deliveries = d;
-            if d > limit {
+        let mut again = Vec::new();
+        for (id, d) in taken.into_iter().zip(counts) {
+            if d >= limit {
                 over.push((
-                    e.id,
+                    id,
                     format!(
-                        "failed after {} deliveries (--max-retries {})",
-                        d - 1,
+                        "delivered {d} times (--max-retries {}), the last delivery ending in a \
+                         claim: its consumer held it idle past --claim-after-ms {idle} (a crash, \
+                         a stuck worker, or a claim time below how long entries take)",
                         self.cfg.max_retries
                     ),
-                    d - 1,
+                    d,
                 ));
-            } else {
-                keep.push(e);
+            } else if d > 0 {
+                again.push((id, d));
             }
         }
         self.dead_letter(&over, true, now);
-        let k = keep.len();
+        if again.is_empty() {
+            return 0;
+        }
+        let Some(con) = self.con(now) else { return 0 };
+        let ids: Vec<&String> = again.iter().map(|r| &r.0).collect();
+        let r: redis::RedisResult<RV> = redis::cmd("XCLAIM")
+            .arg(&stream)
+            .arg(&group)
+            .arg(&me)
+            .arg(0)
+            .arg(&ids)
+            .query(con);
+        let mut got = match r {
+            Ok(v) => entries(&v),
+            Err(e) => {
+                self.lost(now, &e);
+                return 0;
+            }
+        };
+        // XCLAIM raised each delivery count by one.
+        for e in &mut got {
+            if let Some(r) = again.iter().find(|r| r.0 == e.id) {
+                e.deliveries = r.1.saturating_add(1);
+            }
+        }
+        let k = got.len();
         self.counters.claimed.fetch_add(k as u64, Ordering::Relaxed);
-        self.accept(keep, now);
+        self.accept(got, now);
         k
     }
 
@@ -1104,7 +1231,13 @@ impl Spout for RedisStreamSpout {
         }
         let now = Instant::now();
         let stopping = self.stop.load(Ordering::Relaxed);
+        // While stopping with trees in flight and no connection, the acks wait for the trees
+        // to end: a connection attempt to a frozen server blocks the core thread (ticks, the
+        // trees' timeouts) for its 2 s timeout; the attempts come after, bounded by
+        // STOP_HAND_BACK_MS.
+        let stop_waits = stopping && self.con.is_none() && !self.in_flight.is_empty();
         if !self.acks.is_empty()
+            && !stop_waits
             && (stopping
                 || self.acks.len() >= self.cfg.batch
                 || self.oldest_ack.is_some_and(|t| {
@@ -1232,7 +1365,10 @@ impl Spout for RedisStreamSpout {
                 self.oldest_ack = Some(Instant::now());
             }
             self.acks.push(id);
-            if self.acks.len() >= self.cfg.batch {
+            // Only on a live connection: a reconnect here (Redis down or frozen) blocked the
+            // core thread up to 2 s for each ack (new-user trial: a stop took 30 s and more;
+            // `next_tuple` sends them once Redis is back).
+            if self.acks.len() >= self.cfg.batch && self.con.is_some() {
                 self.flush_acks(Instant::now());
             }
         }

@@ -86,9 +86,9 @@ pub struct ConnectorArgs {
     #[arg(long, default_value_t = 5)]
     pub max_retries: u64,
     /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout; at
-    /// least 1: 0 is refused). Below the message timeout a worker may take entries another
-    /// live worker still has in flight (exactly-once stays exact; at-least-once counts them
-    /// twice).
+    /// least the message timeout, --timeout-secs x 1000: below it workers take entries other
+    /// live workers still have in flight, and each such claim counts as a delivery toward
+    /// --max-retries, so healthy entries were dead-lettered).
     #[arg(long)]
     pub claim_after_ms: Option<u64>,
     /// Delay before re-emitting a failed entry, ms; it doubles with each further fail of the
@@ -336,6 +336,41 @@ pub fn created_stream_warning(stream: &str, redis_url: &str, drain: bool) -> Str
     )
 }
 
+/// The warning for a run that created its consumer group on a stream holding entries and then
+/// skipped words already counted (`duplicates` > 0), `None` otherwise. A new group reads the
+/// stream from its first entry ([`redis_stream::create_group`]), but the exactly-once records
+/// are keyed by stream entry, not by group: entries another group (or an earlier run) counted
+/// into the same database are skipped, so a new group on a stream another group has read
+/// counts nothing (new-user trial: `--group other` ended with `words_applied` 0 and no word).
+/// `applied` and `duplicates` are the run's words applied and skipped.
+pub fn new_group_warning(
+    start: &redis_stream::GroupStart,
+    stream: &str,
+    group: &str,
+    pg_url: &str,
+    applied: u64,
+    duplicates: u64,
+) -> Option<String> {
+    if !start.group_created || start.entries == 0 || duplicates == 0 {
+        return None;
+    }
+    let what = if applied == 0 {
+        "so this run counted nothing".to_string()
+    } else {
+        format!("so this run counted only the other {applied} words")
+    };
+    Some(format!(
+        "acker-run: warning: this run created consumer group {group:?} on stream {stream:?}, \
+         which held {} entries; the group read them from the first entry, but {duplicates} of \
+         their words were counted in word_counts at {} before (by another group or an earlier \
+         run) and were skipped, {what}: exactly-once counts each stream entry once per \
+         database, whatever the group. To count the stream again from the start, run with \
+         --postgres naming another database (an empty one)",
+        start.entries,
+        super::redact_password(pg_url)
+    ))
+}
+
 /// Runs the connector word count until stopped (SIGINT/SIGTERM) or, with `--drain`, until the
 /// stream is drained; prints a summary (JSON with `json`).
 ///
@@ -382,12 +417,18 @@ pub fn run(
             args.retry_max_ms, args.retry_initial_ms
         )));
     }
-    if args.claim_after_ms == Some(0) {
-        return Err(CliError::Usage(
-            "--claim-after-ms must be at least 1 (0 lets every worker take every other worker's \
-             entries in flight at once); leave it out for the default, 2 x the message timeout"
-                .to_string(),
-        ));
+    let timeout_ms = config.message_timeout_ns / 1_000_000;
+    if let Some(ms) = args.claim_after_ms.filter(|&ms| ms < timeout_ms) {
+        // New-user trial: with --claim-after-ms 1 the workers took each other's (and their
+        // own) entries in flight; every claim raised the delivery count, and 337 healthy
+        // entries were dead-lettered as "failed after 6 deliveries".
+        return Err(CliError::Usage(format!(
+            "--claim-after-ms {ms} is below the message timeout ({timeout_ms} ms, \
+             --timeout-secs): workers would take entries other live workers still have in \
+             flight, and each claim counts as a delivery toward --max-retries; give at least \
+             {timeout_ms}, or leave it out for the default, 2 x the message timeout ({} ms)",
+            2 * timeout_ms
+        )));
     }
     if let Some(ms) = args.claim_after_ms.filter(|&ms| ms > i64::MAX as u64) {
         // XAUTOCLAIM's min-idle-time is a signed 64-bit count of ms: Redis refuses more, and
@@ -426,36 +467,7 @@ pub fn run(
     let (max_in_flight, pending) = spout_pending(config.max_spout_pending, args.read_batch);
     config.max_spout_pending = Some(pending);
     crate::cli::check_acker_capacity(&config, 1).map_err(CliError::Usage)?;
-    // Reachable at start, or a clear error naming the address: Redis first, then PostgreSQL;
-    // the group (and a missing stream, with its warning) only once both answered, so that a
-    // run refused for PostgreSQL leaves no empty stream behind (the next run would not warn).
-    let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
-    let mut client = postgres_sink::connect(pg_url).map_err(|e| e.to_string())?;
-    postgres_sink::ensure_schema(&mut client).map_err(|e| {
-        format!(
-            "cannot create the tables at {}: {e}",
-            super::redact_password(pg_url)
-        )
-    })?;
-    drop(client);
-    let created = redis_stream::ensure_group(&mut con, stream, &args.group).map_err(|e| {
-        format!(
-            "cannot create consumer group {} on {stream} at {}: {e}",
-            args.group,
-            super::redact_password(redis_url)
-        )
-    })?;
-    drop(con);
-    if created {
-        eprintln!("{}", created_stream_warning(stream, redis_url, args.drain));
-    }
-
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| format!("cannot install a signal handler: {e}"))?;
-    }
-    let timeout_ms = config.message_timeout_ns / 1_000_000;
     let mut cfg = RedisSpoutConfig::new(
         redis_url,
         stream,
@@ -534,6 +546,35 @@ pub fn run(
     let plan = topology
         .plan(&config)
         .map_err(|e| crate::cli::plan_refused(&topology, &config, e))?;
+    // The plan is checked above (e.g. too many ackers) before any server is touched: a refused
+    // run leaves no stream or group behind (new-user trial: it created both first).
+    // Reachable at start, or a clear error naming the address: Redis first, then PostgreSQL;
+    // the group (and a missing stream, with its warning) only once both answered, so that a
+    // run refused for PostgreSQL leaves no empty stream behind (the next run would not warn).
+    let mut con = redis_stream::connect(redis_url).map_err(|e| e.to_string())?;
+    let mut client = postgres_sink::connect(pg_url).map_err(|e| e.to_string())?;
+    postgres_sink::ensure_schema(&mut client).map_err(|e| {
+        format!(
+            "cannot create the tables at {}: {e}",
+            super::redact_password(pg_url)
+        )
+    })?;
+    drop(client);
+    let start = redis_stream::create_group(&mut con, stream, &args.group).map_err(|e| {
+        format!(
+            "cannot create consumer group {} on {stream} at {}: {e}",
+            args.group,
+            super::redact_password(redis_url)
+        )
+    })?;
+    drop(con);
+    if start.stream_created {
+        eprintln!("{}", created_stream_warning(stream, redis_url, args.drain));
+    }
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| format!("cannot install a signal handler: {e}"))?;
+    }
 
     // Progress on stderr and periodic pruning of the exactly-once records, off the core threads.
     let finished = Arc::new(AtomicBool::new(false));
@@ -593,6 +634,16 @@ pub fn run(
         None
     };
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    if let Some(w) = new_group_warning(
+        &start,
+        stream,
+        &args.group,
+        pg_url,
+        load(&sink_counters.applied),
+        load(&sink_counters.duplicates),
+    ) {
+        eprintln!("{w}");
+    }
     let (entries_lost, words_lost) = lost(guarantee, &report, &sink_counters);
     let secs = report.elapsed.as_secs_f64().max(1e-9);
     let sc = &spout_counters;
@@ -741,19 +792,78 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
             p.cmd("XADD").arg(stream).arg("*").arg(LINE_FIELD).arg(*l);
         }
         let held = HoldStopSignals::new();
-        let sent = redis_stream::query_pipeline(&mut con, &p, chunk.len());
+        let (replies, lost) = redis_stream::query_pipeline_each(&mut con, &p, chunk.len());
         drop(held);
-        if let Err(e) = sent {
-            let why = format!(
-                "appending to {stream} at {} failed: {}",
-                super::redact_password(url),
-                redis_stream::redis_reason(&e)
-            );
-            return Err(
-                load_stopped(&why, &lines, appended, chunk.len(), input, url, stream).into(),
-            );
+        // Each `Ok` reply is an entry the server appended. A refusal (an error reply such as
+        // WRONGTYPE or OOM) stops the load; before, it was reported as a round trip "sent
+        // without a reply", with the line range "1 to 0" (new-user trial).
+        let refused = replies.iter().position(Result::is_err);
+        let ok_before = refused.unwrap_or(replies.len());
+        if refused.is_none() && lost.is_none() {
+            appended += chunk.len();
+            continue;
         }
-        appended += chunk.len();
+        let at = super::redact_password(url);
+        let why = match (refused, &lost) {
+            (Some(i), _) => {
+                let reason = match &replies[i] {
+                    Err(e) => redis_stream::redis_reason(e),
+                    Ok(_) => String::new(),
+                };
+                format!(
+                    "appending to {stream} at {at} failed: the server refused the entry of input \
+                     line {}: {reason}",
+                    chunk[i].0
+                )
+            }
+            (None, Some(e)) => format!(
+                "appending to {stream} at {at} failed: {}",
+                redis_stream::redis_reason(e)
+            ),
+            (None, None) => unreachable!("handled above"),
+        };
+        // Entries the server appended after refusing one (rare: a refusal is usually for
+        // every later entry too): named, as they break the "lines 1 to L" prefix.
+        let later: Vec<usize> = replies
+            .iter()
+            .enumerate()
+            .skip(ok_before)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(i, _)| chunk[i].0)
+            .collect();
+        let unsure = if refused.is_some() {
+            0
+        } else {
+            chunk.len() - replies.len()
+        };
+        let mut m = load_stopped(
+            &why,
+            &lines,
+            appended + ok_before,
+            unsure,
+            input,
+            url,
+            stream,
+        );
+        if !later.is_empty() {
+            m.push_str(&format!(
+                " Note: after the refusal the server still appended the entries of {} more \
+                 input lines ({}): remove them from the input before resuming",
+                later.len(),
+                later
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if refused.is_some() && lost.is_some() {
+            m.push_str(&format!(
+                " The replies after the refusal did not all come back either: compare \
+                 `XREVRANGE {stream} + - COUNT 1` with the input before resuming"
+            ));
+        }
+        return Err(m.into());
     }
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     writeln!(
@@ -827,18 +937,26 @@ pub fn load_stopped(
     } else {
         input.display().to_string()
     };
-    let mut m = format!(
-        "{why}: appended {appended} of {} entries to {stream} before the stop (each \
-         acknowledged by the server; input lines 1 to {upto})",
-        lines.len()
-    );
+    let mut m = if appended == 0 {
+        format!(
+            "{why}: appended 0 of {} entries to {stream} before the stop (the server \
+             acknowledged none)",
+            lines.len()
+        )
+    } else {
+        format!(
+            "{why}: appended {appended} of {} entries to {stream} before the stop (each \
+             acknowledged by the server; input lines 1 to {upto})",
+            lines.len()
+        )
+    };
     if unsure > 0 {
-        let last = lines.get(appended + unsure - 1).map_or(upto, |l| l.0);
+        let first = lines.get(appended).map_or(upto + 1, |l| l.0);
+        let last = lines.get(appended + unsure - 1).map_or(first, |l| l.0);
         m.push_str(&format!(
-            "; the {unsure} entries of input lines {} to {last} were sent without a reply and \
-             may have been appended too: compare `XREVRANGE {stream} + - COUNT 1` with them \
-             before resuming",
-            upto + 1
+            "; the {unsure} entries of input lines {first} to {last} were sent without a reply \
+             and may have been appended too: compare `XREVRANGE {stream} + - COUNT 1` with them \
+             before resuming"
         ));
     }
     m.push_str(&format!(
