@@ -562,7 +562,7 @@ impl<T> Lane<T> {
     /// Queues `item` for thread `core`: the local FIFO for this thread, else straight into the
     /// ring when nothing is staged before it and the ring has room, else the staging queue.
     /// Returns 1 if it went into a ring, 0 otherwise.
-    #[inline]
+    #[inline(always)]
     fn stage(&mut self, core: usize, me: usize, item: T) -> u64 {
         if core == me {
             self.local.push_back(item);

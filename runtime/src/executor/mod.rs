@@ -128,11 +128,24 @@ impl Executor {
     /// [`handle`](Self::handle) for a data tuple.
     #[inline]
     pub(crate) fn handle_tuple(&mut self, tuple: Tuple, now_ns: u64, out: &mut Outbox) {
+        // The bolt's case first and alone: with the other arms in the same match, the tuple was
+        // copied to the stack once more before the dispatch (for their drop).
+        if let Executor::Bolt(e) = self {
+            return e.handle(tuple, now_ns, out);
+        }
+        self.ignore_tuple(tuple);
+    }
+
+    /// A tuple for a spout or an acker: counted as ignored and dropped.
+    #[cold]
+    #[inline(never)]
+    fn ignore_tuple(&mut self, tuple: Tuple) {
         match self {
-            Executor::Bolt(e) => e.handle(tuple, now_ns, out),
+            Executor::Bolt(_) => {}
             Executor::Spout(e) => e.counters.ignored += 1,
             Executor::Acker(e) => e.counters.ignored += 1,
         }
+        drop(tuple);
     }
 
     /// [`handle`](Self::handle) for an acker message (a shell's control lane calls it without
