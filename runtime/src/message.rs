@@ -75,6 +75,17 @@ impl Value {
         }
     }
 
+    /// Whether the value owns no heap memory: an integer, or a string stored inline (up to 24
+    /// bytes). Dropping such a value frees nothing (a received input skips its drop call).
+    #[inline]
+    pub fn owns_no_heap(&self) -> bool {
+        match self {
+            Value::Int(_) => true,
+            Value::Str(s) => !s.is_heap_allocated(),
+            Value::Shared(_) => false,
+        }
+    }
+
     /// A fixed 64-bit hash of the content, folded into `h`: the same on every machine and run
     /// (little-endian 8-byte words, the last one zero-padded, multiply-rotate mixing; a type
     /// tag keeps `Int(x)` and a string apart). Used by fields grouping on every emit it routes,
