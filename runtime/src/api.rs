@@ -683,7 +683,7 @@ impl OutputCollector<'_> {
     fn send(&mut self, msgs: &InputMessages<MAX_ROOTS>) {
         for &m in msgs {
             if let Some(a) = self.ackers.task(m.root()) {
-                self.out.push(a, Message::Acker(m));
+                self.out.push_bolt_acker(a, m);
             }
         }
     }
@@ -726,7 +726,7 @@ impl OutputCollector<'_> {
             if let Some(m) = input.anchors.ack_one_root() {
                 input.closed = true;
                 if let Some(a) = self.ackers.task(m.root()) {
-                    self.out.push(a, Message::Acker(m));
+                    self.out.push_bolt_acker(a, m);
                 }
                 self.counters.acked += 1;
                 return;

@@ -268,6 +268,10 @@ pub struct Envelope {
 #[derive(Debug, Default)]
 pub struct Outbox {
     envelopes: Vec<Envelope>,
+    /// A bolt's acker messages (ack, fail, reset), in sending order, when split off
+    /// ([`split_bolt_acker_messages`](Self::split_bolt_acker_messages)); empty otherwise.
+    bolt_acker: Vec<(TaskId, AckerMessage)>,
+    split_bolt_acker: bool,
     /// `(message id, root)` of every tracked spout emit since the last
     /// [`take_tracked_emits`](Self::take_tracked_emits), when recording (see
     /// [`record_tracked_emits`](Self::record_tracked_emits)); empty when not recording.
@@ -285,9 +289,39 @@ impl Outbox {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             envelopes: Vec::with_capacity(capacity),
+            bolt_acker: Vec::new(),
+            split_bolt_acker: false,
             tracked_emits: Vec::new(),
             recording: false,
         }
+    }
+
+    /// From now on a bolt's acker messages ([`push_bolt_acker`](Self::push_bolt_acker)) go to
+    /// a list of their own, [`bolt_acker_messages`](Self::bolt_acker_messages), in sending
+    /// order, instead of among the envelopes: for a shell that sends them on a lane of their own
+    /// anyway (the threaded shell), and so never relies on their order relative to the
+    /// envelopes. Each then costs a 16-byte entry instead of an envelope of a whole
+    /// [`Message`]. Off by default: every message is an envelope, in one order.
+    pub(crate) fn split_bolt_acker_messages(&mut self) {
+        self.split_bolt_acker = true;
+        self.bolt_acker.reserve(self.envelopes.capacity());
+    }
+
+    /// Appends a bolt's message for acker task `dest`: an envelope, or an entry of the split-off
+    /// list (see [`split_bolt_acker_messages`](Self::split_bolt_acker_messages)).
+    #[inline]
+    pub(crate) fn push_bolt_acker(&mut self, dest: TaskId, m: AckerMessage) {
+        if self.split_bolt_acker {
+            self.bolt_acker.push((dest, m));
+        } else {
+            self.push(dest, Message::Acker(m));
+        }
+    }
+
+    /// The split-off acker messages waiting, oldest first (empty unless split off).
+    #[inline]
+    pub(crate) fn bolt_acker_messages(&self) -> &[(TaskId, AckerMessage)] {
+        &self.bolt_acker
     }
 
     /// Starts recording the `(message id, root)` of every tracked emit a spout makes through this
@@ -317,14 +351,15 @@ impl Outbox {
         self.envelopes.push(Envelope { dest, message });
     }
 
-    /// Number of envelopes waiting.
+    /// Number of envelopes waiting (and split-off acker messages, if any).
     pub fn len(&self) -> usize {
-        self.envelopes.len()
+        self.envelopes.len() + self.bolt_acker.len()
     }
 
-    /// Whether no envelope is waiting.
+    /// Whether no envelope (nor split-off acker message) is waiting.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.envelopes.is_empty()
+        self.envelopes.is_empty() && self.bolt_acker.is_empty()
     }
 
     /// The waiting envelopes, oldest first.
@@ -343,9 +378,10 @@ impl Outbox {
         &mut self.envelopes
     }
 
-    /// Drops every waiting envelope.
+    /// Drops every waiting envelope (and split-off acker message).
     pub fn clear(&mut self) {
         self.envelopes.clear();
+        self.bolt_acker.clear();
     }
 }
 

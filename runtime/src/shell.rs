@@ -731,6 +731,16 @@ impl Core<'_> {
             };
             self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
         }
+        // A bolt's acker messages (split off: see `Outbox::split_bolt_acker_messages`), in
+        // sending order, into the acker batches as above. Only a bolt sends them, and a bolt
+        // sends no spout init, so no acker message among the envelopes is passed by them.
+        for &(dest, m) in self.outbox.bolt_acker_messages() {
+            if self.acker_batches.push(dest, &m, coalesce_ack) {
+                let (core, _) = self.where_is[dest as usize];
+                let full = self.acker_batches.take(dest);
+                self.sent += self.acks.stage(core, me, full);
+            }
+        }
         self.outbox.clear();
     }
 
@@ -1211,7 +1221,13 @@ pub fn run_with_control(
                         notices: Lane::new(nots_in, nots_out, cores, batch),
                         notice_batches: Batches::new(where_is.len(), Notice::Failed { root: 0 }),
                         acker_batches: Batches::new(where_is.len(), AckerMessage::Fail { root: 0 }),
-                        outbox: Outbox::with_capacity(batch),
+                        outbox: {
+                            // A bolt's acker messages travel in acker batches, never in order
+                            // with its tuples: keep them out of the envelopes.
+                            let mut o = Outbox::with_capacity(batch);
+                            o.split_bolt_acker_messages();
+                            o
+                        },
                         batch,
                         bp_threshold,
                         under_backpressure: false,
