@@ -849,3 +849,69 @@ impl BasicOutputCollector<'_, '_> {
         self.collector.reset_timeout(self.input)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::message::Value;
+
+    /// An input drops the values that own heap memory (the `ManuallyDrop` in `Input` must not
+    /// leak them): a shared string's count goes back down when the input goes, whether it sits
+    /// inline with others or in a spilled list; values that own nothing stay readable.
+    #[test]
+    fn a_dropped_input_frees_the_values_that_own_heap_memory() {
+        let ledger = Rc::new(InputLedger::default());
+        let shared: Arc<str> = Arc::from("a shared word");
+        let lists: [Values; 4] = [
+            smallvec::smallvec![Value::Shared(shared.clone())],
+            smallvec::smallvec![Value::Int(1), Value::Shared(shared.clone())],
+            smallvec::smallvec![
+                Value::from("w"),
+                Value::Int(2),
+                Value::Shared(shared.clone())
+            ],
+            smallvec::smallvec![
+                Value::from("a long word, stored on the heap"),
+                Value::Shared(shared.clone())
+            ],
+        ];
+        assert_eq!(Arc::strong_count(&shared), 5);
+        for (k, values) in lists.into_iter().enumerate() {
+            let input = Input::received(
+                Tuple {
+                    values,
+                    ..Tuple::default()
+                },
+                0,
+                None,
+                &ledger,
+            );
+            assert_eq!(ledger.live.get(), 1);
+            drop(input);
+            assert_eq!(ledger.live.get(), 0);
+            assert_eq!(
+                Arc::strong_count(&shared),
+                4 - k,
+                "list {k}: the shared value leaked"
+            );
+        }
+        let input = Input::received(
+            Tuple {
+                values: smallvec::smallvec![Value::Int(7), Value::from("word")],
+                ..Tuple::default()
+            },
+            0,
+            None,
+            &ledger,
+        );
+        assert_eq!(input.values()[..], [Value::Int(7), Value::from("word")]);
+        drop(input);
+        assert_eq!(
+            ledger.dropped.get(),
+            5,
+            "every input here was dropped unacked"
+        );
+    }
+}

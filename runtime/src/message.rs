@@ -406,6 +406,64 @@ mod tests {
     }
 
     #[test]
+    fn bolt_acker_messages_are_envelopes_unless_split_off() {
+        let ack = AckerMessage::Ack { root: 5, xor: 9 };
+        let fail = AckerMessage::Fail { root: 6 };
+        // Not split (the simulator, the local shell): an envelope, in order with the others.
+        let mut o = Outbox::new();
+        o.push(7, Message::Tick);
+        o.push_bolt_acker(3, ack);
+        assert_eq!(
+            o.as_slice(),
+            &[
+                Envelope {
+                    dest: 7,
+                    message: Message::Tick
+                },
+                Envelope {
+                    dest: 3,
+                    message: Message::Acker(ack)
+                }
+            ]
+        );
+        assert!(o.bolt_acker_messages().is_empty());
+        // Split (the threaded shell): a list of their own, in sending order, counted by `len`,
+        // `is_empty` and emptied by `clear`.
+        let mut s = Outbox::new();
+        s.split_bolt_acker_messages();
+        s.push_bolt_acker(3, ack);
+        assert!(
+            !s.is_empty(),
+            "an outbox holding only an acker message is not empty"
+        );
+        s.push(7, Message::Tick);
+        s.push_bolt_acker(4, fail);
+        assert_eq!(
+            s.as_slice(),
+            &[Envelope {
+                dest: 7,
+                message: Message::Tick
+            }]
+        );
+        assert_eq!(s.bolt_acker_messages(), &[(3, ack), (4, fail)]);
+        assert_eq!(s.len(), 3);
+        s.clear();
+        assert!(s.is_empty());
+        assert!(s.bolt_acker_messages().is_empty());
+    }
+
+    #[test]
+    fn owns_no_heap_only_for_integers_and_inline_strings() {
+        assert!(Value::Int(-3).owns_no_heap());
+        assert!(Value::from("").owns_no_heap());
+        assert!(Value::from("twenty-four bytes inline").owns_no_heap());
+        assert!(!Value::from("twenty-five bytes: a heap").owns_no_heap());
+        assert!(Value::from("wherefore").owns_no_heap());
+        assert!(!Value::from("a word of more than twenty-four bytes").owns_no_heap());
+        assert!(!Value::Shared(Arc::from("a")).owns_no_heap());
+    }
+
+    #[test]
     fn string_hash_equals_the_zero_padded_word_hash_at_every_length() {
         let text: Vec<u8> = (0u8..40).map(|i| b'!' + i * 7 % 94).collect();
         for n in 0..=text.len() {
