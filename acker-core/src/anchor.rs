@@ -132,6 +132,7 @@ impl<const R: usize> InputAnchors<R> {
     /// # Errors
     /// [`AnchorError::TooManyRoots`] if the copy would belong to more than `R` trees. Nothing
     /// changes on error (no edge id is drawn or accumulated).
+    #[inline]
     pub fn emit<'a, I>(inputs: I, ids: &mut IdGenerator) -> Result<Anchors<R>, AnchorError>
     where
         I: IntoIterator<Item = &'a InputAnchors<R>>,
@@ -148,6 +149,11 @@ impl<const R: usize> InputAnchors<R> {
             }
             let e = ids.next_id();
             only.ack_val.set(only.ack_val.get() ^ e);
+            if let [(root, _)] = only.anchors.pairs[..] {
+                // One root (nearly every input): the copy's one pair, built without copying
+                // the input's anchors and rewriting them.
+                return Ok(Anchors::spout(root, e));
+            }
             let mut out = only.anchors.clone();
             for p in out.pairs.iter_mut() {
                 p.1 = e;
@@ -189,6 +195,20 @@ impl<const R: usize> InputAnchors<R> {
             });
         }
         out
+    }
+
+    /// The one message that acks an input belonging to exactly one tree (nearly every input):
+    /// the same `Ack { root, xor }` that [`ack`](Self::ack) returns for it, without building a
+    /// list. `None` for an input of no tree or of several (use [`ack`](Self::ack)).
+    #[inline]
+    pub fn ack_one_root(&self) -> Option<AckerMessage> {
+        match self.anchors.pairs[..] {
+            [(root, edge)] => Some(AckerMessage::Ack {
+                root,
+                xor: edge ^ self.ack_val.get(),
+            }),
+            _ => None,
+        }
     }
 
     /// The messages that fail the input: one `Fail { root }` per root it belongs to.
@@ -593,9 +613,14 @@ mod tests {
                 InputAnchors::emit([&id], &mut ids).unwrap()
             );
         }
+        // The one-root ack is the tracker's one message; none for two roots or none.
+        assert_eq!(ia.ack_one_root().map(|m| [m]), Some([t.ack(a).unwrap()[0]]));
+        assert_eq!(ib.ack_one_root().map(|m| [m]), Some([t.ack(b).unwrap()[0]]));
+        assert_eq!(ic.ack_one_root(), None);
+        assert_eq!(id.ack_one_root(), None);
         assert_eq!(t.ack(c).unwrap(), ic.ack());
-        assert_eq!(t.ack(a).unwrap(), ia.ack());
-        assert_eq!(t.ack(b).unwrap(), ib.ack());
+        assert_eq!(ia.ack().len(), 1);
+        assert_eq!(ia.ack()[0], ia.ack_one_root().unwrap());
         assert_eq!(t.ack(d).unwrap(), id.ack());
     }
 

@@ -75,6 +75,17 @@ impl Value {
         }
     }
 
+    /// Whether the value owns no heap memory: an integer, or a string stored inline (up to 24
+    /// bytes). Dropping such a value frees nothing (a received input skips its drop call).
+    #[inline]
+    pub fn owns_no_heap(&self) -> bool {
+        match self {
+            Value::Int(_) => true,
+            Value::Str(s) => !s.is_heap_allocated(),
+            Value::Shared(_) => false,
+        }
+    }
+
     /// A fixed 64-bit hash of the content, folded into `h`: the same on every machine and run
     /// (little-endian 8-byte words, the last one zero-padded, multiply-rotate mixing; a type
     /// tag keeps `Int(x)` and a string apart). Used by fields grouping on every emit it routes,
@@ -257,6 +268,10 @@ pub struct Envelope {
 #[derive(Debug, Default)]
 pub struct Outbox {
     envelopes: Vec<Envelope>,
+    /// A bolt's acker messages (ack, fail, reset), in sending order, when split off
+    /// ([`split_bolt_acker_messages`](Self::split_bolt_acker_messages)); empty otherwise.
+    bolt_acker: Vec<(TaskId, AckerMessage)>,
+    split_bolt_acker: bool,
     /// `(message id, root)` of every tracked spout emit since the last
     /// [`take_tracked_emits`](Self::take_tracked_emits), when recording (see
     /// [`record_tracked_emits`](Self::record_tracked_emits)); empty when not recording.
@@ -274,9 +289,39 @@ impl Outbox {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             envelopes: Vec::with_capacity(capacity),
+            bolt_acker: Vec::new(),
+            split_bolt_acker: false,
             tracked_emits: Vec::new(),
             recording: false,
         }
+    }
+
+    /// From now on a bolt's acker messages ([`push_bolt_acker`](Self::push_bolt_acker)) go to
+    /// a list of their own, [`bolt_acker_messages`](Self::bolt_acker_messages), in sending
+    /// order, instead of among the envelopes: for a shell that sends them on a lane of their own
+    /// anyway (the threaded shell), and so never relies on their order relative to the
+    /// envelopes. Each then costs a 16-byte entry instead of an envelope of a whole
+    /// [`Message`]. Off by default: every message is an envelope, in one order.
+    pub(crate) fn split_bolt_acker_messages(&mut self) {
+        self.split_bolt_acker = true;
+        self.bolt_acker.reserve(self.envelopes.capacity());
+    }
+
+    /// Appends a bolt's message for acker task `dest`: an envelope, or an entry of the split-off
+    /// list (see [`split_bolt_acker_messages`](Self::split_bolt_acker_messages)).
+    #[inline]
+    pub(crate) fn push_bolt_acker(&mut self, dest: TaskId, m: AckerMessage) {
+        if self.split_bolt_acker {
+            self.bolt_acker.push((dest, m));
+        } else {
+            self.push(dest, Message::Acker(m));
+        }
+    }
+
+    /// The split-off acker messages waiting, oldest first (empty unless split off).
+    #[inline]
+    pub(crate) fn bolt_acker_messages(&self) -> &[(TaskId, AckerMessage)] {
+        &self.bolt_acker
     }
 
     /// Starts recording the `(message id, root)` of every tracked emit a spout makes through this
@@ -306,14 +351,15 @@ impl Outbox {
         self.envelopes.push(Envelope { dest, message });
     }
 
-    /// Number of envelopes waiting.
+    /// Number of envelopes waiting (and split-off acker messages, if any).
     pub fn len(&self) -> usize {
-        self.envelopes.len()
+        self.envelopes.len() + self.bolt_acker.len()
     }
 
-    /// Whether no envelope is waiting.
+    /// Whether no envelope (nor split-off acker message) is waiting.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.envelopes.is_empty()
+        self.envelopes.is_empty() && self.bolt_acker.is_empty()
     }
 
     /// The waiting envelopes, oldest first.
@@ -332,9 +378,10 @@ impl Outbox {
         &mut self.envelopes
     }
 
-    /// Drops every waiting envelope.
+    /// Drops every waiting envelope (and split-off acker message).
     pub fn clear(&mut self) {
         self.envelopes.clear();
+        self.bolt_acker.clear();
     }
 }
 
@@ -356,6 +403,64 @@ mod tests {
             h = mix(h, u64::from_le_bytes(w));
         }
         h
+    }
+
+    #[test]
+    fn bolt_acker_messages_are_envelopes_unless_split_off() {
+        let ack = AckerMessage::Ack { root: 5, xor: 9 };
+        let fail = AckerMessage::Fail { root: 6 };
+        // Not split (the simulator, the local shell): an envelope, in order with the others.
+        let mut o = Outbox::new();
+        o.push(7, Message::Tick);
+        o.push_bolt_acker(3, ack);
+        assert_eq!(
+            o.as_slice(),
+            &[
+                Envelope {
+                    dest: 7,
+                    message: Message::Tick
+                },
+                Envelope {
+                    dest: 3,
+                    message: Message::Acker(ack)
+                }
+            ]
+        );
+        assert!(o.bolt_acker_messages().is_empty());
+        // Split (the threaded shell): a list of their own, in sending order, counted by `len`,
+        // `is_empty` and emptied by `clear`.
+        let mut s = Outbox::new();
+        s.split_bolt_acker_messages();
+        s.push_bolt_acker(3, ack);
+        assert!(
+            !s.is_empty(),
+            "an outbox holding only an acker message is not empty"
+        );
+        s.push(7, Message::Tick);
+        s.push_bolt_acker(4, fail);
+        assert_eq!(
+            s.as_slice(),
+            &[Envelope {
+                dest: 7,
+                message: Message::Tick
+            }]
+        );
+        assert_eq!(s.bolt_acker_messages(), &[(3, ack), (4, fail)]);
+        assert_eq!(s.len(), 3);
+        s.clear();
+        assert!(s.is_empty());
+        assert!(s.bolt_acker_messages().is_empty());
+    }
+
+    #[test]
+    fn owns_no_heap_only_for_integers_and_inline_strings() {
+        assert!(Value::Int(-3).owns_no_heap());
+        assert!(Value::from("").owns_no_heap());
+        assert!(Value::from("twenty-four bytes inline").owns_no_heap());
+        assert!(!Value::from("twenty-five bytes: a heap").owns_no_heap());
+        assert!(Value::from("wherefore").owns_no_heap());
+        assert!(!Value::from("a word of more than twenty-four bytes").owns_no_heap());
+        assert!(!Value::Shared(Arc::from("a")).owns_no_heap());
     }
 
     #[test]

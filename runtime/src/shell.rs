@@ -562,7 +562,7 @@ impl<T> Lane<T> {
     /// Queues `item` for thread `core`: the local FIFO for this thread, else straight into the
     /// ring when nothing is staged before it and the ring has room, else the staging queue.
     /// Returns 1 if it went into a ring, 0 otherwise.
-    #[inline]
+    #[inline(always)]
     fn stage(&mut self, core: usize, me: usize, item: T) -> u64 {
         if core == me {
             self.local.push_back(item);
@@ -730,6 +730,16 @@ impl Core<'_> {
                 Message::Tick => CtrlMsg::Tick,
             };
             self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
+        }
+        // A bolt's acker messages (split off: see `Outbox::split_bolt_acker_messages`), in
+        // sending order, into the acker batches as above. Only a bolt sends them, and a bolt
+        // sends no spout init, so no acker message among the envelopes is passed by them.
+        for &(dest, m) in self.outbox.bolt_acker_messages() {
+            if self.acker_batches.push(dest, &m, coalesce_ack) {
+                let (core, _) = self.where_is[dest as usize];
+                let full = self.acker_batches.take(dest);
+                self.sent += self.acks.stage(core, me, full);
+            }
         }
         self.outbox.clear();
     }
@@ -1211,7 +1221,13 @@ pub fn run_with_control(
                         notices: Lane::new(nots_in, nots_out, cores, batch),
                         notice_batches: Batches::new(where_is.len(), Notice::Failed { root: 0 }),
                         acker_batches: Batches::new(where_is.len(), AckerMessage::Fail { root: 0 }),
-                        outbox: Outbox::with_capacity(batch),
+                        outbox: {
+                            // A bolt's acker messages travel in acker batches, never in order
+                            // with its tuples: keep them out of the envelopes.
+                            let mut o = Outbox::with_capacity(batch);
+                            o.split_bolt_acker_messages();
+                            o
+                        },
                         batch,
                         bp_threshold,
                         under_backpressure: false,

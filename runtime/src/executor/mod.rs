@@ -59,6 +59,7 @@ pub use acker::AckerExecutor;
 pub use bolt::BoltExecutor;
 pub use spout::SpoutExecutor;
 
+use crate::api::BoltState;
 use crate::message::{Message, Notice, Outbox, StreamId, Tuple, DEFAULT_STREAM};
 use crate::park::ParkQueue;
 use crate::topology::{Placement, Plan, TaskKind};
@@ -101,7 +102,7 @@ impl Executor {
     pub fn task(&self) -> TaskId {
         match self {
             Executor::Spout(e) => e.task,
-            Executor::Bolt(e) => e.task,
+            Executor::Bolt(e) => e.state.task,
             Executor::Acker(e) => e.task,
         }
     }
@@ -128,11 +129,24 @@ impl Executor {
     /// [`handle`](Self::handle) for a data tuple.
     #[inline]
     pub(crate) fn handle_tuple(&mut self, tuple: Tuple, now_ns: u64, out: &mut Outbox) {
+        // The bolt's case first and alone: with the other arms in the same match, the tuple was
+        // copied to the stack once more before the dispatch (for their drop).
+        if let Executor::Bolt(e) = self {
+            return e.handle(tuple, now_ns, out);
+        }
+        self.ignore_tuple(tuple);
+    }
+
+    /// A tuple for a spout or an acker: counted as ignored and dropped.
+    #[cold]
+    #[inline(never)]
+    fn ignore_tuple(&mut self, tuple: Tuple) {
         match self {
-            Executor::Bolt(e) => e.handle(tuple, now_ns, out),
+            Executor::Bolt(_) => {}
             Executor::Spout(e) => e.counters.ignored += 1,
             Executor::Acker(e) => e.counters.ignored += 1,
         }
+        drop(tuple);
     }
 
     /// [`handle`](Self::handle) for an acker message (a shell's control lane calls it without
@@ -142,7 +156,7 @@ impl Executor {
         match self {
             Executor::Acker(e) => e.acker_message(m, out),
             Executor::Spout(e) => e.counters.ignored += 1,
-            Executor::Bolt(e) => e.counters.ignored += 1,
+            Executor::Bolt(e) => e.state.counters.ignored += 1,
         }
     }
 
@@ -153,7 +167,7 @@ impl Executor {
     pub(crate) fn handle_notice(&mut self, n: Notice, now_ns: u64) {
         match self {
             Executor::Spout(e) => e.notice(n, now_ns),
-            Executor::Bolt(e) => e.counters.ignored += 1,
+            Executor::Bolt(e) => e.state.counters.ignored += 1,
             Executor::Acker(e) => e.counters.ignored += 1,
         }
     }
@@ -218,7 +232,7 @@ impl Executor {
     /// dropped yet; expired ones included); 0 for spouts and ackers.
     pub fn open_inputs(&self) -> usize {
         match self {
-            Executor::Bolt(e) => e.ledger.live.get() as usize,
+            Executor::Bolt(e) => e.state.ledger.live.get() as usize,
             _ => 0,
         }
     }
@@ -228,8 +242,8 @@ impl Executor {
         match self {
             Executor::Spout(e) => e.counters,
             Executor::Bolt(e) => ExecutorCounters {
-                inputs_dropped_unacked: e.ledger.dropped.get(),
-                ..e.counters
+                inputs_dropped_unacked: e.state.ledger.dropped.get(),
+                ..e.state.counters
             },
             Executor::Acker(e) => e.counters,
         }
@@ -254,13 +268,11 @@ impl Executor {
     pub fn crash(self) -> ExecutorCounters {
         match self {
             Executor::Bolt(e) => {
-                let BoltExecutor {
-                    user,
-                    ledger,
-                    counters,
-                    ..
-                } = e;
+                let BoltExecutor { user, state } = e;
                 drop(user);
+                let BoltState {
+                    ledger, counters, ..
+                } = state;
                 ExecutorCounters {
                     inputs_dropped_unacked: ledger.dropped.get(),
                     ..counters
@@ -482,15 +494,17 @@ impl Plan {
                     let mut user = f();
                     user.prepare(&context);
                     Ok(Executor::Bolt(BoltExecutor {
-                        task,
                         user,
-                        ids: IdGenerator::from_seed(sub_seed),
-                        ledger: Rc::default(),
-                        input_ttl_ns: self.config.timeout_ns().map(|t| t.saturating_mul(2)),
-                        router,
-                        counters: ExecutorCounters::default(),
-                        dests: Vec::with_capacity(max_fanout),
-                        ackers,
+                        state: BoltState {
+                            task,
+                            ids: IdGenerator::from_seed(sub_seed),
+                            ledger: Rc::default(),
+                            input_ttl_ns: self.config.timeout_ns().map(|t| t.saturating_mul(2)),
+                            router,
+                            counters: ExecutorCounters::default(),
+                            dests: Vec::with_capacity(max_fanout),
+                            ackers,
+                        },
                     }))
                 }
             }
