@@ -167,7 +167,7 @@ fn worker_args<'a>(
         "--timeout-secs",
         "5",
         "--claim-after-ms",
-        "5000",
+        "10000",
         "--drain",
         "--json",
         "--progress-secs",
@@ -376,7 +376,7 @@ fn malformed_entries_and_exhausted_retries_are_dead_lettered() {
         (
             exhausted.clone(),
             "failed after 4 deliveries (--max-retries 3); 4 of them did not fail in this worker: \
-             they ended in a claim past --claim-after-ms 5000, or went to another worker or an \
+             they ended in a claim past --claim-after-ms 10000, or went to another worker or an \
              earlier run"
                 .to_string(),
             "4".to_string(),
@@ -564,7 +564,7 @@ fn idle_stream_does_not_stall_acks_and_sigint_exits_0() {
         if matches!(p, redis::Value::Array(ref v) if v.first() == Some(&redis::Value::Int(0))) {
             break;
         }
-        // Well under --claim-after-ms 5000: acks must flow by themselves, not through a
+        // Well under --claim-after-ms 10000: acks must flow by themselves, not through a
         // takeover or a dead letter.
         assert!(
             t0.elapsed() < Duration::from_millis(2500),
@@ -730,7 +730,7 @@ fn small_max_spout_pending_does_not_stall_the_sink() {
         .into_iter()
         .map(|a| match a {
             "5" => "30",
-            "5000" => "60000",
+            "10000" => "60000",
             a => a,
         })
         .collect();
@@ -1014,7 +1014,7 @@ fn acks_wait_for_the_commit_then_arrive_on_an_idle_stream() {
     }
     let args: Vec<&str> = worker_args(&ru, &pu, "held", "w")
         .into_iter()
-        .filter(|a| !["--drain", "5", "5000"].contains(a))
+        .filter(|a| !["--drain", "5", "10000"].contains(a))
         .filter(|a| !["--timeout-secs", "--claim-after-ms"].contains(a))
         .chain(["--timeout-secs", "30", "--claim-after-ms", "60000"])
         .collect();
@@ -1360,7 +1360,7 @@ fn sigterm_with_a_blocked_transaction_stops_within_the_bound_and_acks_nothing() 
     let mut lock = lock_both_tables(&mut client);
     let args: Vec<&str> = worker_args(&ru, &pu, "blocked", "stopped")
         .into_iter()
-        .filter(|a| !["--drain", "5000", "--claim-after-ms"].contains(a))
+        .filter(|a| !["--drain", "10000", "--claim-after-ms"].contains(a))
         .chain(["--claim-after-ms", "60000"])
         .collect();
     let w = Proc::spawn("worker blocked on a locked word_counts", &args);
@@ -1497,7 +1497,7 @@ fn a_blocked_writer_holds_the_core_at_most_the_backpressure_bound() {
     let args: Vec<&str> = worker_args(&ru, &pu, "held", "held")
         .into_iter()
         .map(|a| match a {
-            "5000" => "60000",
+            "10000" => "60000",
             "5" => "30",
             a => a,
         })
@@ -1602,7 +1602,7 @@ fn sigterm_with_a_busy_writer_stops_within_the_bound_and_stays_exact() {
         .expect("create the slow trigger");
     let args: Vec<&str> = worker_args(&ru, &pu, "busy", "stopped")
         .into_iter()
-        .filter(|a| !["--drain", "5000", "--claim-after-ms"].contains(a))
+        .filter(|a| !["--drain", "10000", "--claim-after-ms"].contains(a))
         .chain(["--claim-after-ms", "60000", "--sink-batch", "500"])
         .collect();
     let w = Proc::spawn("worker with a busy writer", &args);
@@ -1710,7 +1710,7 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
         .into_iter()
         .map(|a| match a {
             "5" => "30",
-            "5000" => "60000",
+            "10000" => "60000",
             a => a,
         })
         .collect();
@@ -1747,7 +1747,7 @@ fn an_entry_over_the_size_limit_is_dead_lettered_and_the_rest_count_exactly() {
 
 /// Exactly-once across a prune: one long entry delivered twice, to two workers. A session
 /// locks both tables, so the first worker (message timeout 30 s) holds its entries in flight;
-/// the second (timeout and claim time 5 s) claims them after 5 s idle, a second delivery; the
+/// the second (timeout 5 s, claim time 10 s) claims them after 10 s idle, a second delivery; the
 /// lock goes, and the first delivery to complete acks the entry, the periodic prune deletes its
 /// record, and the other delivery's words, still queued at a sink, then came to a table with no
 /// record of them and were counted again (found while measuring the entry size limit:
@@ -1772,7 +1772,7 @@ fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
             .into_iter()
             .map(|a| match a {
                 "5" => timeout,
-                "5000" => claim,
+                "10000" => claim,
                 a => a,
             })
             // Under load the long entry may be claimed again: no dead-lettering here (the
@@ -1782,7 +1782,7 @@ fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
     };
     let a = Proc::spawn("first worker", &args("first", "30", "60000"));
     wait_writer_blocked(&pu);
-    let b = Proc::spawn("second worker", &args("second", "5", "5000"));
+    let b = Proc::spawn("second worker", &args("second", "5", "10000"));
     let t0 = Instant::now();
     loop {
         let p: redis::Value = redis::cmd("XPENDING")
