@@ -3008,6 +3008,53 @@ fn a_run_s_own_replays_are_not_warned_about_as_counted_before() {
     assert_eq!(db_counts(&pu), expected, "every word's count");
 }
 
+/// A worker starts on a Redis at `maxmemory` with `noeviction` when its group exists: it looks
+/// (`XINFO GROUPS`, a read) before creating anything. Before, its `XGROUP CREATE`, a write, got
+/// OOM and no worker could start (new-user trial); reads and acks are not refused at
+/// maxmemory, so the run counts the stream.
+#[test]
+fn a_worker_starts_on_a_full_redis_when_its_group_exists() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let expected = load_first_lines(&ru, "full", 200);
+    let mut con = redis_con(&ru);
+    let _: redis::Value = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("full")
+        .arg("acker-wordcount")
+        .arg("0")
+        .query(&mut con)
+        .expect("XGROUP CREATE");
+    for (k, v) in [("maxmemory", "1"), ("maxmemory-policy", "noeviction")] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut con)
+            .expect("CONFIG SET");
+    }
+    let refused: redis::RedisResult<redis::Value> = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("full")
+        .arg("acker-wordcount")
+        .arg("0")
+        .query(&mut con);
+    assert!(
+        refused.as_ref().is_err_and(|e| e.code() == Some("OOM")),
+        "Redis is not full (XGROUP CREATE: {refused:?}): the test tests nothing"
+    );
+    let args = worker_args(&ru, &pu, "full", "w");
+    let (status, out, err) =
+        Proc::spawn("worker on a full Redis", &args).wait(Duration::from_secs(60));
+    assert!(
+        status.success(),
+        "worker on a full Redis failed ({status}): {err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["acked"], 200, "{out}");
+    assert_eq!(db_counts(&pu), expected, "every word's count");
+}
+
 /// SIGTERM while redis-server is frozen (SIGSTOP: connections accepted, nothing answered)
 /// stops within the README's bound: the trees end within 2T (T = 2 s), then at most 5 s for
 /// the acks and the hand-back, plus one 2 s connection attempt and the final prune's 2 s; 4 s

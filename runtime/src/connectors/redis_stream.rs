@@ -435,6 +435,16 @@ pub fn create_group(
         .cmd("XLEN")
         .arg(stream)
         .query(con)?;
+    // Look before writing: XGROUP CREATE is a write, which a Redis at maxmemory with
+    // noeviction refuses (OOM) even when the group exists (new-user trial: no worker could
+    // start there).
+    if existed && group_exists(con, stream, group)? {
+        return Ok(GroupStart {
+            stream_created: false,
+            group_created: false,
+            entries,
+        });
+    }
     let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
         .arg("CREATE")
         .arg(stream)
@@ -452,6 +462,31 @@ pub fn create_group(
         group_created,
         entries,
     })
+}
+
+/// Whether `stream` (which must exist) has consumer group `group` (`XINFO GROUPS`, a read).
+fn group_exists(
+    con: &mut redis::Connection,
+    stream: &str,
+    group: &str,
+) -> redis::RedisResult<bool> {
+    let groups: RV = redis::cmd("XINFO").arg("GROUPS").arg(stream).query(con)?;
+    let RV::Array(groups) = groups else {
+        return Ok(false);
+    };
+    Ok(groups.iter().any(|g| {
+        let pairs: Vec<(&RV, &RV)> = match g {
+            RV::Array(kv) => kv
+                .chunks(2)
+                .filter_map(|p| Some((p.first()?, p.get(1)?)))
+                .collect(),
+            RV::Map(kv) => kv.iter().map(|(k, v)| (k, v)).collect(),
+            _ => Vec::new(),
+        };
+        pairs.iter().any(|(k, v)| {
+            string(k).as_deref() == Some("name") && string(v).as_deref() == Some(group)
+        })
+    }))
 }
 
 /// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists ([`create_group`]).
