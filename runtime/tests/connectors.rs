@@ -1781,6 +1781,27 @@ fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
             .collect::<Vec<&str>>()
     };
     let a = Proc::spawn("first worker", &args("first", "30", "60000"));
+    // The first worker has read (its start's look at the records, which waits 1 s on the lock,
+    // is no blocked writer), then its writer is blocked.
+    let t0 = Instant::now();
+    loop {
+        let p: redis::RedisResult<redis::Value> = redis::cmd("XPENDING")
+            .arg("twice")
+            .arg("acker-wordcount")
+            .arg("-")
+            .arg("+")
+            .arg(100)
+            .arg("first")
+            .query(&mut con);
+        if matches!(&p, Ok(redis::Value::Array(v)) if !v.is_empty()) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the first worker to read: {p:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     wait_writer_blocked(&pu);
     let b = Proc::spawn("second worker", &args("second", "5", "10000"));
     let t0 = Instant::now();
