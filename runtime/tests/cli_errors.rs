@@ -902,38 +902,46 @@ fn claim_after_ms_refusal(value: &str) -> String {
     message_of_argument_error(&stderr(&o), "wordcount")
 }
 
-/// A `--claim-after-ms` below the message timeout (`0` included, and 29999 with the default
-/// 30 s) is refused in clap's argument-error form, before any connection: workers would take
-/// entries other live workers still have in flight, each claim a delivery toward
-/// `--max-retries` (new-user trial: `--claim-after-ms 1` dead-lettered 337 healthy entries).
-/// The message timeout itself is accepted (the run then fails only to reach the servers).
+/// A `--claim-after-ms` below 2 x the message timeout (`0` included, and 59999 with the default
+/// 30 s) is refused in clap's argument-error form, before any connection: a tree times out 1 to
+/// 2 x the timeout after its emit, so workers would take entries other live workers still have
+/// in flight, each claim a delivery toward `--max-retries` (new-user trials: `--claim-after-ms
+/// 1` dead-lettered 337 healthy entries; `--claim-after-ms` = the timeout let two live workers
+/// claim 597 and 500 of each other's entries). 2 x the timeout is accepted (the run then fails
+/// only to reach the servers), and with timeouts off (`--timeout-secs 0`) nothing is refused.
 #[cfg(all(feature = "redis", feature = "postgres"))]
 #[test]
-fn claim_after_ms_below_the_message_timeout_is_refused_in_clap_s_form() {
-    for value in ["0", "1", "29999"] {
+fn claim_after_ms_below_twice_the_message_timeout_is_refused_in_clap_s_form() {
+    for value in ["0", "1", "30000", "59999"] {
         assert_eq!(
             claim_after_ms_refusal(value),
             format!(
-                "error: --claim-after-ms {value} is below the message timeout (30000 ms, \
-                 --timeout-secs): workers would take entries other live workers still have in \
-                 flight, and each claim counts as a delivery toward --max-retries; give at \
-                 least 30000, or leave it out for the default, 2 x the message timeout (60000 \
-                 ms)\n"
+                "error: --claim-after-ms {value} is below 2 x the message timeout (60000 ms, \
+                 --timeout-secs 30): a tree times out between 1 and 2 x the timeout after its \
+                 emit, so workers would take entries other live workers still have in flight, \
+                 and each claim counts as a delivery toward --max-retries; give at least 60000 \
+                 (the default)\n"
             )
         );
     }
-    let args: Vec<&str> = NO_SERVERS
-        .iter()
-        .copied()
-        .chain(["--claim-after-ms", "30000"])
-        .collect();
-    let o = common::output_bounded(bin().args(args), LIMIT, "--claim-after-ms 30000");
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("cannot reach Redis at"),
-        "30000 refused: {}",
-        stderr(&o)
-    );
+    for extra in [
+        &["--claim-after-ms", "60000"][..],
+        &["--timeout-secs", "0", "--claim-after-ms", "1"],
+    ] {
+        let args: Vec<&str> = NO_SERVERS
+            .iter()
+            .copied()
+            .chain(extra.iter().copied())
+            .collect();
+        let what = format!("acker-run {}", extra.join(" "));
+        let o = common::output_bounded(bin().args(args), LIMIT, &what);
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("cannot reach Redis at"),
+            "{what} refused: {}",
+            stderr(&o)
+        );
+    }
 }
 
 /// Above `i64::MAX` Redis refuses XAUTOCLAIM's idle time; the worker took each refusal for a

@@ -286,6 +286,35 @@ pub fn ensure_schema(client: &mut Client) -> Result<(), postgres::Error> {
     tx.commit()
 }
 
+/// Whether the database holds exactly-once records of `stream` (`word_count_applied_entries`
+/// rows, or a prune mark past 0-0 in `word_count_pruned_below`): some of its entries were
+/// counted before. Read once at a worker's start, before it creates its group, so that words
+/// a run skips as already counted can be told apart from its own replays. A lock held on the
+/// records table past `LOCK_WAIT_MS` (1 s) gives `Ok(None)`: unknown.
+///
+/// # Errors
+/// A PostgreSQL error other than the lock timeout (the tables must exist: [`ensure_schema`]).
+pub fn stream_counted_before(
+    client: &mut Client,
+    stream: &str,
+) -> Result<Option<bool>, postgres::Error> {
+    const LOCK_WAIT_MS: u64 = 1_000;
+    let mut tx = client.transaction()?;
+    tx.batch_execute(&format!("SET LOCAL lock_timeout = {LOCK_WAIT_MS}"))?;
+    let r = tx.query_one(
+        "SELECT EXISTS (SELECT 1 FROM word_count_applied_entries WHERE stream = $1)
+             OR EXISTS (SELECT 1 FROM word_count_pruned_below
+                        WHERE stream = $1 AND (entry_ms, entry_seq) > (0, 0))",
+        &[&stream],
+    );
+    match r {
+        Ok(row) => Ok(Some(row.get(0))),
+        // 55P03 lock_not_available: another session holds the table locked.
+        Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Adds `$2[i]` to the count of word `$1[i]` (the words distinct). The rows are upserted, and
 /// so locked, in `ORDER BY w` whatever order the caller passes, so two transactions (two sink
 /// tasks or two workers) lock their common words in the same order and cannot deadlock.

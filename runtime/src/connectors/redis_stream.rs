@@ -435,6 +435,16 @@ pub fn create_group(
         .cmd("XLEN")
         .arg(stream)
         .query(con)?;
+    // Look before writing: XGROUP CREATE is a write, which a Redis at maxmemory with
+    // noeviction refuses (OOM) even when the group exists (new-user trial: no worker could
+    // start there).
+    if existed && group_exists(con, stream, group)? {
+        return Ok(GroupStart {
+            stream_created: false,
+            group_created: false,
+            entries,
+        });
+    }
     let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
         .arg("CREATE")
         .arg(stream)
@@ -452,6 +462,31 @@ pub fn create_group(
         group_created,
         entries,
     })
+}
+
+/// Whether `stream` (which must exist) has consumer group `group` (`XINFO GROUPS`, a read).
+fn group_exists(
+    con: &mut redis::Connection,
+    stream: &str,
+    group: &str,
+) -> redis::RedisResult<bool> {
+    let groups: RV = redis::cmd("XINFO").arg("GROUPS").arg(stream).query(con)?;
+    let RV::Array(groups) = groups else {
+        return Ok(false);
+    };
+    Ok(groups.iter().any(|g| {
+        let pairs: Vec<(&RV, &RV)> = match g {
+            RV::Array(kv) => kv
+                .chunks(2)
+                .filter_map(|p| Some((p.first()?, p.get(1)?)))
+                .collect(),
+            RV::Map(kv) => kv.iter().map(|(k, v)| (k, v)).collect(),
+            _ => Vec::new(),
+        };
+        pairs.iter().any(|(k, v)| {
+            string(k).as_deref() == Some("name") && string(v).as_deref() == Some(group)
+        })
+    }))
 }
 
 /// Creates `group` on `stream` at id `0` (with `MKSTREAM`) unless it exists ([`create_group`]).
@@ -585,6 +620,10 @@ pub struct RedisStreamSpout {
     /// first. An entry leaves it when acked, dead-lettered or no longer ours.
     deliveries: HashMap<String, i64>,
     acks: Vec<String>,
+    /// How many of `acks` (the first ones) went out in an `XACK` that got no reply (a frozen
+    /// Redis, a dropped connection): the server may have applied them, and applies them when
+    /// it wakes (new-user trial: 500 of 2,000 "not sent" acks were). They are sent again.
+    acks_unanswered: usize,
     oldest_ack: Option<Instant>,
     next_poll: Instant,
     next_claim: Instant,
@@ -625,6 +664,7 @@ impl RedisStreamSpout {
             fails: HashMap::new(),
             deliveries: HashMap::new(),
             acks: Vec::new(),
+            acks_unanswered: 0,
             oldest_ack: None,
             next_poll: now,
             next_claim: now,
@@ -713,8 +753,14 @@ impl RedisStreamSpout {
                     .acked
                     .fetch_add(acked.max(0) as u64, Ordering::Relaxed);
                 self.oldest_ack = None;
+                self.acks_unanswered = 0;
             }
             Err(e) => {
+                // No reply: the request may have reached the server (an error reply, such as
+                // OOM, says it was refused; a timeout or a dropped connection does not).
+                if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                    self.acks_unanswered = ids.len();
+                }
                 self.acks = ids;
                 self.lost(now, &e);
             }
@@ -1285,12 +1331,15 @@ impl Spout for RedisStreamSpout {
                 } else if now.duration_since(since) >= Duration::from_millis(STOP_HAND_BACK_MS) {
                     eprintln!(
                         "acker-run: stop: Redis at {} did not answer for {} s after the trees \
-                         ended; acks not sent: {}, entries not handed back: {}; they stay \
-                         pending under consumer {:?} and are delivered again after \
-                         --claim-after-ms (exactly-once skips the effects already committed)",
+                         ended; acks sent without a reply: {} (Redis may have applied them, \
+                         and `acked` does not count them), acks never sent: {}, entries not \
+                         handed back: {}; the unacknowledged stay pending under consumer {:?} \
+                         and are delivered again after --claim-after-ms (exactly-once skips the \
+                         effects already committed)",
                         super::redact_password(&self.cfg.url),
                         STOP_HAND_BACK_MS / 1000,
-                        self.acks.len(),
+                        self.acks_unanswered,
+                        self.acks.len().saturating_sub(self.acks_unanswered),
                         self.hand_back.len(),
                         self.cfg.consumer
                     );

@@ -85,10 +85,11 @@ pub struct ConnectorArgs {
     /// Deliveries past the first before an entry goes to the dead-letter stream `<stream>:dead`.
     #[arg(long, default_value_t = 5)]
     pub max_retries: u64,
-    /// Claim other consumers' entries idle this long, ms (default: 2 x the message timeout; at
-    /// least the message timeout, --timeout-secs x 1000: below it workers take entries other
-    /// live workers still have in flight, and each such claim counts as a delivery toward
-    /// --max-retries, so healthy entries were dead-lettered).
+    /// Claim other consumers' entries idle this long, ms (default and least: 2 x the message
+    /// timeout, --timeout-secs x 2000: a tree times out 1 to 2 x the timeout after its emit, so
+    /// below that workers take entries other live workers still have in flight, and each such
+    /// claim counts as a delivery toward --max-retries. With --timeout-secs 0, timeouts off,
+    /// any value is taken, default 60000).
     #[arg(long)]
     pub claim_after_ms: Option<u64>,
     /// Delay before re-emitting a failed entry, ms; it doubles with each further fail of the
@@ -268,6 +269,11 @@ pub fn spout_pending(max_spout_pending: Option<usize>, read_batch: u64) -> (usiz
 /// worker's in 5 s, or any worker's) deletes those records.
 const PRUNE_STATEMENT_MS: u64 = 1_000;
 
+/// `--claim-after-ms` when it is left out and timeouts are off (`--timeout-secs 0`), ms: 2 x
+/// Storm's default message timeout of 30 s. No tree times out then, so no value is safe from
+/// claiming an entry a live worker still has in flight; this keeps the timeouts-on default.
+pub const DEFAULT_CLAIM_AFTER_MS_WITHOUT_TIMEOUTS: u64 = 60_000;
+
 /// Deletes the exactly-once records no consumer can need again ([`prune_bound`]); returns the
 /// rows deleted, `None` on any error (the next prune tries again).
 fn prune(redis_url: &str, pg_url: &str, stream: &str, group: &str) -> Option<u64> {
@@ -342,16 +348,20 @@ pub fn created_stream_warning(stream: &str, redis_url: &str, drain: bool) -> Str
 /// are keyed by stream entry, not by group: entries another group (or an earlier run) counted
 /// into the same database are skipped, so a new group on a stream another group has read
 /// counts nothing (new-user trial: `--group other` ended with `words_applied` 0 and no word).
-/// `applied` and `duplicates` are the run's words applied and skipped.
+/// `applied` and `duplicates` are the run's words applied and skipped; `counted_before` whether
+/// the database held records of the stream before the run
+/// ([`postgres_sink::stream_counted_before`]): without them the skipped words are the run's
+/// own replays (a tree timed out after its words were committed) and nothing is warned.
 pub fn new_group_warning(
     start: &redis_stream::GroupStart,
+    counted_before: bool,
     stream: &str,
     group: &str,
     pg_url: &str,
     applied: u64,
     duplicates: u64,
 ) -> Option<String> {
-    if !start.group_created || start.entries == 0 || duplicates == 0 {
+    if !start.group_created || !counted_before || start.entries == 0 || duplicates == 0 {
         return None;
     }
     let what = if applied == 0 {
@@ -418,16 +428,26 @@ pub fn run(
         )));
     }
     let timeout_ms = config.message_timeout_ns / 1_000_000;
-    if let Some(ms) = args.claim_after_ms.filter(|&ms| ms < timeout_ms) {
-        // New-user trial: with --claim-after-ms 1 the workers took each other's (and their
-        // own) entries in flight; every claim raised the delivery count, and 337 healthy
-        // entries were dead-lettered as "failed after 6 deliveries".
+    // A tree times out between T and 2T after its emit (or last reset), so an entry is in
+    // flight in a live worker for up to 2T: the claim time must be at least 2T. New-user
+    // trials: with --claim-after-ms 1 the workers took each other's (and their own) entries
+    // in flight and 337 healthy entries were dead-lettered; with --claim-after-ms T (2000,
+    // --timeout-secs 2) two live workers still claimed 597 and 500 of each other's entries.
+    // With timeouts off no tree ever times out, so no claim time is safe from that and none
+    // is refused (the default is then 60 s, 2 x Storm's default timeout).
+    let claim_floor_ms = if config.enable_message_timeouts {
+        2 * timeout_ms
+    } else {
+        0
+    };
+    if let Some(ms) = args.claim_after_ms.filter(|&ms| ms < claim_floor_ms) {
         return Err(CliError::Usage(format!(
-            "--claim-after-ms {ms} is below the message timeout ({timeout_ms} ms, \
-             --timeout-secs): workers would take entries other live workers still have in \
-             flight, and each claim counts as a delivery toward --max-retries; give at least \
-             {timeout_ms}, or leave it out for the default, 2 x the message timeout ({} ms)",
-            2 * timeout_ms
+            "--claim-after-ms {ms} is below 2 x the message timeout ({claim_floor_ms} ms, \
+             --timeout-secs {}): a tree times out between 1 and 2 x the timeout after its \
+             emit, so workers would take entries other live workers still have in flight, and \
+             each claim counts as a delivery toward --max-retries; give at least \
+             {claim_floor_ms} (the default)",
+            timeout_ms / 1000
         )));
     }
     if let Some(ms) = args.claim_after_ms.filter(|&ms| ms > i64::MAX as u64) {
@@ -478,7 +498,14 @@ pub fn run(
     cfg.max_retries = args.max_retries;
     cfg.retry_initial_ms = args.retry_initial_ms;
     cfg.retry_max_ms = args.retry_max_ms;
-    cfg.claim_after_ms = args.claim_after_ms.unwrap_or(2 * timeout_ms).max(1);
+    cfg.claim_after_ms = args
+        .claim_after_ms
+        .unwrap_or(if config.enable_message_timeouts {
+            2 * timeout_ms
+        } else {
+            DEFAULT_CLAIM_AFTER_MS_WITHOUT_TIMEOUTS
+        })
+        .max(1);
     cfg.drain = args.drain;
     cfg.at_most_once = guarantee == Guarantee::AtMostOnce;
     cfg.max_in_flight = max_in_flight;
@@ -559,6 +586,18 @@ pub fn run(
             super::redact_password(pg_url)
         )
     })?;
+    // Whether words of this stream were counted before this run: only those, skipped, are
+    // warned about below, not this run's own replays (new-user trial: a fresh stream, a table
+    // lock of 3.5 s with --timeout-secs 2, and the run's replays, skipped by exactly-once,
+    // were reported as 12,521 words counted before). Unknown (a lock held): warned as before.
+    let counted_before = postgres_sink::stream_counted_before(&mut client, stream)
+        .map_err(|e| {
+            format!(
+                "cannot read the exactly-once records at {}: {e}",
+                super::redact_password(pg_url)
+            )
+        })?
+        .unwrap_or(true);
     drop(client);
     let start = redis_stream::create_group(&mut con, stream, &args.group).map_err(|e| {
         format!(
@@ -636,6 +675,7 @@ pub fn run(
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     if let Some(w) = new_group_warning(
         &start,
+        counted_before,
         stream,
         &args.group,
         pg_url,
