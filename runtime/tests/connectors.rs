@@ -6,7 +6,8 @@
 //! test fails. Budget: about 1.5 minutes in release mode on a 2-core machine (28 tests: 87 s at
 //! a load average of 8.4 to 9.4, 2026-12-01; the 7 added that day take about 30 s of it; 34
 //! tests: 148 s at a load average of 10, 2026-12-01 15:30, the frozen-Redis stop about 20 s and
-//! the two-worker pruned-entry test about 15 s of it). At most 5 minutes.
+//! the two-worker pruned-entry test about 15 s of it; 36 tests: 168 s at a load average of 6 to
+//! 10, 2026-12-01 16:15). At most 5 minutes.
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
 use std::collections::HashMap;
