@@ -238,3 +238,29 @@ fn input_tracker_capacity_is_its_slot_count() {
         assert_eq!(t.open_inputs(), 0);
     }
 }
+
+/// The acker's `Reset` of a root the spout does not hold (completed, failed, or never emitted)
+/// is ignored and counted once per message, and changes nothing else; of a pending root it
+/// restarts the timeout and counts nothing (mutation campaign, acker-core shard 4/40: `+=` for
+/// `-=` in `SpoutPending::reset`'s ignored count was missed).
+#[test]
+fn a_reset_of_an_unknown_root_is_ignored_and_counted_once() {
+    let mut s = spout(8, 8, 21);
+    let mut edge = [0u64; 1];
+    let (r1, _) = emit(&mut s, 1, &mut edge, 0);
+    let (r2, _) = emit(&mut s, 2, &mut edge, 0);
+    assert_eq!(s.completed(r1, 5).map(|c| c.msg_id), Some(1));
+    assert_eq!(s.ignored(), 0);
+    assert!(!s.reset(r1, 6), "a completed root is not pending");
+    assert_eq!(s.ignored(), 1);
+    assert!(!s.reset(r1 ^ 0x5A5A, 6), "a root never emitted");
+    assert_eq!(s.ignored(), 2);
+    // A pending root's reset is no ignored message: its timeout restarts at `now`.
+    assert!(s.reset(r2, T + 1));
+    assert_eq!((s.len(), s.ignored()), (1, 2));
+    let timed_out: Vec<u32> = s.tick(2 * T).collect();
+    assert!(timed_out.is_empty(), "reset at T + 1: not timed out at 2T");
+    let timed_out: Vec<u32> = s.tick(4 * T).collect();
+    assert_eq!(timed_out, vec![2]);
+    assert_eq!((s.len(), s.ignored(), s.timed_out()), (0, 2, 1));
+}
