@@ -677,6 +677,24 @@ mod tests {
             empty,
             BTreeMap::from([("y".to_string(), 1), ("z".to_string(), 7)])
         );
+        // Words whose order shows in their later bytes, and past the 8-byte sort key.
+        let mut out = BTreeMap::from([("ab".to_string(), 1), ("abcdefgh1".to_string(), 1)]);
+        let mine = ["ba", "ab", "ab", "abcdefgh2", "abcdefgh1", "abcdefgh", "\0"]
+            .map(|w| (w.to_string(), 2))
+            .to_vec();
+        merge_counts(&mut out, mine);
+        let got: Vec<(&str, u64)> = out.iter().map(|(w, &n)| (w.as_str(), n)).collect();
+        assert_eq!(
+            got,
+            [
+                ("\0", 2),
+                ("ab", 5),
+                ("abcdefgh", 2),
+                ("abcdefgh1", 3),
+                ("abcdefgh2", 2),
+                ("ba", 2)
+            ]
+        );
     }
 
     #[test]
