@@ -199,6 +199,7 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
     ///
     /// # Errors
     /// [`PendingError::MaxSpoutPending`] (with the message id handed back) when full.
+    #[inline]
     pub fn emit(
         &mut self,
         msg_id: Option<M>,

@@ -442,6 +442,7 @@ impl SpoutOutputCollector<'_> {
     ///
     /// # Errors
     /// See [`emit_stream`](Self::emit_stream).
+    #[inline]
     pub fn emit(&mut self, values: Values, msg_id: Option<MessageId>) -> Result<usize, EmitError> {
         let s = self.router.default_stream()?;
         self.emit_to(s, values, msg_id, None)

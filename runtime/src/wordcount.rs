@@ -294,6 +294,8 @@ pub struct LineSpout {
     owned: usize,
     /// Bytes of text emitted and not yet acked or failed.
     bytes_in_flight: usize,
+    /// The most `bytes_in_flight` has been (what this task last put into the shared maximum).
+    max_bytes_in_flight: usize,
 }
 
 impl LineSpout {
@@ -312,6 +314,7 @@ impl LineSpout {
             acked_count: 0,
             owned: 0,
             bytes_in_flight: 0,
+            max_bytes_in_flight: 0,
         }
     }
 
@@ -320,11 +323,14 @@ impl LineSpout {
         self.bytes_in_flight == 0 || self.bytes_in_flight + len <= MAX_BYTES_IN_FLIGHT
     }
 
-    /// Emits piece `id`; whether it went out.
-    fn emit(&mut self, c: &mut SpoutOutputCollector<'_>, id: MessageId, replay: bool) -> bool {
-        let Some((line_no, range)) = self.open.get(&id).cloned() else {
-            return true;
-        };
+    /// Emits piece `id` (line `line_no`, bytes `range` of the text); whether it went out.
+    fn emit(
+        &mut self,
+        c: &mut SpoutOutputCollector<'_>,
+        id: MessageId,
+        (line_no, range): (u64, std::ops::Range<usize>),
+        replay: bool,
+    ) -> bool {
         let len = range.len();
         if !self.room_for(len) {
             return false;
@@ -336,9 +342,14 @@ impl LineSpout {
             return false;
         }
         self.bytes_in_flight += len;
-        self.stats
-            .max_bytes_in_flight
-            .fetch_max(self.bytes_in_flight as u64, Ordering::Relaxed);
+        // The shared maximum is raised only when this task's own maximum is (an atomic
+        // read-modify-write per piece otherwise): the shared value is never below it.
+        if self.bytes_in_flight > self.max_bytes_in_flight {
+            self.max_bytes_in_flight = self.bytes_in_flight;
+            self.stats
+                .max_bytes_in_flight
+                .fetch_max(self.bytes_in_flight as u64, Ordering::Relaxed);
+        }
         true
     }
 
@@ -369,7 +380,13 @@ impl Spout for LineSpout {
 
     fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
         if let Some(&id) = self.replay.front() {
-            if self.emit(c, id, true) {
+            // A piece no longer open counts as replayed, as before (not reached: a failed
+            // piece stays open until its replay is acked).
+            let went = match self.open.get(&id).cloned() {
+                Some(piece) => self.emit(c, id, piece, true),
+                None => true,
+            };
+            if went {
                 self.replay.pop_front();
                 self.stats.replays.fetch_add(1, Ordering::Relaxed);
             }
@@ -393,8 +410,8 @@ impl Spout for LineSpout {
             return;
         };
         let id = index as MessageId; // 1-based piece index
-        self.open.insert(id, (line_no, range));
-        if self.emit(c, id, false) {
+        self.open.insert(id, (line_no, range.clone()));
+        if self.emit(c, id, (line_no, range), false) {
             self.cursor = peek;
             self.next_index = index;
             self.stats.lines_emitted.fetch_add(1, Ordering::Relaxed);
@@ -404,8 +421,9 @@ impl Spout for LineSpout {
     }
 
     fn ack(&mut self, msg_id: MessageId) {
-        self.settled(msg_id);
-        self.open.remove(&msg_id);
+        // One lookup: the piece leaves the open set and the flight together.
+        let len = self.open.remove(&msg_id).map_or(0, |p| p.1.len());
+        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(len);
         let i = msg_id as usize;
         match self.acked.get_mut(i / 64) {
             Some(w) if *w & (1 << (i % 64)) == 0 => {
@@ -524,11 +542,63 @@ impl BasicBolt for CountBolt {
     }
 
     fn cleanup(&mut self) {
+        // `into_string`, not `to_string`: no trip through `Display`'s formatter.
+        let mine: Vec<(String, u64)> = self
+            .counts
+            .drain()
+            .map(|(w, n)| (w.into_string(), n))
+            .collect();
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        for (w, n) in self.counts.drain() {
-            *out.entry(w.to_string()).or_insert(0) += n;
-        }
+        merge_counts(&mut out, mine);
     }
+}
+
+/// Adds `mine` (word, count) into `out`, summing the counts of a word in both: sorted once and
+/// merged with `out`'s sorted entries, the map then built in bulk (inserting word by word
+/// searched the tree for each, ≈ 20 string comparisons a word, and split its nodes).
+fn merge_counts(out: &mut BTreeMap<String, u64>, mut mine: Vec<(String, u64)>) {
+    // Sorted by the first 8 bytes as one big-endian integer first (byte order, as `str`'s own
+    // order), the whole word only when those are equal: most comparisons are one integer
+    // compare instead of a `memcmp` call.
+    let prefix = |w: &str| {
+        let mut b = [0u8; 8];
+        let n = w.len().min(8);
+        b[..n].copy_from_slice(&w.as_bytes()[..n]);
+        u64::from_be_bytes(b)
+    };
+    let mut keyed: Vec<(u64, (String, u64))> = mine.drain(..).map(|p| (prefix(&p.0), p)).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
+    mine.extend(keyed.into_iter().map(|(_, p)| p));
+    let old = std::mem::take(out);
+    let mut merged = Vec::with_capacity(old.len() + mine.len());
+    let (mut a, mut b) = (old.into_iter().peekable(), mine.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (Some(x), Some(y)) => match x.0.cmp(&y.0) {
+                std::cmp::Ordering::Less => a.next(),
+                std::cmp::Ordering::Greater => b.next(),
+                std::cmp::Ordering::Equal => {
+                    let (w, n) = a.next().unwrap_or_default();
+                    let m = b.next().map_or(0, |p| p.1);
+                    Some((w, n + m))
+                }
+            },
+        };
+        merged.extend(next);
+    }
+    // Sums within `mine` too, should a word come twice (a `HashMap` drain never gives one twice).
+    merged.dedup_by(|later, kept| {
+        if later.0 == kept.0 {
+            kept.1 += later.1;
+            true
+        } else {
+            false
+        }
+    });
+    *out = merged.into_iter().collect();
 }
 
 /// Everything a word-count run hands back besides the shell's report.
@@ -586,6 +656,46 @@ pub fn plain_count(text: &str) -> HashMap<&str, u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_counts_sum_the_words_in_both() {
+        let mut out = BTreeMap::from([("b".to_string(), 2), ("d".to_string(), 1)]);
+        let mine = vec![
+            ("e".to_string(), 5),
+            ("b".to_string(), 3),
+            ("a".to_string(), 1),
+            ("a".to_string(), 4),
+        ];
+        merge_counts(&mut out, mine);
+        let got: Vec<(&str, u64)> = out.iter().map(|(w, &n)| (w.as_str(), n)).collect();
+        assert_eq!(got, [("a", 5), ("b", 5), ("d", 1), ("e", 5)]);
+        merge_counts(&mut out, Vec::new());
+        assert_eq!(out.len(), 4);
+        let mut empty = BTreeMap::new();
+        merge_counts(&mut empty, vec![("z".to_string(), 7), ("y".to_string(), 1)]);
+        assert_eq!(
+            empty,
+            BTreeMap::from([("y".to_string(), 1), ("z".to_string(), 7)])
+        );
+        // Words whose order shows in their later bytes, and past the 8-byte sort key.
+        let mut out = BTreeMap::from([("ab".to_string(), 1), ("abcdefgh1".to_string(), 1)]);
+        let mine = ["ba", "ab", "ab", "abcdefgh2", "abcdefgh1", "abcdefgh", "\0"]
+            .map(|w| (w.to_string(), 2))
+            .to_vec();
+        merge_counts(&mut out, mine);
+        let got: Vec<(&str, u64)> = out.iter().map(|(w, &n)| (w.as_str(), n)).collect();
+        assert_eq!(
+            got,
+            [
+                ("\0", 2),
+                ("ab", 5),
+                ("abcdefgh", 2),
+                ("abcdefgh1", 3),
+                ("abcdefgh2", 2),
+                ("ba", 2)
+            ]
+        );
+    }
 
     #[test]
     fn holds_a_word_agrees_with_split_whitespace() {

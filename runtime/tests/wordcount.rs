@@ -42,6 +42,7 @@ struct Outcome {
     replays: u64,
     acked_twice: u64,
     spout_acked_lines: u64,
+    max_bytes_in_flight: u64,
 }
 
 fn count(text: &str, cores: usize, fail_rate: f64, seed: u64) -> Outcome {
@@ -73,6 +74,7 @@ fn count(text: &str, cores: usize, fail_rate: f64, seed: u64) -> Outcome {
         replays: out.stats.replays.load(Ordering::Relaxed),
         acked_twice: out.stats.acked_twice.load(Ordering::Relaxed),
         spout_acked_lines: out.stats.acked.load(Ordering::Relaxed),
+        max_bytes_in_flight: out.stats.max_bytes_in_flight.load(Ordering::Relaxed),
     }
 }
 
@@ -93,6 +95,15 @@ fn shakespeare_counts_are_exact_and_identical_across_cores_and_failures() {
     assert_eq!(one.acked_twice, 0);
     assert_eq!((one.failed, one.timed_out, one.replays), (0, 0, 0));
     assert_eq!(one.lines_emitted, non_empty);
+    // The most text in flight: at least the longest line (it was in flight once), at most the
+    // cap (no line is longer than it).
+    let longest = text.lines().map(str::len).max().unwrap_or(0) as u64;
+    assert!(
+        (longest..=wordcount::MAX_BYTES_IN_FLIGHT as u64).contains(&one.max_bytes_in_flight),
+        "max bytes in flight {} outside [{longest}, {}]",
+        one.max_bytes_in_flight,
+        wordcount::MAX_BYTES_IN_FLIGHT
+    );
 
     let two = count(&text, 2, 0.0, 1);
     assert_eq!(two.counts, one.counts);
