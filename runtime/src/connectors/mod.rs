@@ -177,6 +177,9 @@ struct OutageState {
     unreported: u64,
     /// The reason the current outage started with.
     reason: String,
+    /// The current outage started with a server error reply (e.g. Redis's `OOM` under
+    /// `maxmemory` with `noeviction`), not a lost connection.
+    refused: bool,
 }
 
 impl OutageLog {
@@ -204,6 +207,24 @@ impl OutageLog {
         reason: &str,
         connect_attempt: bool,
     ) -> Option<String> {
+        self.failed_as(now, reason, connect_attempt, false)
+    }
+
+    /// As [`failed`](Self::failed) for a command the server answered with an error reply
+    /// (`reason`, e.g. Redis's `OOM command not allowed ...`): the connection was up, so a new
+    /// outage's line says the server refused a command instead of "lost" (new-user trial: an
+    /// `OOM` mid-run read as if Redis had gone). The connector retries as for a lost connection.
+    pub fn refused(&self, now: std::time::Instant, reason: &str) -> Option<String> {
+        self.failed_as(now, reason, false, true)
+    }
+
+    fn failed_as(
+        &self,
+        now: std::time::Instant,
+        reason: &str,
+        connect_attempt: bool,
+        refused: bool,
+    ) -> Option<String> {
         use std::time::Duration;
         let mut s = self.state();
         match s.down_since {
@@ -212,6 +233,7 @@ impl OutageLog {
                 s.attempts = u64::from(connect_attempt);
                 s.reported = false;
                 s.reason = reason.to_string();
+                s.refused = refused;
             }
             Some(_) => s.attempts += u64::from(connect_attempt),
         }
@@ -227,6 +249,13 @@ impl OutageLog {
                 1 => " (1 shorter outage since the last report was not reported)".to_string(),
                 n => format!(" ({n} shorter outages since the last report were not reported)"),
             };
+            if s.refused {
+                return Some(format!(
+                    "acker-run: {} at {} refused a command: {} (the connection was up); \
+                     retrying with capped backoff (50 ms doubling to 2 s), {}{left_out}",
+                    self.server, self.url, s.reason, self.meanwhile
+                ));
+            }
             return Some(format!(
                 "acker-run: lost {} at {}: {}; reconnecting with capped backoff (50 ms doubling \
                  to 2 s), {}{left_out}",
@@ -431,6 +460,39 @@ mod outage_tests {
     const LOST: &str = "acker-run: lost Redis at redis://:***@127.0.0.1:7/: Connection \
                         refused (os error 111); reconnecting with capped backoff (50 ms doubling \
                         to 2 s), doing nothing";
+
+    /// An outage that starts with an error reply (Redis's `OOM`) says the server refused a
+    /// command, not that it was lost; connection failures during it keep counting as attempts.
+    #[test]
+    fn an_outage_started_by_an_error_reply_says_refused() {
+        let log = OutageLog::new(
+            "Redis",
+            "redis://127.0.0.1:7/",
+            "emitting nothing meanwhile",
+        );
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        assert_eq!(
+            log.refused(
+                at(10),
+                "OOM: command not allowed when used memory > 'maxmemory'"
+            )
+            .as_deref(),
+            Some(
+                "acker-run: Redis at redis://127.0.0.1:7/ refused a command: OOM: command not \
+                 allowed when used memory > 'maxmemory' (the connection was up); retrying with \
+                 capped backoff (50 ms doubling to 2 s), emitting nothing meanwhile"
+            )
+        );
+        assert_eq!(log.failed(at(200), "other", true), None);
+        assert!(log
+            .connected(at(1_010))
+            .is_some_and(|l| l.contains("is back after 1.0 s")));
+        // The next outage, a lost connection past the report gap, says "lost" again.
+        assert!(log
+            .failed(at(20_000), "Connection refused (os error 111)", false)
+            .is_some_and(|l| l.starts_with("acker-run: lost Redis at")));
+    }
 
     /// One "lost" line per outage, one "back" line with the time and the attempts, a "still
     /// down" line a minute into a long outage; an outage starting within the report gap of the

@@ -96,6 +96,12 @@ pub fn redis_reason(e: &redis::RedisError) -> String {
     super::one_line_reason(&e.to_string(), Some(&format!("{:?}", e.kind())))
 }
 
+/// Whether `e` is the server's error reply to a command (`-OOM ...`, `-ERR ...`): the
+/// connection is up and in step, unlike a timeout, an I/O error or a dropped connection.
+pub fn is_error_reply(e: &redis::RedisError) -> bool {
+    e.code().is_some() && !(e.is_io_error() || e.is_timeout() || e.is_connection_dropped())
+}
+
 /// The spout connection's read and write timeout, s: a command without a reply in this time
 /// counts as a lost connection (reconnect with backoff).
 const IO_TIMEOUT_SECS: u64 = 2;
@@ -719,7 +725,13 @@ impl RedisStreamSpout {
     /// Drops the connection after `error`; the next call reconnects after the backoff. The
     /// first error of an outage is reported on stderr ([`super::OutageLog`]).
     fn lost(&mut self, now: Instant, error: &redis::RedisError) {
-        if let Some(line) = self.outage.failed(now, &redis_reason(error), false) {
+        let reason = redis_reason(error);
+        let line = if is_error_reply(error) {
+            self.outage.refused(now, &reason)
+        } else {
+            self.outage.failed(now, &reason, false)
+        };
+        if let Some(line) = line {
             eprintln!("{line}");
         }
         self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
@@ -1461,6 +1473,23 @@ impl Spout for RedisStreamSpout {
 
 #[cfg(test)]
 mod tests {
+    /// An error reply (the connection is up) is told apart from a lost connection: the outage
+    /// line then says the server refused a command.
+    #[test]
+    fn error_replies_are_told_apart_from_lost_connections() {
+        let reply = redis::RedisError::from((
+            redis::ErrorKind::ResponseError,
+            "An error was signalled by the server",
+            "OOM command not allowed".to_string(),
+        ));
+        assert!(super::is_error_reply(&reply));
+        let timeout = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::WouldBlock));
+        assert!(!super::is_error_reply(&timeout));
+        let dropped =
+            redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(!super::is_error_reply(&dropped));
+    }
+
     use super::*;
 
     /// `--max-retries` N dead-letters at delivery N + 1; past what the server's signed count can
