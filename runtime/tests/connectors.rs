@@ -334,13 +334,7 @@ fn malformed_entries_and_exhausted_retries_are_dead_lettered() {
     let good = add(&mut con, "line", b"good words here");
     // An earlier life of consumer w: both first entries delivered, their counts raised as if
     // they had been retried (XCLAIM ... RETRYCOUNT sets the server's delivery count).
-    let _: redis::Value = redis::cmd("XGROUP")
-        .arg("CREATE")
-        .arg("s")
-        .arg("acker-wordcount")
-        .arg("0")
-        .query(&mut con)
-        .expect("XGROUP CREATE");
+    xgroup_create(&mut con, "s", "acker-wordcount").expect("XGROUP CREATE");
     let _: redis::Value = redis::cmd("XREADGROUP")
         .arg("GROUP")
         .arg("acker-wordcount")
@@ -3030,6 +3024,20 @@ fn a_run_s_own_replays_are_not_warned_about_as_counted_before() {
     assert_eq!(db_counts(&pu), expected, "every word's count");
 }
 
+/// `XGROUP CREATE stream group 0`: the group, reading from the stream's first entry.
+fn xgroup_create(
+    con: &mut redis::Connection,
+    stream: &str,
+    group: &str,
+) -> redis::RedisResult<redis::Value> {
+    redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(stream)
+        .arg(group)
+        .arg("0")
+        .query(con)
+}
+
 /// A worker starts on a Redis at `maxmemory` with `noeviction` when its group exists: it looks
 /// (`XINFO GROUPS`, a read) before creating anything. Before, its `XGROUP CREATE`, a write, got
 /// OOM and no worker could start (new-user trial); reads and acks are not refused at
@@ -3040,13 +3048,7 @@ fn a_worker_starts_on_a_full_redis_when_its_group_exists() {
     let (ru, pu) = (redis.url(), postgres.url());
     let expected = load_first_lines(&ru, "full", 200);
     let mut con = redis_con(&ru);
-    let _: redis::Value = redis::cmd("XGROUP")
-        .arg("CREATE")
-        .arg("full")
-        .arg("acker-wordcount")
-        .arg("0")
-        .query(&mut con)
-        .expect("XGROUP CREATE");
+    xgroup_create(&mut con, "full", "acker-wordcount").expect("XGROUP CREATE");
     for (k, v) in [("maxmemory", "1"), ("maxmemory-policy", "noeviction")] {
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
@@ -3055,12 +3057,7 @@ fn a_worker_starts_on_a_full_redis_when_its_group_exists() {
             .query(&mut con)
             .expect("CONFIG SET");
     }
-    let refused: redis::RedisResult<redis::Value> = redis::cmd("XGROUP")
-        .arg("CREATE")
-        .arg("full")
-        .arg("acker-wordcount")
-        .arg("0")
-        .query(&mut con);
+    let refused = xgroup_create(&mut con, "full", "acker-wordcount");
     assert!(
         refused.as_ref().is_err_and(|e| e.code() == Some("OOM")),
         "Redis is not full (XGROUP CREATE: {refused:?}): the test tests nothing"

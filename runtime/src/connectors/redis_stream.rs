@@ -102,6 +102,25 @@ pub fn is_error_reply(e: &redis::RedisError) -> bool {
     e.code().is_some() && !(e.is_io_error() || e.is_timeout() || e.is_connection_dropped())
 }
 
+/// `XCLAIM stream group consumer 0 ids...`: hands `ids` to `consumer` whatever their idle time,
+/// raising each one's delivery count by one; the entries as the server returns them (those no
+/// longer pending are left out).
+fn xclaim_now(
+    con: &mut redis::Connection,
+    stream: &str,
+    group: &str,
+    consumer: &str,
+    ids: &[&String],
+) -> redis::RedisResult<RV> {
+    redis::cmd("XCLAIM")
+        .arg(stream)
+        .arg(group)
+        .arg(consumer)
+        .arg(0)
+        .arg(ids)
+        .query(con)
+}
+
 /// The spout connection's read and write timeout, s: a command without a reply in this time
 /// counts as a lost connection (reconnect with backoff).
 const IO_TIMEOUT_SECS: u64 = 2;
@@ -920,13 +939,7 @@ impl RedisStreamSpout {
             return false;
         };
         let ids: Vec<&String> = again.iter().map(|r| &r.0).collect();
-        let r: redis::RedisResult<RV> = redis::cmd("XCLAIM")
-            .arg(&stream)
-            .arg(&group)
-            .arg(&consumer)
-            .arg(0)
-            .arg(&ids)
-            .query(con);
+        let r = xclaim_now(con, &stream, &group, &consumer, &ids);
         match r {
             Ok(v) => {
                 let mut got = entries(&v);
@@ -1161,13 +1174,7 @@ impl RedisStreamSpout {
         }
         let Some(con) = self.con(now) else { return 0 };
         let ids: Vec<&String> = again.iter().map(|r| &r.0).collect();
-        let r: redis::RedisResult<RV> = redis::cmd("XCLAIM")
-            .arg(&stream)
-            .arg(&group)
-            .arg(&me)
-            .arg(0)
-            .arg(&ids)
-            .query(con);
+        let r = xclaim_now(con, &stream, &group, &me, &ids);
         let mut got = match r {
             Ok(v) => entries(&v),
             Err(e) => {
