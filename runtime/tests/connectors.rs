@@ -2281,22 +2281,50 @@ fn appended_of(err: &str, n: usize) -> usize {
     k.parse().expect("K is a number")
 }
 
+/// Lines in the input of the stopped-load tests: enough that a load is still under way when
+/// the test stops it.
+const LOAD_LINES: usize = 500_000;
+
+/// A private redis-server and an `acker-run load` of [`LOAD_LINES`] numbered lines (a file named
+/// after `tag`) into `stream`, under way: returned once the stream holds its first entries.
+struct LoadUnderWay {
+    redis: RedisServer,
+    load: Proc,
+    input: std::path::PathBuf,
+    con: redis::Connection,
+}
+
+fn load_under_way(tag: &str, stream: &str) -> LoadUnderWay {
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let input = numbered_lines_file(tag, LOAD_LINES);
+    let load = Proc::spawn(
+        "acker-run load",
+        &load_args(input.to_str().unwrap(), &redis.url(), stream),
+    );
+    let mut con = redis_con(&redis.url());
+    wait_some_entries(&mut con, stream);
+    LoadUnderWay {
+        redis,
+        load,
+        input,
+        con,
+    }
+}
+
 /// A load stopped by SIGINT part way (new-user trial: it said nothing) exits 130 and says how
 /// many entries it appended: exactly the stream's length, whole round trips of 1000. Resuming
 /// as the message says (`tail -n +LINE`, here the file's lines from LINE on) appends the rest
 /// once: the stream then holds `w0` .. `w499999` in order, each once.
 #[test]
 fn load_stopped_by_sigint_says_what_it_appended_and_resumes_once() {
-    const N: usize = 500_000;
-    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    const N: usize = LOAD_LINES;
+    let LoadUnderWay {
+        redis,
+        load: w,
+        input,
+        mut con,
+    } = load_under_way("load-sigint", "big");
     let ru = redis.url();
-    let input = numbered_lines_file("load-sigint", N);
-    let w = Proc::spawn(
-        "acker-run load",
-        &load_args(input.to_str().unwrap(), &ru, "big"),
-    );
-    let mut con = redis_con(&ru);
-    wait_some_entries(&mut con, "big");
     let (status, out, err) = signal_and_wait(w, "INT");
     assert_eq!(status.code(), Some(130), "{out}\n{err}");
     let k = appended_of(&err, N);
@@ -2338,17 +2366,14 @@ fn load_stopped_by_sigint_says_what_it_appended_and_resumes_once() {
 /// and at most K + 1000 (the round trip without a reply) entries.
 #[test]
 fn load_losing_redis_says_what_was_acknowledged() {
-    const N: usize = 500_000;
-    let mut redis =
-        RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    const N: usize = LOAD_LINES;
+    let LoadUnderWay {
+        mut redis,
+        load: w,
+        input,
+        con,
+    } = load_under_way("load-lost", "big");
     let ru = redis.url();
-    let input = numbered_lines_file("load-lost", N);
-    let w = Proc::spawn(
-        "acker-run load",
-        &load_args(input.to_str().unwrap(), &ru, "big"),
-    );
-    let mut con = redis_con(&ru);
-    wait_some_entries(&mut con, "big");
     drop(con);
     redis.kill();
     let (status, out, err) = w.wait(Duration::from_secs(30));
@@ -2417,16 +2442,13 @@ fn too_many_ackers_names_the_largest_ackers_for_the_connector_topology() {
 /// waiting 2 s again (new-user trial: a load hung for over 10 minutes and ignored SIGTERM).
 #[test]
 fn load_against_a_frozen_redis_ends_within_seconds() {
-    const N: usize = 500_000;
-    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
-    let ru = redis.url();
-    let input = numbered_lines_file("load-frozen", N);
-    let w = Proc::spawn(
-        "acker-run load",
-        &load_args(input.to_str().unwrap(), &ru, "frozen"),
-    );
-    let mut con = redis_con(&ru);
-    wait_some_entries(&mut con, "frozen");
+    const N: usize = LOAD_LINES;
+    let LoadUnderWay {
+        redis,
+        load: w,
+        input,
+        con,
+    } = load_under_way("load-frozen", "frozen");
     drop(con);
     let pid = redis.pid().expect("redis-server runs").to_string();
     let signal = |sig: &str| {
