@@ -237,12 +237,13 @@ const STAMP_MASK: u32 = 0b11_1111;
 /// whose window is full goes to a free slot outside it (an *overflow* entry, see the module docs).
 pub const LINEAR_MAX_CAPACITY: usize = 64;
 
-/// Counters the live count is spread over (see [`SharedAckerTable::len`]). One under loom, so
-/// that models do not depend on where loom's threads have their stacks.
+/// Counters the live count is spread over (see [`SharedAckerTable::len`]). Two under loom,
+/// picked by slot instead of by stack address (see `live_stripe`), so that models do not depend
+/// on where loom's threads have their stacks and still meet `len`'s reading of several stripes.
 #[cfg(not(loom))]
 const LIVE_STRIPES: usize = 4;
 #[cfg(loom)]
-const LIVE_STRIPES: usize = 1;
+const LIVE_STRIPES: usize = 2;
 
 /// What one insert adds to its live-count stripe, and what one removal adds (see
 /// [`SharedAckerTable::len`]): either way the stripe's high 32 bits count the updates, so a
@@ -993,17 +994,21 @@ impl<S: SharedStorage> SharedAckerTable<S> {
 
     // ---- internals ----------------------------------------------------------------------------
 
-    /// The live-count stripe this thread writes: picked from the address of a local variable
-    /// (thread stacks are at least 2 MiB apart), so threads mostly write different cache lines.
-    /// Which stripe is used never changes any result: only the sum of the stripes is read.
+    /// The live-count stripe this thread writes for a change at slot `j`: picked from the
+    /// address of a local variable (thread stacks are at least 2 MiB apart), so threads mostly
+    /// write different cache lines. Which stripe is used never changes any result: only the sum
+    /// of the stripes is read.
     #[inline]
-    fn live_stripe(&self) -> &AtomicU64 {
-        // Loom runs must not depend on where its threads' stacks happen to be: one stripe (the
-        // case where every thread shares it, the most contended one).
+    fn live_stripe(&self, j: usize) -> &AtomicU64 {
+        // Loom runs must not depend on where its threads' stacks happen to be: the stripe of
+        // slot `j`, so that a model can place an insert and a removal in different stripes (the
+        // case `len`'s second reading exists for: `tests/loom.rs`,
+        // `len_never_reads_a_count_no_instant_had`).
         #[cfg(loom)]
-        let stripe = 0;
+        let stripe = j % LIVE_STRIPES;
         #[cfg(not(loom))]
         let stripe = {
+            let _ = j;
             let marker = 0u8;
             (core::ptr::from_ref(&marker) as usize >> 21) % LIVE_STRIPES
         };
@@ -1196,7 +1201,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
     /// and an overflow entry leaves the overflow count.
     fn remove_locked(&self, j: usize) {
         let class = self.overflow_distance(j).map(overflow_class);
-        self.live_stripe().fetch_add(STRIPE_SUB, AcqRel);
+        self.live_stripe(j).fetch_add(STRIPE_SUB, AcqRel);
         release_store_u32(self.meta(j), FREE);
         if let Some(k) = class {
             // A probe that still goes far for it only reads more than it needs.
@@ -1455,7 +1460,7 @@ impl<S: SharedStorage> SharedAckerTable<S> {
         fence(SeqCst);
         let epoch = self.epoch.load(Acquire);
         // The insert's instant: counted while still locked, so no lookup sees it uncounted.
-        self.live_stripe().fetch_add(STRIPE_ADD, AcqRel);
+        self.live_stripe(j).fetch_add(STRIPE_ADD, AcqRel);
         self.unlock(j, with_stamp(LIVE | flags, epoch));
         Ok(Decision::Pending)
     }

@@ -10,7 +10,7 @@
 //!
 //! Each model states the bound it was run at and how long it took alone (release build,
 //! 2-core machine, 2026-11-30; the times before issue 13 are those of the pin-count design). The
-//! whole suite (24 models) takes about 15 s once built on the slot-lock design, about 4 min from
+//! whole suite (25 models) takes about 15 s once built on the slot-lock design, about 4 min from
 //! a cold target dir (most of it the build). Tiny capacities (1 or 2 slots) make homes collide
 //! and slots get reused. A model of three simultaneous inserts of one root did not finish within
 //! 15 minutes at bound 3 and was left out (model 6b covers two candidates of one root around a
@@ -708,5 +708,36 @@ fn last_ack_racing_its_expiry_in_the_second_run() {
             other => panic!("ack returned {other:?}"),
         }
         assert_eq!(t.get(other).map(|e| e.ack_val), Some(0x1));
+    });
+}
+
+/// Model 16: `len()` ∥ an insert and then a decision on another thread, the two in different
+/// live-count stripes (under loom a change at slot `j` writes stripe `j % 2`). The live count
+/// goes 1 (root `a`, slot 1), 2 (root `b` inserted at slot 0), 1 (`a` completed): `len()` must
+/// return 1 or 2. A single reading of the stripes can return 0, a count no instant had: stripe 0
+/// read before `b`'s insert, stripe 1 after `a`'s removal. That is why `len` reads the stripes
+/// until two readings agree (the mutant `LIVE_STRIPES > 1` → `< 1` of the mutation campaign,
+/// shard 3/40, which no other test catches).
+///
+/// Bound 3, exhaustive.
+#[test]
+fn len_never_reads_a_count_no_instant_had() {
+    model(|| {
+        let t = table::<2>();
+        let a = (1..).find(|&r| t.home_slot(r) == 1).unwrap();
+        let b = (1..).find(|&r| t.home_slot(r) == 0).unwrap();
+        assert_eq!(t.init(a, 0xA, TASK), Ok(Decision::Pending)); // slot 1: stripe 1
+        let t2 = t.clone();
+        let w = thread::spawn(move || {
+            assert_eq!(t2.init(b, 0xB, TASK), Ok(Decision::Pending)); // slot 0: stripe 0
+            assert_eq!(t2.ack(a, 0xA), Ok(COMPLETED)); // stripe 1
+        });
+        let n = t.len();
+        w.join().unwrap();
+        assert!(
+            n == 1 || n == 2,
+            "len() returned {n}; the live count went 1, 2, 1"
+        );
+        assert_eq!((t.len(), t.get(b).map(|e| e.ack_val)), (1, Some(0xB)));
     });
 }
