@@ -11,10 +11,11 @@ wall time (process start to exit), entries/s, each worker's CPU-s (user+sys, /us
 PostgreSQL's CPU-s (the postmaster's utime+stime+cutime+cstime: backends exit with their
 worker) and statement time (sum of pg_stat_database.active_time), the words counted, the load
 average. Needs release builds of acker-run and the redis_ceiling example, and psql.
+BIN=/path/to/acker-run runs another build of the worker (e.g. the commit before a change).
 """
 import subprocess, json, time, sys, os
 ROOT=os.path.join(os.path.dirname(os.path.abspath(__file__)),'..')
-BIN=os.path.join(ROOT,'target/release/acker-run')
+BIN=os.environ.get('BIN') or os.path.join(ROOT,'target/release/acker-run')
 R=os.environ['R']; P=os.environ['P']
 PGPID=int(open(os.path.join(os.environ['PGDATA'],'postmaster.pid')).readline())
 SH=os.path.join(ROOT,'../shared/data/tinyshakespeare.txt')

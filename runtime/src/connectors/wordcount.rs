@@ -616,13 +616,11 @@ pub fn run(
     }
 
     // Progress on stderr and periodic pruning of the exactly-once records, off the core threads.
-    let finished = Arc::new(AtomicBool::new(false));
+    // Dropping `finished` wakes the side thread at once (a 100 ms sleep there delayed the
+    // summary of every run by up to 100 ms, 5 % of a drained tinyshakespeare run).
+    let (finished, finished_rx) = std::sync::mpsc::channel::<()>();
     let side = {
-        let (finished, sc, kc) = (
-            finished.clone(),
-            spout_counters.clone(),
-            sink_counters.clone(),
-        );
+        let (sc, kc) = (spout_counters.clone(), sink_counters.clone());
         let (redis_url, pg_url, stream, group) = (
             redis_url.clone(),
             pg_url.clone(),
@@ -634,8 +632,9 @@ pub fn run(
         std::thread::spawn(move || {
             let (mut last_progress, mut last_prune) = (Instant::now(), Instant::now());
             let mut last_settled = settled(guarantee, &sc);
-            while !finished.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                finished_rx.recv_timeout(Duration::from_millis(100))
+            {
                 if !progress.is_zero() && last_progress.elapsed() >= progress {
                     let (now, settled_now) = (Instant::now(), settled(guarantee, &sc));
                     let interval = now.duration_since(last_progress);
@@ -664,7 +663,7 @@ pub fn run(
         })
     };
     let report = shell::run(&plan, &shell_options);
-    finished.store(true, Ordering::Relaxed);
+    drop(finished);
     let _ = side.join();
     let report = report.map_err(|e| e.to_string())?;
     let pruned = if mode == SinkMode::ExactlyOnce {
