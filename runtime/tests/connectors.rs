@@ -3161,6 +3161,10 @@ fn sigterm_while_redis_is_frozen_stops_within_the_bound_and_stays_exact() {
     let unanswered = number_after("acks sent without a reply: ");
     let never_sent = number_after("acks never sent: ");
     let not_handed_back = number_after("entries not handed back: ");
+    // A read sent as Redis froze is executed when it wakes: up to a batch (500) each, pending
+    // under the stopped consumer, never seen by it (seen in a run: 1,500 pending, 1,000 acks
+    // never sent, one read without a reply).
+    let reads_unanswered = number_after("reads sent without a reply: ");
     let mut con = redis_con(&ru);
     let pending: redis::Value = redis::cmd("XPENDING")
         .arg("lines")
@@ -3176,11 +3180,13 @@ fn sigterm_while_redis_is_frozen_stops_within_the_bound_and_stays_exact() {
     };
     eprintln!(
         "frozen stop: {unanswered} acks without a reply, {never_sent} never sent, \
-         {not_handed_back} not handed back; {} pending after SIGCONT",
+         {not_handed_back} not handed back, {reads_unanswered} reads without a reply; {} \
+         pending after SIGCONT",
         pending.len()
     );
     assert!(
-        (never_sent + not_handed_back..=never_sent + not_handed_back + unanswered)
+        (never_sent + not_handed_back
+            ..=never_sent + not_handed_back + unanswered + 500 * reads_unanswered)
             .contains(&pending.len()),
         "{} pending under the stopped worker after SIGCONT; stderr:\n{err}",
         pending.len()
