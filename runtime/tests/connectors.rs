@@ -2615,9 +2615,9 @@ fn a_server_of_the_wrong_protocol_is_named_as_such() {
             vec!["--postgres".into(), pg_at(redis.port())],
             format!(
                 "acker-run: error: cannot reach PostgreSQL at {}: the server accepted the \
-                 connection but did not answer an SSLRequest within 5 s: it did not answer as \
-                 PostgreSQL, which answers at once (is this the PostgreSQL server's address and \
-                 port?)\n",
+                 connection but did not answer an SSLRequest within 5 s: it may be stopped \
+                 (SIGSTOP) or overloaded, or it is not PostgreSQL, which answers at once (is this \
+                 the PostgreSQL server's address and port?)\n",
                 pg_at(redis.port())
             ),
         ),
@@ -2653,6 +2653,47 @@ fn a_server_of_the_wrong_protocol_is_named_as_such() {
         assert!(out.is_empty(), "{args:?}: {out}");
         assert!(t0.elapsed() < Duration::from_secs(10), "{args:?}");
     }
+}
+
+/// A frozen Redis (SIGSTOP: it accepts connections and answers nothing) at a worker's start
+/// is an error within the 2 s PING bound that says so, exit status 2, nothing on stdout
+/// (new-user trial: it was reported as "did not answer as Redis", which sent the user looking
+/// for a wrong port).
+#[test]
+fn a_frozen_redis_at_start_is_reported_as_silent_not_as_another_server() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let pid = redis.pid().expect("redis-server runs").to_string();
+    /// Sends SIGCONT to the frozen server when dropped, also while a failed assertion unwinds.
+    struct Thaw(String);
+    impl Drop for Thaw {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+        }
+    }
+    let ok = Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .expect("run kill");
+    assert!(ok.success(), "kill -STOP {pid}");
+    let _thaw = Thaw(pid);
+    let args = worker_args(&ru, &pu, "lines", "frozen-start");
+    let t0 = Instant::now();
+    let (status, out, err) =
+        Proc::spawn("worker while Redis is frozen", &args).wait(Duration::from_secs(30));
+    let took = t0.elapsed();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "acker-run: error: cannot reach Redis at {ru}: the server accepted the connection \
+             but did not answer PING within 2 s: it may be stopped (SIGSTOP) or overloaded, or \
+             it is not Redis, which answers at once (is this the Redis server's address and \
+             port?)\n"
+        )
+    );
+    assert!(out.is_empty(), "{out}");
+    assert!(took < Duration::from_secs(10), "the refusal took {took:?}");
 }
 
 /// The server time of an entry id `<ms>-<seq>`, ms.
