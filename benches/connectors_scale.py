@@ -23,8 +23,8 @@ labelled `before`, `after`, `ceil`); `median` reads such lines on stdin and prin
 import subprocess, json, time, sys, os
 ROOT=os.path.join(os.path.dirname(os.path.abspath(__file__)),'..')
 BIN=os.environ.get('BIN') or os.path.join(ROOT,'target/release/acker-run')
-R=os.environ['R']; P=os.environ['P']
-PGPID=int(open(os.path.join(os.environ['PGDATA'],'postmaster.pid')).readline())
+R=os.environ.get('R'); P=os.environ.get('P')
+PGPID=int(open(os.path.join(os.environ['PGDATA'],'postmaster.pid')).readline()) if 'PGDATA' in os.environ else None
 SH=os.path.join(ROOT,'../shared/data/tinyshakespeare.txt')
 LOADS=int(os.environ.get('LOADS','1'))
 def pgcpu():

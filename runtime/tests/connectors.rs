@@ -2944,6 +2944,17 @@ fn load_refused_by_redis_says_what_the_server_said_and_what_was_appended() {
     );
     assert!(!err.contains("without a reply"), "{err}");
     assert!(!err.contains("lines 1 to 0"), "{err}");
+    // The resume command would be refused the same way: what to fix comes first (new-user
+    // trial: it only suggested `tail -n +1 ... | acker-run load`, which failed again).
+    assert!(
+        err.contains(&format!(
+            "The server refused an entry, so a resume is refused the same way until the cause \
+             is fixed: the key text holds another kind of value than a stream: load into \
+             another --stream, or delete the key (DEL text) if its value is not needed. Then, \
+             to append the rest once: tail -n +1 {path} | acker-run load"
+        )),
+        "{err}"
+    );
     // maxmemory 1 MB above what the server uses now (the private server's append-only file
     // buffers already take more than 1 MB): some round trips fit, then OOM.
     let info: String = redis::cmd("INFO")
@@ -2984,6 +2995,13 @@ fn load_refused_by_redis_says_what_the_server_said_and_what_was_appended() {
     assert!(err.contains(&said), "no '{said}' in: {err}");
     assert!(err.contains(&format!("input lines 1 to {k})")), "{err}");
     assert!(err.contains(&format!("tail -n +{} ", k + 1)), "{err}");
+    assert!(
+        err.contains(
+            "until the cause is fixed: Redis is out of memory (maxmemory): free memory in Redis \
+             or raise maxmemory (CONFIG SET maxmemory ...). Then, to append the rest once: tail"
+        ),
+        "{err}"
+    );
     assert!(!err.contains("without a reply"), "{err}");
     let _ = std::fs::remove_file(&input);
 }
@@ -3183,6 +3201,9 @@ fn sigterm_while_redis_is_frozen_stops_within_the_bound_and_stays_exact() {
     );
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
     eprintln!("stop with Redis frozen took {took:?}: {out}");
+    // The final prune's bound comes from Redis (the group's pending entries): none, so nothing
+    // is pruned and the summary says null, not 0 (README).
+    assert_eq!(v["records_pruned"], serde_json::Value::Null, "{out}");
     // The stop message's counts against what Redis holds once awake (new-user trial: "acks not
     // sent: 2000, entries not handed back: 244", then 1,744 pending: the last XACK had been sent
     // and was applied when Redis woke). At least the never-sent acks and the entries not handed
