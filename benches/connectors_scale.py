@@ -11,13 +11,22 @@ wall time (process start to exit), entries/s, each worker's CPU-s (user+sys, /us
 PostgreSQL's CPU-s (the postmaster's utime+stime+cutime+cstime: backends exit with their
 worker) and statement time (sum of pg_stat_database.active_time), the words counted, the load
 average. Needs release builds of acker-run and the redis_ceiling example, and psql.
+LOADS=4 loads the file 4 times into each stream (a second figure: fixed costs against rate;
+the goal's figure is LOADS=1). BIN=/path/to/acker-run runs another build of the worker.
+
+    BEFORE=/tmp/c-before/acker-run ... connectors_scale.py vs 5
+
+alternates, 5 times: one run of BEFORE, one of this tree's build, one ceiling (each line
+labelled `before`, `after`, `ceil`); `median` reads such lines on stdin and prints the medians
+(min-max) of each label.
 """
 import subprocess, json, time, sys, os
 ROOT=os.path.join(os.path.dirname(os.path.abspath(__file__)),'..')
-BIN=os.path.join(ROOT,'target/release/acker-run')
-R=os.environ['R']; P=os.environ['P']
-PGPID=int(open(os.path.join(os.environ['PGDATA'],'postmaster.pid')).readline())
+BIN=os.environ.get('BIN') or os.path.join(ROOT,'target/release/acker-run')
+R=os.environ.get('R'); P=os.environ.get('P')
+PGPID=int(open(os.path.join(os.environ['PGDATA'],'postmaster.pid')).readline()) if 'PGDATA' in os.environ else None
 SH=os.path.join(ROOT,'../shared/data/tinyshakespeare.txt')
+LOADS=int(os.environ.get('LOADS','1'))
 def pgcpu():
     f=open(f'/proc/{PGPID}/stat').read().rsplit(')',1)[1].split()
     return sum(int(x) for x in f[11:15])/100.0
@@ -26,15 +35,16 @@ def psql(q):
 def active():
     return float(psql("select coalesce(sum(active_time),0) from pg_stat_database") or 0)
 n=0
-def run(workers, extra=()):
+def run(workers, extra=(), bin=None):
     global n
     n+=1
     s=f'sc{os.getpid()}_{n}'
-    subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
+    for _ in range(LOADS):
+        subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
     psql("truncate word_counts; truncate word_count_applied_entries")
     c0,a0=pgcpu(),active()
     t0=time.time()
-    ps=[subprocess.Popen(['/usr/bin/time','-f','%U %S',BIN,'wordcount','--redis',R,'--stream',s,'--postgres',P,'--cores','1','--no-pin','--drain','--json','--progress-secs','0','--consumer',f'w{i}',*extra],stdout=subprocess.PIPE,stderr=subprocess.PIPE,text=True) for i in range(workers)]
+    ps=[subprocess.Popen(['/usr/bin/time','-f','%U %S',bin or BIN,'wordcount','--redis',R,'--stream',s,'--postgres',P,'--cores','1','--no-pin','--drain','--json','--progress-secs','0','--consumer',f'w{i}',*extra],stdout=subprocess.PIPE,stderr=subprocess.PIPE,text=True) for i in range(workers)]
     outs=[p.communicate() for p in ps]
     wall=time.time()-t0
     c1,a1=pgcpu(),active()
@@ -51,8 +61,30 @@ if mode=='scale':
 elif mode=='ab':
     for i in range(int(sys.argv[2])):
         print(json.dumps(run(1, os.environ.get('EXTRA', '').split())),flush=True)
+def ceil(i):
+    s=f'ceil{os.getpid()}_{i}'
+    for _ in range(LOADS):
+        subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
+    return subprocess.run([os.path.join(ROOT,'target/release/examples/redis_ceiling'),R,s,'500'],capture_output=True,text=True).stdout.strip()
 if mode=='ceil':
     for i in range(int(sys.argv[2])):
-        s=f'ceil{os.getpid()}_{i}'
-        subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
-        print(subprocess.run([os.path.join(ROOT,'target/release/examples/redis_ceiling'),R,s,'500'],capture_output=True,text=True).stdout.strip(),flush=True)
+        print(ceil(i),flush=True)
+elif mode=='vs':
+    extra=os.environ.get('EXTRA', '').split()
+    for i in range(int(sys.argv[2])):
+        print('before',json.dumps(run(1, extra, os.environ['BEFORE'])),flush=True)
+        print('after',json.dumps(run(1, extra)),flush=True)
+        c=ceil(i)
+        print('ceil',json.dumps(dict(entries_per_s=round(float(c.split(': ')[1].split()[0])),line=c,load=os.getloadavg()[0])),flush=True)
+elif mode=='median':
+    import statistics
+    by={}
+    for l in sys.stdin:
+        if l.strip():
+            k,j=l.split(' ',1); by.setdefault(k,[]).append(json.loads(j))
+    for k,rs in by.items():
+        out=[]
+        for f in ('entries_per_s','wall_s','worker_cpu_s','pg_cpu_s','pg_active_ms','load'):
+            v=[(sum(r[f]) if isinstance(r[f],list) else r[f]) for r in rs if f in r]
+            if v: out.append(f'{f} {statistics.median(v):g} ({min(v):g}-{max(v):g})')
+        print(k,len(rs),'runs:','; '.join(out))

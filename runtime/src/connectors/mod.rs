@@ -362,10 +362,12 @@ fn probe_answers(
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
+                // Not "did not answer as {server}": a frozen (SIGSTOP) or overloaded server of
+                // the right kind is silent the same way (new-user trial: a frozen Redis at start).
                 Err(format!(
                     "the server accepted the connection but did not answer {hello_name} within \
-                     {secs} s: it did not answer as {server}, which answers at once (is this the \
-                     {server} server's address and port?)"
+                     {secs} s: it may be stopped (SIGSTOP) or overloaded, or it is not {server}, \
+                     which answers at once (is this the {server} server's address and port?)"
                 ))
             }
             Err(e) => Err(e.to_string()),

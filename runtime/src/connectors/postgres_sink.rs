@@ -326,7 +326,9 @@ const ADD_COUNTS_SQL: &str = "INSERT INTO word_counts (word, count)
 /// `$1` (entries distinct; recorded, and so locked, in `ORDER BY ms, seq` whatever the caller's
 /// order, for the same reason as [`ADD_COUNTS_SQL`]) and returns, for each entry, the positions
 /// that were not recorded before (`added`, a hash `EXCEPT`: linear in the positions, so one
-/// entry of many words costs no more per word than many short ones). `ON CONFLICT DO UPDATE` locks an existing record and
+/// entry of many words costs no more per word than many short ones), or NULL when that is
+/// every position sent (`added = positions`: a new record, or one that held no position), so a
+/// first delivery, the common case, returns no arrays. `ON CONFLICT DO UPDATE` locks an existing record and
 /// reads its latest committed version, so two workers applying the same entry at once are
 /// serialised on its row: whichever commits second finds the first's positions and adds none.
 const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
@@ -337,7 +339,7 @@ const RECORD_ENTRIES_SQL: &str = "INSERT INTO word_count_applied_entries AS a
         added = ARRAY(SELECT unnest(EXCLUDED.positions) EXCEPT SELECT unnest(a.positions)),
         positions = a.positions
             || ARRAY(SELECT unnest(EXCLUDED.positions) EXCEPT SELECT unnest(a.positions))
-    RETURNING entry_ms, entry_seq, added";
+    RETURNING entry_ms, entry_seq, CASE WHEN added = positions THEN NULL ELSE added END";
 
 /// Deletes the exactly-once records of `stream` below `bound` (`(ms, seq)`, exclusive): the
 /// entries no consumer of the group can be delivered again (see the module docs). In the same
@@ -398,83 +400,146 @@ fn contribution(input: &Input) -> (&str, (i64, i64), i32) {
     (word, entry, pos)
 }
 
+/// The statements of every exactly-once transaction, prepared once per connection (each
+/// unprepared statement cost a Parse round trip and a parse in the server per transaction).
+/// A prepared statement belongs to its connection: the cache is emptied whenever the writer
+/// drops its connection ([`BatchWriter::connection_lost`]).
+struct Prepared {
+    mark: postgres::Statement,
+    record: postgres::Statement,
+    add: postgres::Statement,
+}
+
+impl Prepared {
+    fn new(client: &mut Client) -> Result<Self, postgres::Error> {
+        Ok(Prepared {
+            mark: client.prepare(READ_PRUNE_MARK_SQL)?,
+            record: client.prepare(RECORD_ENTRIES_SQL)?,
+            add: client.prepare(ADD_COUNTS_SQL)?,
+        })
+    }
+}
+
 /// Applies `buf` in one transaction and returns how many contributions it added. The counting
 /// is done here, not in SQL: the database only records positions and adds per-word totals, the
 /// two things that must be transactional. Every transaction locks entry records first, then
 /// words, each in the statements' `ORDER BY`, so concurrent transactions (sink tasks, workers)
 /// lock in one global order and cannot deadlock.
+///
+/// Exactly-once, the records' arguments and the word totals of a first delivery (every
+/// position new) are computed before the transaction begins, so the server's connection waits
+/// for this process as little as possible; the totals are recomputed inside only when the
+/// records say some positions were applied before (a replay) or an entry is below the prune
+/// mark. `prepared` caches the statements of the connection (`None`: prepare them now).
 fn apply_batch<'a>(
     client: &mut Client,
+    prepared: &mut Option<Prepared>,
     mode: SinkMode,
     stream: &str,
     buf: impl Iterator<Item = (&'a str, (i64, i64), i32)> + Clone,
 ) -> Result<usize, postgres::Error> {
     let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+    let mut applied = 0;
+    for (word, _, _) in buf.clone() {
+        *counts.entry(word).or_default() += 1;
+        applied += 1;
+    }
+    if prepared.is_none() {
+        *prepared = Some(Prepared::new(client)?);
+    }
+    let Some(st) = prepared.as_ref() else {
+        unreachable!("prepared just above")
+    };
+    if mode == SinkMode::Accumulate {
+        let mut tx = client.transaction()?;
+        add_counts(&mut tx, &st.add, counts)?;
+        tx.commit()?;
+        return Ok(applied);
+    }
+    // Exactly-once: each entry's positions, sorted and distinct, and the records' arguments.
+    let mut entries: BTreeMap<(i64, i64), Vec<i32>> = BTreeMap::new();
+    for (_, entry, pos) in buf.clone() {
+        entries.entry(entry).or_default().push(pos);
+    }
+    let mut distinct = 0;
+    let (mut ms, mut seq, mut lists) = (Vec::new(), Vec::new(), Vec::new());
+    for (&(m, sq), positions) in entries.iter_mut() {
+        positions.sort_unstable();
+        positions.dedup();
+        distinct += positions.len();
+        let list: Vec<String> = positions.iter().map(i32::to_string).collect();
+        ms.push(m);
+        seq.push(sq);
+        lists.push(format!("{{{}}}", list.join(",")));
+    }
     let mut tx = client.transaction()?;
-    let applied = match mode {
-        SinkMode::Accumulate => {
-            let mut n = 0;
-            for (word, _, _) in buf {
-                *counts.entry(word).or_default() += 1;
-                n += 1;
-            }
-            n
-        }
-        SinkMode::ExactlyOnce => {
-            // Entries below the prune mark were acknowledged (all their words applied) and
-            // their records may be gone: their contributions are skipped (see `prune_applied`).
-            let mark = match tx.query_opt(READ_PRUNE_MARK_SQL, &[&stream])? {
-                Some(row) => (row.get::<_, i64>(0), row.get::<_, i64>(1)),
-                None => {
-                    // Created by this statement's own INSERT, which its SELECT cannot see yet.
-                    let row = tx.query_one(
-                        "SELECT entry_ms, entry_seq FROM word_count_pruned_below \
-                         WHERE stream = $1 FOR SHARE",
-                        &[&stream],
-                    )?;
-                    (row.get::<_, i64>(0), row.get::<_, i64>(1))
-                }
-            };
-            let buf = buf.filter(move |(_, entry, _)| *entry >= mark);
-            let mut entries: BTreeMap<(i64, i64), Vec<i32>> = BTreeMap::new();
-            for (_, entry, pos) in buf.clone() {
-                entries.entry(entry).or_default().push(pos);
-            }
-            let (mut ms, mut seq, mut lists) = (Vec::new(), Vec::new(), Vec::new());
-            for ((m, sq), mut positions) in entries {
-                positions.sort_unstable();
-                positions.dedup();
-                let list: Vec<String> = positions.iter().map(i32::to_string).collect();
-                ms.push(m);
-                seq.push(sq);
-                lists.push(format!("{{{}}}", list.join(",")));
-            }
-            let rows = tx.query(RECORD_ENTRIES_SQL, &[&stream, &ms, &seq, &lists])?;
-            let mut new: BTreeSet<((i64, i64), i32)> = BTreeSet::new();
-            for row in rows {
-                let entry = (row.get::<_, i64>(0), row.get::<_, i64>(1));
-                for pos in row.get::<_, Vec<i32>>(2) {
-                    new.insert((entry, pos));
-                }
-            }
-            let mut applied = 0;
-            for (word, entry, pos) in buf {
-                // `remove`: a position twice in one batch (a replay meeting its original) counts
-                // once.
-                if new.remove(&(entry, pos)) {
-                    *counts.entry(word).or_default() += 1;
-                    applied += 1;
-                }
-            }
-            applied
+    // Entries below the prune mark were acknowledged (all their words applied) and their
+    // records may be gone: their contributions are skipped (see `prune_applied`).
+    let mark = match tx.query_opt(&st.mark, &[&stream])? {
+        Some(row) => (row.get::<_, i64>(0), row.get::<_, i64>(1)),
+        None => {
+            // Created by this statement's own INSERT, which its SELECT cannot see yet.
+            let row = tx.query_one(
+                "SELECT entry_ms, entry_seq FROM word_count_pruned_below \
+                 WHERE stream = $1 FOR SHARE",
+                &[&stream],
+            )?;
+            (row.get::<_, i64>(0), row.get::<_, i64>(1))
         }
     };
-    if !counts.is_empty() {
-        let (words, adds): (Vec<&str>, Vec<i64>) = counts.into_iter().unzip();
-        tx.execute(ADD_COUNTS_SQL, &[&words, &adds])?;
+    // Entries are sorted: those below the mark come first.
+    let below = entries.range(..mark).count();
+    let rows = tx.query(
+        &st.record,
+        &[&stream, &&ms[below..], &&seq[below..], &&lists[below..]],
+    )?;
+    // `added` is NULL for a record that took every position sent (see RECORD_ENTRIES_SQL).
+    let all_new = rows
+        .iter()
+        .all(|row| row.get::<_, Option<Vec<i32>>>(2).is_none());
+    if below > 0 || distinct != applied || !all_new {
+        // A replay, a position twice in this batch, or entries below the mark: count only
+        // the positions the records took now.
+        let mut new: BTreeSet<((i64, i64), i32)> = BTreeSet::new();
+        for row in rows {
+            let entry = (row.get::<_, i64>(0), row.get::<_, i64>(1));
+            match row.get::<_, Option<Vec<i32>>>(2) {
+                Some(added) => new.extend(added.into_iter().map(|pos| (entry, pos))),
+                None => new.extend(
+                    entries
+                        .get(&entry)
+                        .into_iter()
+                        .flatten()
+                        .map(|&p| (entry, p)),
+                ),
+            }
+        }
+        (counts, applied) = (BTreeMap::new(), 0);
+        for (word, entry, pos) in buf {
+            // `remove`: a position twice in one batch (a replay meeting its original) counts
+            // once.
+            if new.remove(&(entry, pos)) {
+                *counts.entry(word).or_default() += 1;
+                applied += 1;
+            }
+        }
     }
+    add_counts(&mut tx, &st.add, counts)?;
     tx.commit()?;
     Ok(applied)
+}
+
+/// Adds `counts` to `word_counts` with `add` ([`ADD_COUNTS_SQL`]); nothing when empty.
+fn add_counts(
+    tx: &mut postgres::Transaction<'_>,
+    add: &postgres::Statement,
+    counts: BTreeMap<&str, i64>,
+) -> Result<(), postgres::Error> {
+    if !counts.is_empty() {
+        let (words, adds): (Vec<&str>, Vec<i64>) = counts.into_iter().unzip();
+        tx.execute(add, &[&words, &adds])?;
+    }
+    Ok(())
 }
 
 /// What a [`BatchSink`] writes: each batch of inputs in one transaction, on the sink's writer
@@ -496,7 +561,9 @@ pub trait BatchWriter: Send + 'static {
     /// unacked (they are written again in a later transaction, or failed at the cap).
     fn write(&mut self, client: &mut Client, rows: &[Self::Row]) -> Result<(), postgres::Error>;
 
-    /// Called when a commit failed or the connection could not be made (for counting).
+    /// Called when the writer drops its connection: a commit failed or the connection could not
+    /// be made (for counting; state tied to the connection, such as prepared statements, must
+    /// go with it).
     fn connection_lost(&mut self) {}
 }
 
@@ -738,6 +805,8 @@ pub struct WordCountWriter {
     stream: String,
     mode: SinkMode,
     counters: Arc<SinkCounters>,
+    /// The statements prepared on the writer's current connection.
+    prepared: Option<Prepared>,
 }
 
 impl BatchWriter for WordCountWriter {
@@ -752,6 +821,7 @@ impl BatchWriter for WordCountWriter {
     fn write(&mut self, client: &mut Client, rows: &[Self::Row]) -> Result<(), postgres::Error> {
         let applied = apply_batch(
             client,
+            &mut self.prepared,
             self.mode,
             &self.stream,
             rows.iter().map(|(w, e, p)| (w.as_str(), *e, *p)),
@@ -768,6 +838,7 @@ impl BatchWriter for WordCountWriter {
     }
 
     fn connection_lost(&mut self) {
+        self.prepared = None;
         self.counters.errors.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -789,6 +860,7 @@ impl BatchSink<WordCountWriter> {
                 stream: stream.to_string(),
                 mode,
                 counters,
+                prepared: None,
             },
         )
     }
@@ -1104,6 +1176,7 @@ mod tests {
     fn apply(client: &mut Client, batch: &[(String, (i64, i64), i32)]) -> usize {
         apply_batch(
             client,
+            &mut None,
             SinkMode::ExactlyOnce,
             "s",
             batch.iter().map(|(w, e, p)| (w.as_str(), *e, *p)),
@@ -1202,6 +1275,7 @@ mod tests {
                     start.wait();
                     if let Err(e) = apply_batch(
                         &mut c,
+                        &mut None,
                         SinkMode::ExactlyOnce,
                         "s",
                         b.iter().map(|(w, e, p)| (w.as_str(), *e, *p)),

@@ -649,6 +649,10 @@ pub struct RedisStreamSpout {
     /// Redis, a dropped connection): the server may have applied them, and applies them when
     /// it wakes (new-user trial: 500 of 2,000 "not sent" acks were). They are sent again.
     acks_unanswered: usize,
+    /// `XREADGROUP` calls (not `NOACK`) that got no reply: the server may have executed them,
+    /// or executes them when it wakes (a frozen Redis), delivering up to `batch` entries each to
+    /// this consumer that this spout never saw; they stay pending until claimed.
+    reads_unanswered: usize,
     oldest_ack: Option<Instant>,
     next_poll: Instant,
     next_claim: Instant,
@@ -690,6 +694,7 @@ impl RedisStreamSpout {
             deliveries: HashMap::new(),
             acks: Vec::new(),
             acks_unanswered: 0,
+            reads_unanswered: 0,
             oldest_ack: None,
             next_poll: now,
             next_claim: now,
@@ -1216,6 +1221,9 @@ impl RedisStreamSpout {
                 Some(self.accept(got, now))
             }
             Err(e) => {
+                if !noack && (e.is_io_error() || e.is_timeout() || e.is_connection_dropped()) {
+                    self.reads_unanswered += 1;
+                }
                 self.lost(now, &e);
                 None
             }
@@ -1352,14 +1360,17 @@ impl Spout for RedisStreamSpout {
                         "acker-run: stop: Redis at {} did not answer for {} s after the trees \
                          ended; acks sent without a reply: {} (Redis may have applied them, \
                          and `acked` does not count them), acks never sent: {}, entries not \
-                         handed back: {}; the unacknowledged stay pending under consumer {:?} \
-                         and are delivered again after --claim-after-ms (exactly-once skips the \
-                         effects already committed)",
+                         handed back: {}, reads sent without a reply: {} (Redis may deliver up \
+                         to {} entries each when it answers); the unacknowledged stay pending \
+                         under consumer {:?} and are delivered again after --claim-after-ms \
+                         (exactly-once skips the effects already committed)",
                         super::redact_password(&self.cfg.url),
                         STOP_HAND_BACK_MS / 1000,
                         self.acks_unanswered,
                         self.acks.len().saturating_sub(self.acks_unanswered),
                         self.hand_back.len(),
+                        self.reads_unanswered,
+                        self.cfg.batch,
                         self.cfg.consumer
                     );
                     self.done = true;
