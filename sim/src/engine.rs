@@ -1233,7 +1233,7 @@ impl Engine {
             config.pending_capacity(),
         );
         let mut finished = false;
-        while let Some((t, _seq, ev)) = self.queue.pop() {
+        while let Some((t, ev)) = self.queue.pop() {
             self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
             if t > limit {
                 break;
