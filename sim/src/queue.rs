@@ -33,19 +33,19 @@ pub struct EventQueue<E> {
     last_time: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Item<E> {
     time_ns: u64,
     event: E,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         Self {
@@ -62,11 +62,19 @@ impl<E> EventQueue<E> {
         // Sorted latest first: the new event goes before the tail of events at `time_ns` or
         // earlier (found scanning from the end, where the next events are), so that it pops
         // after each of them.
-        let mut at = self.items.len();
-        while at > 0 && self.items[at - 1].time_ns <= time_ns {
+        let new = Item { time_ns, event };
+        self.items.push(new);
+        let items = &mut self.items[..];
+        let mut at = items.len() - 1;
+        while at > 0 {
+            let prev = items[at - 1];
+            if prev.time_ns > time_ns {
+                break;
+            }
+            items[at] = prev;
             at -= 1;
         }
-        self.items.insert(at, Item { time_ns, event });
+        items[at] = new;
     }
 
     /// The earliest event (of those due at one time, the first pushed), with its time.
