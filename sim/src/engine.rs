@@ -49,6 +49,7 @@ use acker_runtime::{
     Values,
 };
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex, taking the data even if a panic poisoned it (the simulator is single-threaded;
@@ -377,7 +378,25 @@ pub type ProgressProbe = Box<dyn FnMut() -> Option<u64>>;
 pub type OutageHook = Box<dyn FnMut(FaultKind, bool, u64)>;
 
 /// The callbacks the spout wrappers saw since the engine last looked: (task, message id, acked).
-type CallbackLog = Arc<Mutex<Vec<(TaskId, MessageId, bool)>>>;
+#[derive(Default)]
+struct CallbackEntries {
+    entries: Mutex<Vec<(TaskId, MessageId, bool)>>,
+    /// Set (under the lock) when an entry is pushed, cleared (under the lock) when the engine
+    /// takes them: the engine looks after every spout step, and most steps (`next_tuple`) make
+    /// no callback, so it skips the lock then.
+    any: AtomicBool,
+}
+
+impl CallbackEntries {
+    fn push(&self, entry: (TaskId, MessageId, bool)) {
+        let mut entries = lock(&self.entries);
+        entries.push(entry);
+        self.any.store(true, Ordering::Release);
+    }
+}
+
+/// Shared by the spout wrappers and the engine.
+type CallbackLog = Arc<CallbackEntries>;
 
 /// Forwards every call to the user's spout, recording `ack` / `fail` for the oracles.
 struct WatchedSpout {
@@ -395,11 +414,11 @@ impl Spout for WatchedSpout {
         self.inner.next_tuple(collector);
     }
     fn ack(&mut self, msg_id: MessageId) {
-        lock(&self.log).push((self.task, msg_id, true));
+        self.log.push((self.task, msg_id, true));
         self.inner.ack(msg_id);
     }
     fn fail(&mut self, msg_id: MessageId) {
-        lock(&self.log).push((self.task, msg_id, false));
+        self.log.push((self.task, msg_id, false));
         self.inner.fail(msg_id);
     }
     fn close(&mut self) {
@@ -1061,7 +1080,7 @@ impl Engine {
                 )));
             }
         }
-        let log: CallbackLog = Arc::new(Mutex::new(Vec::new()));
+        let log: CallbackLog = Arc::default();
         let wrap_log = log.clone();
         let topology = sim
             .topology
@@ -1644,8 +1663,9 @@ impl Engine {
             self.watch.emit(task, msg_id, now);
             emits += 1;
         }
-        {
-            let mut log = lock(&self.callbacks);
+        if self.callbacks.any.load(Ordering::Acquire) {
+            let mut log = lock(&self.callbacks.entries);
+            self.callbacks.any.store(false, Ordering::Release);
             for (t, msg_id, acked) in log.drain(..) {
                 self.watch.callback(t, msg_id, acked, now);
             }
