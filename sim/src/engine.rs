@@ -986,6 +986,8 @@ struct Engine {
     trace: Trace,
     header: Vec<u64>,
     now: u64,
+    /// The outbox every executor writes to (recording tracked emits), built with the engine;
+    /// `execute` takes it out and passes it down the step functions as an argument.
     out: Outbox,
     offset_faults: VecDeque<u32>,
     fired: Vec<Fault>,
