@@ -1724,6 +1724,11 @@ impl Engine {
         // in outbox order (the outbox is an argument, not a field, so `send` can run while the
         // drain borrows it; until 2026-12-01 the slots were staged in a `Vec` and sent after
         // the drain).
+        if out.is_empty() {
+            // Three of the seven steps of a tree send nothing (the acker's init and first ack,
+            // the spout's notice): no `Drain` built and dropped for them.
+            return;
+        }
         let acker = self.tasks[t].kind == TaskKind::Acker;
         for env in out.drain() {
             let mut msg = env.message;
