@@ -5,7 +5,9 @@
 //!
 //! The queue is a `Vec` of `(time_ns, event)` sorted latest first: popping takes the last entry,
 //! pushing scans from the end past the events due at its time or earlier (a new event pops after
-//! all of them) and inserts there. The position keeps the push order among events of one time,
+//! all of them), shifting each up by one, and writes the new event into the gap (by hand: a
+//! `Vec::insert` after the scan called `memmove`, 1 313 -> 1 293 instructions per simulated
+//! message). The position keeps the push order among events of one time,
 //! so no sequence number is stored (until 2026-12-01 each entry carried one, 24 bytes instead of
 //! 16 with the simulator's events: 1 330 -> 1 313 instructions per simulated message). A push
 //! therefore costs the number of events due no later than it, never the far-future ones (ticks,
