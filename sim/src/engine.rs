@@ -49,6 +49,7 @@ use acker_runtime::{
     Values,
 };
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex, taking the data even if a panic poisoned it (the simulator is single-threaded;
@@ -377,7 +378,25 @@ pub type ProgressProbe = Box<dyn FnMut() -> Option<u64>>;
 pub type OutageHook = Box<dyn FnMut(FaultKind, bool, u64)>;
 
 /// The callbacks the spout wrappers saw since the engine last looked: (task, message id, acked).
-type CallbackLog = Arc<Mutex<Vec<(TaskId, MessageId, bool)>>>;
+#[derive(Default)]
+struct CallbackEntries {
+    entries: Mutex<Vec<(TaskId, MessageId, bool)>>,
+    /// Set (under the lock) when an entry is pushed, cleared (under the lock) when the engine
+    /// takes them: the engine looks after every spout step, and most steps (`next_tuple`) make
+    /// no callback, so it skips the lock then.
+    any: AtomicBool,
+}
+
+impl CallbackEntries {
+    fn push(&self, entry: (TaskId, MessageId, bool)) {
+        let mut entries = lock(&self.entries);
+        entries.push(entry);
+        self.any.store(true, Ordering::Release);
+    }
+}
+
+/// Shared by the spout wrappers and the engine.
+type CallbackLog = Arc<CallbackEntries>;
 
 /// Forwards every call to the user's spout, recording `ack` / `fail` for the oracles.
 struct WatchedSpout {
@@ -395,11 +414,11 @@ impl Spout for WatchedSpout {
         self.inner.next_tuple(collector);
     }
     fn ack(&mut self, msg_id: MessageId) {
-        lock(&self.log).push((self.task, msg_id, true));
+        self.log.push((self.task, msg_id, true));
         self.inner.ack(msg_id);
     }
     fn fail(&mut self, msg_id: MessageId) {
-        lock(&self.log).push((self.task, msg_id, false));
+        self.log.push((self.task, msg_id, false));
         self.inner.fail(msg_id);
     }
     fn close(&mut self) {
@@ -955,8 +974,6 @@ struct Engine {
     slab: Vec<Message>,
     /// Sender, destination and occupancy of each slab slot.
     slab_meta: Vec<SlotMeta>,
-    /// The slab slots of the step being sent, in outbox order (kept between steps).
-    staged: Vec<u32>,
     free: Vec<u32>,
     workers: usize,
     link_last: Vec<u64>,
@@ -969,6 +986,8 @@ struct Engine {
     trace: Trace,
     header: Vec<u64>,
     now: u64,
+    /// The outbox every executor writes to (recording tracked emits), built with the engine;
+    /// `execute` takes it out and passes it down the step functions as an argument.
     out: Outbox,
     offset_faults: VecDeque<u32>,
     fired: Vec<Fault>,
@@ -1063,7 +1082,7 @@ impl Engine {
                 )));
             }
         }
-        let log: CallbackLog = Arc::new(Mutex::new(Vec::new()));
+        let log: CallbackLog = Arc::default();
         let wrap_log = log.clone();
         let topology = sim
             .topology
@@ -1165,7 +1184,6 @@ impl Engine {
             queue: EventQueue::new(),
             slab: Vec::new(),
             slab_meta: Vec::new(),
-            staged: Vec::new(),
             free: Vec::new(),
             workers: w,
             link_last: vec![0; w * w],
@@ -1233,7 +1251,11 @@ impl Engine {
             config.pending_capacity(),
         );
         let mut finished = false;
-        while let Some((t, _seq, ev)) = self.queue.pop() {
+        // The outbox travels as an argument from here down, not as a field, so that
+        // `after_step` can send each envelope as it drains them (see there).
+        let mut outbox = std::mem::take(&mut self.out);
+        let out = &mut outbox;
+        while let Some((t, ev)) = self.queue.pop() {
             self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
             if t > limit {
                 break;
@@ -1247,12 +1269,12 @@ impl Engine {
                         self.queue.push(next, Ev::Link(l));
                     }
                     if let Some((_, idx)) = head {
-                        self.on_deliver(idx);
+                        self.on_deliver(idx, out);
                     }
                 }
-                Ev::Process { task, inc } => self.on_process(task, inc),
-                Ev::Tick { task, inc } => self.on_tick(task, inc),
-                Ev::Fault(i) => self.fire(i),
+                Ev::Process { task, inc } => self.on_process(task, inc, out),
+                Ev::Tick { task, inc } => self.on_tick(task, inc, out),
+                Ev::Fault(i) => self.fire(i, out),
                 Ev::Restart { task } => self.on_restart(task),
                 Ev::OutageEnd { sink } => self.on_outage_end(sink),
                 Ev::Heal { a, b } => {
@@ -1275,6 +1297,7 @@ impl Engine {
                 break;
             }
         }
+        self.out = outbox;
         self.finish(finished, limit)
     }
 
@@ -1398,7 +1421,7 @@ impl Engine {
         self.maybe_schedule(task);
     }
 
-    fn crash_task(&mut self, task: TaskId) {
+    fn crash_task(&mut self, task: TaskId, out: &mut Outbox) {
         let t = task as usize;
         let Some(mut exec) = self.tasks[t].exec.take() else {
             return; // already down
@@ -1409,7 +1432,7 @@ impl Engine {
         drop(exec);
         if self.tasks[t].kind == TaskKind::Spout {
             // Callbacks made while shutting down, then the crash forgets the pending emits.
-            self.observe_spout(task);
+            self.observe_spout(task, out);
             self.watch.crash(task);
         }
         let lost = self.tasks[t].inbox.len() as u64;
@@ -1485,7 +1508,7 @@ impl Engine {
         self.queue.push(at, Ev::Process { task, inc });
     }
 
-    fn on_process(&mut self, task: TaskId, inc: u32) {
+    fn on_process(&mut self, task: TaskId, inc: u32, out: &mut Outbox) {
         let t = task as usize;
         if self.tasks[t].incarnation != inc || self.tasks[t].exec.is_none() {
             return;
@@ -1495,7 +1518,7 @@ impl Engine {
         if idx.is_some() {
             self.queued -= 1;
         }
-        self.step(task, idx);
+        self.step(task, idx, out);
     }
 
     /// Frees slab slot `idx`, returning its message if it held one.
@@ -1516,7 +1539,7 @@ impl Engine {
     // call saved its register saves and restores, 1 519 -> 1 439 instructions per simulated
     // message in all (callgrind, `run --seed 1`); `#[inline]` alone left `schedule` a call.
     #[inline(always)]
-    fn step(&mut self, task: TaskId, idx: Option<u32>) {
+    fn step(&mut self, task: TaskId, idx: Option<u32>, out: &mut Outbox) {
         let t = task as usize;
         let now = self.now;
         let kind = self.tasks[t].kind;
@@ -1543,32 +1566,28 @@ impl Engine {
             match point {
                 None => {
                     if let Some(exec) = self.tasks[t].exec.as_mut() {
-                        exec.handle(
-                            std::mem::replace(&mut self.slab[i], VACANT),
-                            now,
-                            &mut self.out,
-                        );
+                        exec.handle(std::mem::replace(&mut self.slab[i], VACANT), now, out);
                     } else {
                         self.slab[i] = VACANT;
                     }
                 }
                 Some(p) => {
                     let msg = std::mem::replace(&mut self.slab[i], VACANT);
-                    self.throw(task, msg, p);
+                    self.throw(task, msg, p, out);
                 }
             }
         } else if kind == TaskKind::Spout {
             let emitted = match self.tasks[t].exec.as_mut() {
-                Some(exec) => exec.next_tuple(now, &mut self.out),
+                Some(exec) => exec.next_tuple(now, out),
                 None => false,
             };
             if !emitted {
                 return;
             }
-            if self.out.is_empty() {
+            if out.is_empty() {
                 // Nothing to emit: wait for a message or a tick (Storm's empty-emit wait).
                 self.tasks[t].idle = true;
-                self.observe_spout(task);
+                self.observe_spout(task, out);
                 return;
             }
             self.trace.event(&[now, T_EMIT, task as u64]);
@@ -1576,16 +1595,16 @@ impl Engine {
             return;
         }
         self.tasks[t].busy_until = now + self.tasks[t].service_ns;
-        self.after_step(task);
+        self.after_step(task, out);
         if kind == TaskKind::Spout {
             // After the step's messages left: offset-triggered faults strike after the emit.
-            self.observe_spout(task);
+            self.observe_spout(task, out);
         }
         self.maybe_schedule(task);
     }
 
     /// An exception injected around a bolt's `execute` on input `msg` (see the module docs).
-    fn throw(&mut self, task: TaskId, msg: Message, point: ExceptionPoint) {
+    fn throw(&mut self, task: TaskId, msg: Message, point: ExceptionPoint, out: &mut Outbox) {
         let t = task as usize;
         self.armed_total -= 1;
         self.exceptions += 1;
@@ -1602,17 +1621,16 @@ impl Engine {
             ExceptionPoint::Before => {
                 for &root in &roots {
                     if let Some(a) = acker_of(root, self.num_ackers) {
-                        self.out
-                            .push(a, Message::Acker(AckerMessage::Fail { root }));
+                        out.push(a, Message::Acker(AckerMessage::Fail { root }));
                     }
                 }
             }
             ExceptionPoint::After => {
-                let start = self.out.len();
+                let start = out.len();
                 if let Some(exec) = self.tasks[t].exec.as_mut() {
-                    exec.handle(msg, self.now, &mut self.out);
+                    exec.handle(msg, self.now, out);
                 }
-                let envs: Vec<Envelope> = self.out.drain().collect();
+                let envs: Vec<Envelope> = out.drain().collect();
                 let mut failed = Vec::new();
                 for (i, mut env) in envs.into_iter().enumerate() {
                     if i >= start {
@@ -1626,13 +1644,12 @@ impl Engine {
                             }
                         }
                     }
-                    self.out.push(env.dest, env.message);
+                    out.push(env.dest, env.message);
                 }
                 for &root in &roots {
                     if !failed.contains(&root) {
                         if let Some(a) = acker_of(root, self.num_ackers) {
-                            self.out
-                                .push(a, Message::Acker(AckerMessage::Fail { root }));
+                            out.push(a, Message::Acker(AckerMessage::Fail { root }));
                         }
                     }
                 }
@@ -1641,15 +1658,16 @@ impl Engine {
     }
 
     /// Hands the spout's tracked emits and callbacks of its last step to the oracles.
-    fn observe_spout(&mut self, task: TaskId) {
+    fn observe_spout(&mut self, task: TaskId, out: &mut Outbox) {
         let now = self.now;
         let mut emits = 0u64;
-        for (msg_id, _root) in self.out.take_tracked_emits() {
+        for (msg_id, _root) in out.take_tracked_emits() {
             self.watch.emit(task, msg_id, now);
             emits += 1;
         }
-        {
-            let mut log = lock(&self.callbacks);
+        if self.callbacks.any.load(Ordering::Acquire) {
+            let mut log = lock(&self.callbacks.entries);
+            self.callbacks.any.store(false, Ordering::Release);
             for (t, msg_id, acked) in log.drain(..) {
                 self.watch.callback(t, msg_id, acked, now);
             }
@@ -1663,23 +1681,23 @@ impl Engine {
             None => None,
         };
         if let Some(o) = newly {
-            self.fire_offset_faults(o);
+            self.fire_offset_faults(o, out);
         }
     }
 
-    fn on_tick(&mut self, task: TaskId, inc: u32) {
+    fn on_tick(&mut self, task: TaskId, inc: u32, out: &mut Outbox) {
         let t = task as usize;
         if self.tasks[t].incarnation != inc || self.tasks[t].exec.is_none() {
             return;
         }
         self.trace.event(&[self.now, T_TICK, task as u64]);
         if let Some(exec) = self.tasks[t].exec.as_mut() {
-            exec.handle(Message::Tick, self.now, &mut self.out);
+            exec.handle(Message::Tick, self.now, out);
         }
-        self.after_step(task);
+        self.after_step(task, out);
         if self.tasks[t].kind == TaskKind::Spout {
             self.tasks[t].idle = false;
-            self.observe_spout(task);
+            self.observe_spout(task, out);
         }
         self.queue
             .push(self.now + self.tick_ns, Ev::Tick { task, inc });
@@ -1688,7 +1706,7 @@ impl Engine {
 
     /// Checks the acker oracle, applies the planted bug, and sends the outbox.
     #[inline(always)]
-    fn after_step(&mut self, task: TaskId) {
+    fn after_step(&mut self, task: TaskId, out: &mut Outbox) {
         let t = task as usize;
         if self.tasks[t].kind == TaskKind::Acker {
             if let Some(exec) = &self.tasks[t].exec {
@@ -1702,10 +1720,17 @@ impl Engine {
                 }
             }
         }
-        // Every envelope moves from the outbox straight into a slab slot, then each is sent,
-        // in outbox order, from its slot (`send` never writes to the outbox).
+        // Every envelope moves from the outbox straight into a slab slot and is sent from there,
+        // in outbox order (the outbox is an argument, not a field, so `send` can run while the
+        // drain borrows it; until 2026-12-01 the slots were staged in a `Vec` and sent after
+        // the drain).
+        if out.is_empty() {
+            // Three of the seven steps of a tree send nothing (the acker's init and first ack,
+            // the spout's notice): no `Drain` built and dropped for them.
+            return;
+        }
         let acker = self.tasks[t].kind == TaskKind::Acker;
-        for env in self.out.drain() {
+        for env in out.drain() {
             let mut msg = env.message;
             if self.bug_armed && acker {
                 if let Message::Notice(Notice::Failed { root }) = msg {
@@ -1714,21 +1739,9 @@ impl Engine {
                     msg = Message::Notice(Notice::Completed { root });
                 }
             }
-            let idx = store_in(
-                &mut self.slab,
-                &mut self.slab_meta,
-                &mut self.free,
-                task,
-                env.dest,
-                msg,
-            );
-            self.staged.push(idx);
-        }
-        for k in 0..self.staged.len() {
-            let idx = self.staged[k];
+            let idx = self.store(task, env.dest, msg);
             self.send(idx);
         }
-        self.staged.clear();
     }
 
     // ---- network ----------------------------------------------------------------------------
@@ -1833,7 +1846,7 @@ impl Engine {
         }
     }
 
-    fn on_deliver(&mut self, idx: u32) {
+    fn on_deliver(&mut self, idx: u32, out: &mut Outbox) {
         self.in_flight -= 1;
         let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
         if !live {
@@ -1864,7 +1877,7 @@ impl Engine {
         let st = &self.tasks[d];
         if !st.scheduled && st.inbox.is_empty() && st.busy_until <= self.now {
             // Idle: handle it now (the same as a process event at this instant, one event less).
-            self.step(dest, Some(idx));
+            self.step(dest, Some(idx), out);
         } else {
             self.tasks[d].inbox.push_back(idx);
             self.queued += 1;
@@ -1915,12 +1928,12 @@ impl Engine {
         }
     }
 
-    fn fire_offset_faults(&mut self, offset: u64) {
+    fn fire_offset_faults(&mut self, offset: u64, out: &mut Outbox) {
         while let Some(&i) = self.offset_faults.front() {
             match self.opts.faults[i as usize].trigger {
                 Trigger::AtOffset(o) if o <= offset => {
                     self.offset_faults.pop_front();
-                    self.fire(i);
+                    self.fire(i, out);
                 }
                 _ => break,
             }
@@ -1934,7 +1947,7 @@ impl Engine {
         }
     }
 
-    fn fire(&mut self, i: u32) {
+    fn fire(&mut self, i: u32, out: &mut Outbox) {
         let f = self.opts.faults[i as usize];
         self.fired.push(f);
         self.trace.event(&[
@@ -1951,24 +1964,24 @@ impl Engine {
         match f.kind {
             FaultKind::SpoutCrash => {
                 if let Some(&t) = self.targets.spouts.get(f.target as usize) {
-                    self.crash_task(t);
+                    self.crash_task(t, out);
                 }
             }
             FaultKind::AckerCrash => {
                 let ackers = self.targets.ackers.clone();
                 if !ackers.is_empty() {
-                    self.crash_task(ackers.start + f.target);
+                    self.crash_task(ackers.start + f.target, out);
                 }
             }
             FaultKind::BoltCrash => {
                 if let Some(&t) = self.targets.bolts.get(f.target as usize) {
-                    self.crash_task(t);
+                    self.crash_task(t, out);
                 }
             }
             FaultKind::WorkerCrash => {
                 for t in 0..self.tasks.len() {
                     if self.tasks[t].worker == f.target {
-                        self.crash_task(t as TaskId);
+                        self.crash_task(t as TaskId, out);
                     }
                 }
             }
@@ -2007,9 +2020,7 @@ impl Engine {
 }
 
 /// Stores `msg`, sent by task `from` to task `dest`, in a free slot of the slab (`slab` and
-/// `slab_meta` side by side, `free` the indices of free slots); returns its index. A free
-/// function over the three fields so that `after_step` can store while it drains the outbox
-/// (another field of the engine).
+/// `slab_meta` side by side, `free` the indices of free slots); returns its index.
 #[inline(always)]
 fn store_in(
     slab: &mut Vec<Message>,

@@ -96,7 +96,7 @@
 //!
 //! | module | what it holds |
 //! | --- | --- |
-//! | [`queue`] | [`EventQueue`]: events ordered by (time, sequence number) |
+//! | [`queue`] | [`EventQueue`]: events ordered by (time, push order) |
 //! | [`rng`] | seeded xoshiro streams per purpose |
 //! | [`trace`] | [`Trace`]: the trace hash (FNV-1a over 64-bit words) and the text trace |
 //! | [`units`] | durations on the command line (`2ms`, `1.5s`) |

@@ -360,7 +360,11 @@ struct SpoutWatch {
 /// The generic spout oracles' state: every tracked emit and callback of every spout task (see
 /// the [module docs](self)).
 pub struct Watch {
-    spouts: BTreeMap<TaskId, SpoutWatch>,
+    /// One per spout task, in task order.
+    spouts: Vec<SpoutWatch>,
+    /// Index into `spouts` by task id (`u32::MAX`: not a spout): a vector lookup where a
+    /// `BTreeMap` by task took ≈ 20 instructions at every emit and callback.
+    slot: Vec<u32>,
     names: Vec<String>,
     reliable: Vec<bool>,
     bound_ns: Option<u64>,
@@ -392,19 +396,31 @@ impl Watch {
                 },
             );
         }
+        let mut slot = vec![u32::MAX; spouts.keys().last().map_or(0, |&t| t as usize + 1)];
+        for (i, &t) in spouts.keys().enumerate() {
+            slot[t as usize] = i as u32;
+        }
         Self {
             reliable: names.iter().map(|n| reliable.contains(n)).collect(),
             names,
-            spouts,
+            spouts: spouts.into_values().collect(),
+            slot,
             bound_ns,
             violations: Vec::new(),
             undecided_reported: false,
         }
     }
 
+    /// The watch of spout task `task`, if it is one.
+    #[inline]
+    fn spout(&mut self, task: TaskId) -> Option<&mut SpoutWatch> {
+        let i = *self.slot.get(task as usize)?;
+        self.spouts.get_mut(i as usize)
+    }
+
     /// Spout `task` made a tracked emit of `msg_id` at `now_ns`.
     pub fn emit(&mut self, task: TaskId, msg_id: MessageId, now_ns: u64) {
-        let Some(s) = self.spouts.get_mut(&task) else {
+        let Some(s) = self.spout(task) else {
             return;
         };
         s.open_len += 1;
@@ -419,9 +435,11 @@ impl Watch {
 
     /// Spout `task` got `ack(msg_id)` (`acked`) or `fail(msg_id)` at `now_ns`.
     pub fn callback(&mut self, task: TaskId, msg_id: MessageId, acked: bool, now_ns: u64) {
-        let Some(s) = self.spouts.get_mut(&task) else {
-            return;
+        let i = match self.slot.get(task as usize) {
+            Some(&i) if (i as usize) < self.spouts.len() => i as usize,
+            _ => return,
         };
+        let s = &mut self.spouts[i];
         let e = s.ids.entry(msg_id);
         if acked {
             e.cb.acks += 1;
@@ -463,7 +481,7 @@ impl Watch {
     /// Spout `task` crashed: its undecided emits are forgotten (a crash loses them, as a real one
     /// does; the new incarnation never calls back for them).
     pub fn crash(&mut self, task: TaskId) {
-        if let Some(s) = self.spouts.get_mut(&task) {
+        if let Some(s) = self.spout(task) {
             if s.open_len > 0 {
                 for e in s.ids.values_mut() {
                     e.open_first_ns = u64::MAX;
@@ -476,7 +494,7 @@ impl Watch {
 
     /// Tracked emits still undecided.
     pub fn outstanding(&self) -> u64 {
-        self.spouts.values().map(|s| s.open_len).sum()
+        self.spouts.iter().map(|s| s.open_len).sum()
     }
 
     /// The violations found during the run, then the end-of-run checks at `end_ns`: undecided
@@ -487,7 +505,7 @@ impl Watch {
             // The oldest undecided emit (ties: the smallest id), whatever the maps' order.
             let late = self
                 .spouts
-                .values()
+                .iter()
                 .filter(|s| s.open_len > 0)
                 .flat_map(|s| s.ids.iter())
                 .map(|(id, e)| (e.open_first_ns, id))
@@ -507,7 +525,7 @@ impl Watch {
             }
             // Acks of a message id summed over the component's tasks.
             let mut acks: BTreeMap<MessageId, u32> = BTreeMap::new();
-            for s in self.spouts.values().filter(|s| s.component == c) {
+            for s in self.spouts.iter().filter(|s| s.component == c) {
                 for (id, e) in s.ids.iter() {
                     *acks.entry(id).or_insert(0) += e.cb.acks;
                 }
@@ -529,7 +547,7 @@ impl Watch {
     fn callbacks_by_component(&self) -> Vec<SpoutCallbacks> {
         let mut per: Vec<Vec<(MessageId, Callbacks)>> =
             self.names.iter().map(|_| Vec::new()).collect();
-        for s in self.spouts.values() {
+        for s in self.spouts.iter() {
             per[s.component].extend(s.ids.iter().map(|(k, e)| (k, e.cb)));
         }
         per.into_iter()
