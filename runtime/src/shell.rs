@@ -818,10 +818,7 @@ impl Core<'_> {
     #[inline]
     fn deliver_acker_batch(&mut self, batch: &AckerBatch) {
         let (_, idx) = self.where_is[batch.dest as usize];
-        let e = &mut self.executors[idx];
-        for &m in batch.items() {
-            e.handle_acker(m, &mut self.outbox);
-        }
+        self.executors[idx].handle_acker_batch(batch.items(), &mut self.outbox);
         if !self.outbox.is_empty() {
             self.route_outbox();
         }

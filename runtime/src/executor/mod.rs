@@ -160,6 +160,16 @@ impl Executor {
         }
     }
 
+    /// [`handle_acker`](Self::handle_acker) for each of `ms`, in order, dispatched once.
+    #[inline]
+    pub(crate) fn handle_acker_batch(&mut self, ms: &[AckerMessage], out: &mut Outbox) {
+        match self {
+            Executor::Acker(e) => e.acker_messages(ms, out),
+            Executor::Spout(e) => e.counters.ignored += ms.len() as u64,
+            Executor::Bolt(e) => e.state.counters.ignored += ms.len() as u64,
+        }
+    }
+
     /// [`handle`](Self::handle) for an acker's notice. A user `ack` / `fail` may not emit, so
     /// nothing is sent. The thread-per-core shell passes the time the notice was *sent* as
     /// `now_ns`, so that complete latency ends when the acker's notice left for the spout.
