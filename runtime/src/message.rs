@@ -265,13 +265,26 @@ pub struct Envelope {
 ///
 /// The shell drains it after each call. Its buffer is kept between calls, so once it has grown to
 /// the largest burst one call produces, pushing allocates nothing.
+///
+/// # Envelopes and split-off messages
+///
+/// By default every message is an [`Envelope`], in one sending order: [`len`](Self::len),
+/// [`is_empty`](Self::is_empty), [`as_slice`](Self::as_slice) and [`drain`](Self::drain) all see
+/// every message (the simulator and the local shell work this way). A shell may instead have the
+/// acker traffic kept apart (`split_off_acker_traffic`, crate-internal, used by the
+/// thread-per-core shell): acker messages and an acker's notices then go to lists of their own
+/// and are *not* envelopes. `len`, `is_empty`, `as_slice` and `drain` always describe the
+/// envelopes only (the four agree with each other); the split-off messages are counted apart
+/// and are dropped by [`clear`](Self::clear) with the envelopes.
 #[derive(Debug, Default)]
 pub struct Outbox {
     envelopes: Vec<Envelope>,
-    /// A bolt's acker messages (ack, fail, reset), in sending order, when split off
-    /// ([`split_bolt_acker_messages`](Self::split_bolt_acker_messages)); empty otherwise.
-    bolt_acker: Vec<(TaskId, AckerMessage)>,
-    split_bolt_acker: bool,
+    /// A bolt's acker messages (ack, fail, reset), in sending order, when split
+    /// off ([`split_off_acker_traffic`](Self::split_off_acker_traffic)); empty otherwise.
+    acker: Vec<(TaskId, AckerMessage)>,
+    /// An acker's notices, in sending order, when split off; empty otherwise.
+    notices: Vec<(TaskId, Notice)>,
+    split: bool,
     /// `(message id, root)` of every tracked spout emit since the last
     /// [`take_tracked_emits`](Self::take_tracked_emits), when recording (see
     /// [`record_tracked_emits`](Self::record_tracked_emits)); empty when not recording.
@@ -289,39 +302,69 @@ impl Outbox {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             envelopes: Vec::with_capacity(capacity),
-            bolt_acker: Vec::new(),
-            split_bolt_acker: false,
-            tracked_emits: Vec::new(),
-            recording: false,
+            ..Self::default()
         }
     }
 
-    /// From now on a bolt's acker messages ([`push_bolt_acker`](Self::push_bolt_acker)) go to
-    /// a list of their own, [`bolt_acker_messages`](Self::bolt_acker_messages), in sending
-    /// order, instead of among the envelopes: for a shell that sends them on a lane of their own
+    /// From now on a bolt's acker messages ([`push_acker`](Self::push_acker)) and notices
+    /// ([`push_notice`](Self::push_notice)) go to lists of their own,
+    /// [`acker_messages`](Self::acker_messages) and [`notices`](Self::notices), each in sending
+    /// order, instead of among the envelopes: for a shell that sends them on lanes of their own
     /// anyway (the threaded shell), and so never relies on their order relative to the
-    /// envelopes. Each then costs a 16-byte entry instead of an envelope of a whole
+    /// envelopes. Each then costs a 16- or 24-byte entry instead of an envelope of a whole
     /// [`Message`]. Off by default: every message is an envelope, in one order.
-    pub(crate) fn split_bolt_acker_messages(&mut self) {
-        self.split_bolt_acker = true;
-        self.bolt_acker.reserve(self.envelopes.capacity());
+    pub(crate) fn split_off_acker_traffic(&mut self) {
+        self.split = true;
+        self.acker.reserve(self.envelopes.capacity());
+        self.notices.reserve(self.envelopes.capacity());
     }
 
-    /// Appends a bolt's message for acker task `dest`: an envelope, or an entry of the split-off
-    /// list (see [`split_bolt_acker_messages`](Self::split_bolt_acker_messages)).
+    /// Appends a bolt's message for acker task `dest` (ack, fail or reset): an envelope, or an
+    /// entry of the split-off list (see
+    /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
     #[inline]
-    pub(crate) fn push_bolt_acker(&mut self, dest: TaskId, m: AckerMessage) {
-        if self.split_bolt_acker {
-            self.bolt_acker.push((dest, m));
+    pub(crate) fn push_acker(&mut self, dest: TaskId, m: AckerMessage) {
+        if self.split {
+            self.acker.push((dest, m));
         } else {
             self.push(dest, Message::Acker(m));
         }
     }
 
+    /// Appends an acker's notice for spout task `dest`: an envelope, or an entry of the
+    /// split-off list (see [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
+    #[inline]
+    pub(crate) fn push_notice(&mut self, dest: TaskId, n: Notice) {
+        if self.split {
+            self.notices.push((dest, n));
+        } else {
+            self.push(dest, Message::Notice(n));
+        }
+    }
+
     /// The split-off acker messages waiting, oldest first (empty unless split off).
     #[inline]
-    pub(crate) fn bolt_acker_messages(&self) -> &[(TaskId, AckerMessage)] {
-        &self.bolt_acker
+    pub(crate) fn acker_messages(&self) -> &[(TaskId, AckerMessage)] {
+        &self.acker
+    }
+
+    /// The split-off notices waiting, oldest first (empty unless split off).
+    #[inline]
+    pub(crate) fn notices(&self) -> &[(TaskId, Notice)] {
+        &self.notices
+    }
+
+    /// Number of split-off acker messages and notices waiting (0 unless split off); they are
+    /// not envelopes, so [`len`](Self::len) does not count them.
+    #[inline]
+    pub(crate) fn split_off_len(&self) -> usize {
+        self.acker.len() + self.notices.len()
+    }
+
+    /// Whether nothing at all is waiting: no envelope and no split-off message.
+    #[inline]
+    pub(crate) fn nothing_waiting(&self) -> bool {
+        self.is_empty() && self.split_off_len() == 0
     }
 
     /// Starts recording the `(message id, root)` of every tracked emit a spout makes through this
@@ -351,23 +394,26 @@ impl Outbox {
         self.envelopes.push(Envelope { dest, message });
     }
 
-    /// Number of envelopes waiting (and split-off acker messages, if any).
+    /// Number of envelopes waiting: what [`as_slice`](Self::as_slice) shows and
+    /// [`drain`](Self::drain) yields (split-off messages are not envelopes and not counted).
+    #[inline]
     pub fn len(&self) -> usize {
-        self.envelopes.len() + self.bolt_acker.len()
+        self.envelopes.len()
     }
 
-    /// Whether no envelope (nor split-off acker message) is waiting.
+    /// Whether no envelope is waiting (`len() == 0`; split-off messages are not envelopes).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.envelopes.is_empty() && self.bolt_acker.is_empty()
+        self.envelopes.is_empty()
     }
 
-    /// The waiting envelopes, oldest first.
+    /// The waiting envelopes, oldest first (`len()` of them).
     pub fn as_slice(&self) -> &[Envelope] {
         &self.envelopes
     }
 
-    /// Removes and yields every waiting envelope, oldest first (the buffer is kept).
+    /// Removes and yields every waiting envelope, oldest first (`len()` of them; the buffer is
+    /// kept). Split-off messages stay until [`clear`](Self::clear).
     pub fn drain(&mut self) -> std::vec::Drain<'_, Envelope> {
         self.envelopes.drain(..)
     }
@@ -378,10 +424,24 @@ impl Outbox {
         &mut self.envelopes
     }
 
-    /// Drops every waiting envelope (and split-off acker message).
+    /// Drops every waiting envelope, and the split-off acker messages if `acker`, the split-off
+    /// notices if `notices` (for a shell that knows which lists its sender can fill).
+    #[inline(always)]
+    pub(crate) fn clear_envelopes_and(&mut self, acker: bool, notices: bool) {
+        self.envelopes.clear();
+        if acker {
+            self.acker.clear();
+        }
+        if notices {
+            self.notices.clear();
+        }
+    }
+
+    /// Drops every waiting envelope and split-off message.
     pub fn clear(&mut self) {
         self.envelopes.clear();
-        self.bolt_acker.clear();
+        self.acker.clear();
+        self.notices.clear();
     }
 }
 
@@ -406,50 +466,60 @@ mod tests {
     }
 
     #[test]
-    fn bolt_acker_messages_are_envelopes_unless_split_off() {
+    fn acker_traffic_is_envelopes_unless_split_off_and_len_counts_only_envelopes() {
         let ack = AckerMessage::Ack { root: 5, xor: 9 };
         let fail = AckerMessage::Fail { root: 6 };
-        // Not split (the simulator, the local shell): an envelope, in order with the others.
+        let done = Notice::Completed { root: 8 };
+        let tick = Envelope {
+            dest: 7,
+            message: Message::Tick,
+        };
+        // Not split (the simulator, the local shell): envelopes, in order with the others.
         let mut o = Outbox::new();
         o.push(7, Message::Tick);
-        o.push_bolt_acker(3, ack);
-        assert_eq!(
-            o.as_slice(),
-            &[
-                Envelope {
-                    dest: 7,
-                    message: Message::Tick
-                },
-                Envelope {
-                    dest: 3,
-                    message: Message::Acker(ack)
-                }
-            ]
-        );
-        assert!(o.bolt_acker_messages().is_empty());
-        // Split (the threaded shell): a list of their own, in sending order, counted by `len`,
-        // `is_empty` and emptied by `clear`.
+        o.push_acker(3, ack);
+        o.push_notice(2, done);
+        let all = [
+            tick.clone(),
+            Envelope {
+                dest: 3,
+                message: Message::Acker(ack),
+            },
+            Envelope {
+                dest: 2,
+                message: Message::Notice(done),
+            },
+        ];
+        assert_eq!(o.as_slice(), &all);
+        assert_eq!(o.len(), 3);
+        assert_eq!(o.split_off_len(), 0);
+        assert!(o.acker_messages().is_empty() && o.notices().is_empty());
+        assert_eq!(o.drain().collect::<Vec<_>>(), all);
+        assert!(o.is_empty() && o.nothing_waiting());
+
+        // Split (the threaded shell): lists of their own, in sending order. `len`, `is_empty`,
+        // `as_slice` and `drain` agree: envelopes only.
         let mut s = Outbox::new();
-        s.split_bolt_acker_messages();
-        s.push_bolt_acker(3, ack);
-        assert!(
-            !s.is_empty(),
-            "an outbox holding only an acker message is not empty"
-        );
+        s.split_off_acker_traffic();
+        s.push_acker(3, ack);
+        assert!(s.is_empty(), "an acker message alone is no envelope");
+        assert_eq!(s.len(), s.as_slice().len());
+        assert!(!s.nothing_waiting(), "but something is waiting");
         s.push(7, Message::Tick);
-        s.push_bolt_acker(4, fail);
-        assert_eq!(
-            s.as_slice(),
-            &[Envelope {
-                dest: 7,
-                message: Message::Tick
-            }]
-        );
-        assert_eq!(s.bolt_acker_messages(), &[(3, ack), (4, fail)]);
-        assert_eq!(s.len(), 3);
-        s.clear();
+        s.push_acker(4, fail);
+        s.push_notice(2, done);
+        assert_eq!(s.as_slice(), std::slice::from_ref(&tick));
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.len(), s.as_slice().len());
+        assert_eq!(s.split_off_len(), 3);
+        assert_eq!(s.acker_messages(), &[(3, ack), (4, fail)]);
+        assert_eq!(s.notices(), &[(2, done)]);
+        assert_eq!(s.drain().collect::<Vec<_>>(), [tick]);
         assert!(s.is_empty());
-        assert!(s.bolt_acker_messages().is_empty());
+        assert_eq!(s.split_off_len(), 3, "drain leaves the split-off messages");
+        s.clear();
+        assert!(s.nothing_waiting());
+        assert_eq!(s.split_off_len(), 0);
     }
 
     #[test]

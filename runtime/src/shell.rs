@@ -374,6 +374,15 @@ fn sent_ns(sent_us: u32, now_ns: u64) -> u64 {
     now_ns.saturating_sub(waited_us as u64 * 1000)
 }
 
+/// `route`'s flag for the outbox's split-off acker messages (spouts' inits, bolts' acks).
+const ACKER_LIST: u8 = 1;
+/// `route`'s flag for the outbox's split-off notices (an acker's decisions).
+const NOTICE_LIST: u8 = 2;
+/// `route`'s flags for no split-off list.
+const NO_LISTS: u8 = 0;
+/// `route`'s flags for every split-off list.
+const ALL_LISTS: u8 = ACKER_LIST | NOTICE_LIST;
+
 /// How many acker messages one acker-lane envelope carries at most.
 const ACKER_BATCH: usize = 8;
 
@@ -664,24 +673,42 @@ struct Core<'a> {
 }
 
 impl Core<'_> {
+    /// Routes everything the outbox holds (see [`route`](Self::route)).
     #[inline]
     fn route_outbox(&mut self) {
-        self.route::<true>();
+        self.route::<true, ALL_LISTS>();
+    }
+
+    /// [`route_outbox`](Self::route_outbox) after a bolt's call: a bolt sends no notice, so the
+    /// notice list is not looked at (an empty-list check and a clear less on every tuple).
+    #[inline]
+    fn route_bolt_outbox(&mut self) {
+        self.route::<true, ACKER_LIST>();
+    }
+
+    /// [`route_outbox`](Self::route_outbox) after an acker batch: an acker sends only notices,
+    /// so the acker-message list is not looked at.
+    #[inline]
+    fn route_acker_outbox(&mut self) {
+        self.route::<true, NOTICE_LIST>();
     }
 
     /// [`route_outbox`](Self::route_outbox) after a spout's `next_tuple`: its inits go out at
     /// once on the control lane, unbatched, since the spout's next call may block in user code
-    /// while the tree's clock (complete latency, message timeout) is already running.
+    /// while the tree's clock (complete latency, message timeout) is already running. A spout's
+    /// messages are all envelopes (its inits too: see `Outbox::push_acker`).
     #[inline]
     fn route_outbox_from_spout(&mut self) {
-        self.route::<false>();
+        self.route::<false, NO_LISTS>();
     }
 
     /// Routes every envelope of the outbox: tuples to the data lane, notices and ticks to the
     /// control lane, acker messages to the acker lane's batches (`BATCH_ACKS`) or else, one
-    /// envelope each, to the control lane.
+    /// envelope each, to the control lane; then the split-off lists named by `LISTS`
+    /// ([`ACKER_LIST`], [`NOTICE_LIST`]) the same way. Only the envelopes and those lists are
+    /// cleared: a caller names every list its sender can fill.
     #[inline(always)]
-    fn route<const BATCH_ACKS: bool>(&mut self) {
+    fn route<const BATCH_ACKS: bool, const LISTS: u8>(&mut self) {
         let me = self.me;
         // Move out only what each message needs: a control message is a few words, so copying
         // whole envelopes out of the outbox would cost more than the routing itself.
@@ -731,25 +758,45 @@ impl Core<'_> {
             };
             self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
         }
-        // A bolt's acker messages (split off: see `Outbox::split_bolt_acker_messages`), in
-        // sending order, into the acker batches as above. Only a bolt sends them, and a bolt
-        // sends no spout init, so no acker message among the envelopes is passed by them.
-        for &(dest, m) in self.outbox.bolt_acker_messages() {
-            if self.acker_batches.push(dest, &m, coalesce_ack) {
-                let (core, _) = self.where_is[dest as usize];
-                let full = self.acker_batches.take(dest);
-                self.sent += self.acks.stage(core, me, full);
+        // A bolt's acker messages (split off: see `Outbox::split_off_acker_traffic`), in
+        // sending order, into the acker batches as above. Only a bolt sends them (a spout's
+        // inits stay envelopes: splitting them too measured slower), and a bolt sends no spout
+        // init, so no acker message among the envelopes is passed by them.
+        if LISTS & ACKER_LIST != 0 {
+            for &(dest, m) in self.outbox.acker_messages() {
+                if self.acker_batches.push(dest, &m, coalesce_ack) {
+                    let (core, _) = self.where_is[dest as usize];
+                    let full = self.acker_batches.take(dest);
+                    self.sent += self.acks.stage(core, me, full);
+                }
             }
         }
-        self.outbox.clear();
+        // An acker's notices (split off), in sending order, as the envelope arms above: an
+        // acker sends nothing else, so their order relative to envelopes does not arise.
+        if LISTS & NOTICE_LIST != 0 {
+            for &(dest, n) in self.outbox.notices() {
+                let (core, idx) = self.where_is[dest as usize];
+                if core == me {
+                    self.executors[idx].handle_notice(n, self.now_ns);
+                } else if self.notice_batches.push(dest, &n, |_, _| false) {
+                    let mut full = self.notice_batches.take(dest);
+                    full.sent_us = self.sent_us;
+                    self.sent += self.notices.stage(core, me, full);
+                }
+            }
+        }
+        self.outbox
+            .clear_envelopes_and(LISTS & ACKER_LIST != 0, LISTS & NOTICE_LIST != 0);
     }
 
     #[inline]
     fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
-        if !self.outbox.is_empty() {
-            self.route_outbox();
+        // Only a bolt handles a tuple, and a bolt sends no notice: two of the three lists to
+        // look at (the notices are checked wherever an acker runs).
+        if !(self.outbox.is_empty() && self.outbox.acker_messages().is_empty()) {
+            self.route_bolt_outbox();
         }
     }
 
@@ -761,7 +808,7 @@ impl Core<'_> {
             CtrlMsg::Acker(m) => e.handle_acker(m, &mut self.outbox),
             CtrlMsg::Tick => e.handle_tick(now_ns, &mut self.outbox),
         }
-        if !self.outbox.is_empty() {
+        if !self.outbox.nothing_waiting() {
             self.route_outbox();
         }
     }
@@ -819,8 +866,9 @@ impl Core<'_> {
     fn deliver_acker_batch(&mut self, batch: &AckerBatch) {
         let (_, idx) = self.where_is[batch.dest as usize];
         self.executors[idx].handle_acker_batch(batch.items(), &mut self.outbox);
-        if !self.outbox.is_empty() {
-            self.route_outbox();
+        // An acker sends only notices.
+        if !(self.outbox.is_empty() && self.outbox.notices().is_empty()) {
+            self.route_acker_outbox();
         }
     }
 
@@ -970,7 +1018,7 @@ impl Core<'_> {
             && self.acks.local.is_empty()
             && self.notices.local.is_empty()
             && self.notice_batches.is_closed()
-            && self.outbox.is_empty()
+            && self.outbox.nothing_waiting()
             && self.acker_batches.is_closed()
             && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
@@ -1036,7 +1084,7 @@ impl Core<'_> {
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
-                        if self.outbox.is_empty() {
+                        if self.outbox.nothing_waiting() {
                             // Nothing to emit now (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
@@ -1219,10 +1267,10 @@ pub fn run_with_control(
                         notice_batches: Batches::new(where_is.len(), Notice::Failed { root: 0 }),
                         acker_batches: Batches::new(where_is.len(), AckerMessage::Fail { root: 0 }),
                         outbox: {
-                            // A bolt's acker messages travel in acker batches, never in order
-                            // with its tuples: keep them out of the envelopes.
+                            // Acker messages and notices travel on lanes of their own, never in
+                            // order with tuples: keep them out of the envelopes.
                             let mut o = Outbox::with_capacity(batch);
-                            o.split_bolt_acker_messages();
+                            o.split_off_acker_traffic();
                             o
                         },
                         batch,

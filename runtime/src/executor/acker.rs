@@ -3,7 +3,7 @@
 use acker_core::{AckerMessage, AckerTable, Decision, TableError, TaskId};
 
 use crate::api::ExecutorCounters;
-use crate::message::{Message, Notice, Outbox};
+use crate::message::{Notice, Outbox};
 use crate::park::ParkQueue;
 
 /// An acker task's executor (Storm's `Acker` bolt), around an [`AckerTable`].
@@ -83,7 +83,7 @@ impl AckerExecutor {
             Ok(Decision::Completed { spout_task }) => {
                 self.counters.executed += 1;
                 self.counters.acked += 1;
-                out.push(spout_task, Message::Notice(Notice::Completed { root }));
+                out.push_notice(spout_task, Notice::Completed { root });
                 return if self.parked.is_empty() {
                     Applied::Done
                 } else {
@@ -93,7 +93,7 @@ impl AckerExecutor {
             Ok(Decision::Failed { spout_task }) => {
                 self.counters.executed += 1;
                 self.counters.failed += 1;
-                out.push(spout_task, Message::Notice(Notice::Failed { root }));
+                out.push_notice(spout_task, Notice::Failed { root });
                 return if self.parked.is_empty() {
                     Applied::Done
                 } else {
@@ -101,7 +101,7 @@ impl AckerExecutor {
                 };
             }
             Ok(Decision::Reset { spout_task }) => {
-                out.push(spout_task, Message::Notice(Notice::Reset { root }));
+                out.push_notice(spout_task, Notice::Reset { root });
             }
             Err(TableError::Full) => return Applied::Full,
             Err(_) => self.counters.errors += 1,
