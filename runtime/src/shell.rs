@@ -535,6 +535,59 @@ impl<T: Copy, const N: usize> Batches<T, N> {
     }
 }
 
+/// Acker messages for the acker tasks on this thread: each such acker's messages of a loop
+/// turn, in sending order, in one list, applied as one slice at the next turn's local drain
+/// (when the local FIFO would have delivered them as batches) instead of being cut into
+/// [`AckerBatch`]es and copied through the local FIFO. Consecutive acks of one root are merged
+/// as in a batch ([`coalesce_ack`]).
+struct LocalAcks {
+    /// Task id → index into `lists`, or [`NOT_LOCAL`] for a task that is no acker on this
+    /// thread.
+    slot: Vec<u32>,
+    /// (acker task, its messages waiting, oldest first), one entry per acker on this thread.
+    lists: Vec<(TaskId, Vec<AckerMessage>)>,
+}
+
+/// [`LocalAcks::slot`] of a task that is no acker on this thread.
+const NOT_LOCAL: u32 = u32::MAX;
+
+impl LocalAcks {
+    /// Lists for `ackers`, the acker tasks on this thread, among task ids `0..tasks`.
+    fn new(tasks: usize, ackers: &[TaskId], capacity: usize) -> Self {
+        let mut slot = vec![NOT_LOCAL; tasks];
+        let mut lists = Vec::with_capacity(ackers.len());
+        for (i, &a) in ackers.iter().enumerate() {
+            slot[a as usize] = i as u32;
+            lists.push((a, Vec::with_capacity(capacity)));
+        }
+        Self { slot, lists }
+    }
+
+    /// Appends `m` to `dest`'s list (merged into its last message if [`coalesce_ack`] allows)
+    /// and returns true when `dest` is an acker on this thread; otherwise returns false and
+    /// changes nothing.
+    #[inline(always)]
+    fn push(&mut self, dest: TaskId, m: &AckerMessage) -> bool {
+        let s = self.slot[dest as usize];
+        if s == NOT_LOCAL {
+            return false;
+        }
+        let list = &mut self.lists[s as usize].1;
+        if let Some(last) = list.last_mut() {
+            if coalesce_ack(last, m) {
+                return true;
+            }
+        }
+        list.push(*m);
+        true
+    }
+
+    /// Whether no message is waiting.
+    fn is_empty(&self) -> bool {
+        self.lists.iter().all(|(_, l)| l.is_empty())
+    }
+}
+
 #[derive(Clone, Copy)]
 enum CtrlMsg {
     /// An init from a spout (a bolt's acker messages travel in [`AckerBatch`]es, notices in
@@ -647,6 +700,8 @@ struct Core<'a> {
     notice_batches: Batches<Notice, NOTICE_BATCH>,
     /// The acker-message batches being filled (only acker tasks are used).
     acker_batches: Batches<AckerMessage, ACKER_BATCH>,
+    /// Acker messages for the ackers on this thread (see [`LocalAcks`]).
+    local_acks: LocalAcks,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -731,7 +786,9 @@ impl Core<'_> {
                 // this turn, and the acker, on this thread, could not apply it any sooner.
                 Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
                 Message::Acker(m) => {
-                    if self.acker_batches.push(dest, m, coalesce_ack) {
+                    if core == me {
+                        self.local_acks.push(dest, m);
+                    } else if self.acker_batches.push(dest, m, coalesce_ack) {
                         let full = self.acker_batches.take(dest);
                         self.sent += self.acks.stage(core, me, full);
                     }
@@ -764,6 +821,9 @@ impl Core<'_> {
         // init, so no acker message among the envelopes is passed by them.
         if LISTS & ACKER_LIST != 0 {
             for &(dest, m) in self.outbox.acker_messages() {
+                if self.local_acks.push(dest, &m) {
+                    continue;
+                }
                 if self.acker_batches.push(dest, &m, coalesce_ack) {
                     let (core, _) = self.where_is[dest as usize];
                     let full = self.acker_batches.take(dest);
@@ -945,10 +1005,25 @@ impl Core<'_> {
                 self.deliver_ctrl(env, now_ns);
             }
         }
-        let k = self.acks.local.len().min(limit);
+        let mut k = self.acks.local.len().min(limit);
         for _ in 0..k {
             if let Some(b) = self.acks.local.pop_front() {
                 self.deliver_acker_batch(&b);
+            }
+        }
+        // The messages for the ackers on this thread, one slice each (an acker sends only
+        // notices, so nothing is added to these lists while they are applied).
+        for i in 0..self.local_acks.lists.len() {
+            let (task, ref list) = self.local_acks.lists[i];
+            if list.is_empty() {
+                continue;
+            }
+            let (_, idx) = self.where_is[task as usize];
+            self.executors[idx].handle_acker_batch(list, &mut self.outbox);
+            k += list.len();
+            self.local_acks.lists[i].1.clear();
+            if !(self.outbox.is_empty() && self.outbox.notices().is_empty()) {
+                self.route_acker_outbox();
             }
         }
         // Notices leave before the bolts' user code below runs.
@@ -1020,6 +1095,7 @@ impl Core<'_> {
             && self.notice_batches.is_closed()
             && self.outbox.nothing_waiting()
             && self.acker_batches.is_closed()
+            && self.local_acks.is_empty()
             && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
         let pending: usize = self
@@ -1255,6 +1331,11 @@ pub fn run_with_control(
                             }
                         }
                     }
+                    let local_ackers: Vec<TaskId> = executors
+                        .iter()
+                        .filter(|e| e.kind() == TaskKind::Acker)
+                        .map(|e| e.task())
+                        .collect();
                     let core = Core {
                         me,
                         shared,
@@ -1266,6 +1347,7 @@ pub fn run_with_control(
                         notices: Lane::new(nots_in, nots_out, cores, batch),
                         notice_batches: Batches::new(where_is.len(), Notice::Failed { root: 0 }),
                         acker_batches: Batches::new(where_is.len(), AckerMessage::Fail { root: 0 }),
+                        local_acks: LocalAcks::new(where_is.len(), &local_ackers, batch * 4),
                         outbox: {
                             // Acker messages and notices travel on lanes of their own, never in
                             // order with tuples: keep them out of the envelopes.
