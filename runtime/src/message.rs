@@ -261,6 +261,60 @@ pub struct Envelope {
     pub message: Message,
 }
 
+/// Acker messages for the acker tasks on this thread: each such acker's messages of a loop
+/// turn, in sending order, in one list, applied as one slice at the next turn's local drain
+/// (when the local FIFO would have delivered them as batches) instead of being cut into
+/// the shell's acker batches and copied through the local FIFO. Consecutive acks of one root are merged
+/// as in a batch (`coalesce_ack` in the shell).
+#[derive(Debug, Default)]
+pub(crate) struct LocalAcks {
+    /// Task id → index into `lists`, or [`NOT_LOCAL`] for a task that is no acker on this
+    /// thread.
+    slot: Vec<u32>,
+    /// (acker task, its messages waiting, oldest first), one entry per acker on this thread.
+    pub(crate) lists: Vec<(TaskId, Vec<AckerMessage>)>,
+}
+
+/// [`LocalAcks::slot`] of a task that is no acker on this thread.
+const NOT_LOCAL: u32 = u32::MAX;
+
+impl LocalAcks {
+    /// Lists for `ackers`, the acker tasks on this thread, among task ids `0..tasks`.
+    pub(crate) fn new(tasks: usize, ackers: &[TaskId], capacity: usize) -> Self {
+        let mut slot = vec![NOT_LOCAL; tasks];
+        let mut lists = Vec::with_capacity(ackers.len());
+        for (i, &a) in ackers.iter().enumerate() {
+            slot[a as usize] = i as u32;
+            lists.push((a, Vec::with_capacity(capacity)));
+        }
+        Self { slot, lists }
+    }
+
+    /// Appends `m` to `dest`'s list (merged into its last message if [`coalesce_ack`] allows)
+    /// and returns true when `dest` is an acker on this thread; otherwise returns false and
+    /// changes nothing.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, dest: TaskId, m: &AckerMessage) -> bool {
+        let s = match self.slot.get(dest as usize) {
+            Some(&s) if s != NOT_LOCAL => s,
+            _ => return false,
+        };
+        let list = &mut self.lists[s as usize].1;
+        if let Some(last) = list.last_mut() {
+            if crate::shell::coalesce_ack(last, m) {
+                return true;
+            }
+        }
+        list.push(*m);
+        true
+    }
+
+    /// Whether no message is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lists.iter().all(|(_, l)| l.is_empty())
+    }
+}
+
 /// Where an executor writes the messages it wants sent, in order.
 ///
 /// The shell drains it after each call. Its buffer is kept between calls, so once it has grown to
@@ -284,6 +338,10 @@ pub struct Outbox {
     acker: Vec<(TaskId, AckerMessage)>,
     /// An acker's notices, in sending order, when split off; empty otherwise.
     notices: Vec<(TaskId, Notice)>,
+    /// A bolt's acker messages for the acker tasks on the shell's own thread, when split off
+    /// and given ([`split_off_acker_traffic`](Self::split_off_acker_traffic)): one list per
+    /// acker, applied by the shell straight from here.
+    local: LocalAcks,
     split: bool,
     /// `(message id, root)` of every tracked spout emit since the last
     /// [`take_tracked_emits`](Self::take_tracked_emits), when recording (see
@@ -313,8 +371,12 @@ impl Outbox {
     /// anyway (the threaded shell), and so never relies on their order relative to the
     /// envelopes. Each then costs a 16- or 24-byte entry instead of an envelope of a whole
     /// [`Message`]. Off by default: every message is an envelope, in one order.
-    pub(crate) fn split_off_acker_traffic(&mut self) {
+    ///
+    /// A bolt's messages for an acker in `local` (the acker tasks running on the shell's own
+    /// thread) go to that acker's list in `local` instead ([`local_acks`](Self::local_acks)).
+    pub(crate) fn split_off_acker_traffic(&mut self, local: LocalAcks) {
         self.split = true;
+        self.local = local;
         self.acker.reserve(self.envelopes.capacity());
         self.notices.reserve(self.envelopes.capacity());
     }
@@ -325,7 +387,9 @@ impl Outbox {
     #[inline]
     pub(crate) fn push_acker(&mut self, dest: TaskId, m: AckerMessage) {
         if self.split {
-            self.acker.push((dest, m));
+            if !self.local.push(dest, &m) {
+                self.acker.push((dest, m));
+            }
         } else {
             self.push(dest, Message::Acker(m));
         }
@@ -348,23 +412,34 @@ impl Outbox {
         &self.acker
     }
 
+    /// The lists of acker messages for the ackers on the shell's thread (see
+    /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)); the shell applies and
+    /// empties them.
+    #[inline]
+    pub(crate) fn local_acks(&mut self) -> &mut LocalAcks {
+        &mut self.local
+    }
+
     /// The split-off notices waiting, oldest first (empty unless split off).
     #[inline]
     pub(crate) fn notices(&self) -> &[(TaskId, Notice)] {
         &self.notices
     }
 
-    /// Number of split-off acker messages and notices waiting (0 unless split off); they are
-    /// not envelopes, so [`len`](Self::len) does not count them.
-    #[inline]
+    /// Number of split-off acker messages and notices waiting, those in the local ackers'
+    /// lists included (0 unless split off); they are not envelopes, so [`len`](Self::len) does
+    /// not count them.
     pub(crate) fn split_off_len(&self) -> usize {
-        self.acker.len() + self.notices.len()
+        let local: usize = self.local.lists.iter().map(|(_, l)| l.len()).sum();
+        self.acker.len() + self.notices.len() + local
     }
 
-    /// Whether nothing at all is waiting: no envelope and no split-off message.
+    /// Whether nothing is waiting to be routed: no envelope, no split-off acker message or
+    /// notice. The local ackers' lists ([`local_acks`](Self::local_acks)) are not routed and
+    /// not looked at ([`split_off_len`](Self::split_off_len) counts them).
     #[inline]
     pub(crate) fn nothing_waiting(&self) -> bool {
-        self.is_empty() && self.split_off_len() == 0
+        self.is_empty() && self.acker.is_empty() && self.notices.is_empty()
     }
 
     /// Starts recording the `(message id, root)` of every tracked emit a spout makes through this
@@ -442,6 +517,9 @@ impl Outbox {
         self.envelopes.clear();
         self.acker.clear();
         self.notices.clear();
+        for (_, l) in &mut self.local.lists {
+            l.clear();
+        }
     }
 }
 
@@ -500,7 +578,7 @@ mod tests {
         // Split (the threaded shell): lists of their own, in sending order. `len`, `is_empty`,
         // `as_slice` and `drain` agree: envelopes only.
         let mut s = Outbox::new();
-        s.split_off_acker_traffic();
+        s.split_off_acker_traffic(LocalAcks::default());
         s.push_acker(3, ack);
         assert!(s.is_empty(), "an acker message alone is no envelope");
         assert_eq!(s.len(), s.as_slice().len());

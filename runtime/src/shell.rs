@@ -95,7 +95,7 @@ use crate::api::ExecutorCounters;
 use crate::executor::{latency_histogram, BuildError, Executor};
 use acker_core::AckerMessage;
 
-use crate::message::{Message, Notice, Outbox, Tuple};
+use crate::message::{LocalAcks, Message, Notice, Outbox, Tuple};
 use crate::topology::{Placement, Plan, TaskInfo, TaskKind};
 
 /// How the shell runs a plan.
@@ -447,7 +447,7 @@ type NoticeBatch = Batch<Notice, NOTICE_BATCH>;
 /// message; the acker's `executed` counter counts the messages it applied (fewer), its
 /// `acked` / `failed` decisions are unchanged.
 #[inline(always)]
-fn coalesce_ack(last: &mut AckerMessage, next: &AckerMessage) -> bool {
+pub(crate) fn coalesce_ack(last: &mut AckerMessage, next: &AckerMessage) -> bool {
     // `next` first: it is already in registers, `last` is in the batch.
     if let AckerMessage::Ack { root, xor } = *next {
         if let AckerMessage::Ack { root: r, xor: x } = last {
@@ -532,59 +532,6 @@ impl<T: Copy, const N: usize> Batches<T, N> {
     #[inline]
     fn is_closed(&self) -> bool {
         self.open.is_empty()
-    }
-}
-
-/// Acker messages for the acker tasks on this thread: each such acker's messages of a loop
-/// turn, in sending order, in one list, applied as one slice at the next turn's local drain
-/// (when the local FIFO would have delivered them as batches) instead of being cut into
-/// [`AckerBatch`]es and copied through the local FIFO. Consecutive acks of one root are merged
-/// as in a batch ([`coalesce_ack`]).
-struct LocalAcks {
-    /// Task id → index into `lists`, or [`NOT_LOCAL`] for a task that is no acker on this
-    /// thread.
-    slot: Vec<u32>,
-    /// (acker task, its messages waiting, oldest first), one entry per acker on this thread.
-    lists: Vec<(TaskId, Vec<AckerMessage>)>,
-}
-
-/// [`LocalAcks::slot`] of a task that is no acker on this thread.
-const NOT_LOCAL: u32 = u32::MAX;
-
-impl LocalAcks {
-    /// Lists for `ackers`, the acker tasks on this thread, among task ids `0..tasks`.
-    fn new(tasks: usize, ackers: &[TaskId], capacity: usize) -> Self {
-        let mut slot = vec![NOT_LOCAL; tasks];
-        let mut lists = Vec::with_capacity(ackers.len());
-        for (i, &a) in ackers.iter().enumerate() {
-            slot[a as usize] = i as u32;
-            lists.push((a, Vec::with_capacity(capacity)));
-        }
-        Self { slot, lists }
-    }
-
-    /// Appends `m` to `dest`'s list (merged into its last message if [`coalesce_ack`] allows)
-    /// and returns true when `dest` is an acker on this thread; otherwise returns false and
-    /// changes nothing.
-    #[inline(always)]
-    fn push(&mut self, dest: TaskId, m: &AckerMessage) -> bool {
-        let s = self.slot[dest as usize];
-        if s == NOT_LOCAL {
-            return false;
-        }
-        let list = &mut self.lists[s as usize].1;
-        if let Some(last) = list.last_mut() {
-            if coalesce_ack(last, m) {
-                return true;
-            }
-        }
-        list.push(*m);
-        true
-    }
-
-    /// Whether no message is waiting.
-    fn is_empty(&self) -> bool {
-        self.lists.iter().all(|(_, l)| l.is_empty())
     }
 }
 
@@ -821,9 +768,6 @@ impl Core<'_> {
         // init, so no acker message among the envelopes is passed by them.
         if LISTS & ACKER_LIST != 0 {
             for &(dest, m) in self.outbox.acker_messages() {
-                if self.local_acks.push(dest, &m) {
-                    continue;
-                }
                 if self.acker_batches.push(dest, &m, coalesce_ack) {
                     let (core, _) = self.where_is[dest as usize];
                     let full = self.acker_batches.take(dest);
@@ -1013,6 +957,8 @@ impl Core<'_> {
         }
         // The messages for the ackers on this thread, one slice each (an acker sends only
         // notices, so nothing is added to these lists while they are applied).
+        // The spouts' inits (this thread's list) first, then the bolts' messages (the outbox's
+        // lists): the table takes a tree's messages in any order.
         for i in 0..self.local_acks.lists.len() {
             let (task, ref list) = self.local_acks.lists[i];
             if list.is_empty() {
@@ -1022,9 +968,26 @@ impl Core<'_> {
             self.executors[idx].handle_acker_batch(list, &mut self.outbox);
             k += list.len();
             self.local_acks.lists[i].1.clear();
-            if !(self.outbox.is_empty() && self.outbox.notices().is_empty()) {
-                self.route_acker_outbox();
+        }
+        for i in 0..self.outbox.local_acks().lists.len() {
+            let (task, ref mut list) = self.outbox.local_acks().lists[i];
+            if list.is_empty() {
+                continue;
             }
+            let list = std::mem::take(list);
+            let (_, idx) = self.where_is[task as usize];
+            self.executors[idx].handle_acker_batch(&list, &mut self.outbox);
+            k += list.len();
+            // Back in place, emptied, keeping its buffer (an acker sends only notices, so
+            // nothing was added meanwhile; were anything, it is kept behind).
+            let mut list = list;
+            list.clear();
+            let slot = &mut self.outbox.local_acks().lists[i].1;
+            list.append(slot);
+            *slot = list;
+        }
+        if !(self.outbox.is_empty() && self.outbox.notices().is_empty()) {
+            self.route_acker_outbox();
         }
         // Notices leave before the bolts' user code below runs.
         self.close_notice_batches();
@@ -1096,6 +1059,7 @@ impl Core<'_> {
             && self.outbox.nothing_waiting()
             && self.acker_batches.is_closed()
             && self.local_acks.is_empty()
+            && self.outbox.split_off_len() == 0
             && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
         let pending: usize = self
@@ -1160,8 +1124,8 @@ impl Core<'_> {
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
-                        if self.outbox.nothing_waiting() {
-                            // Nothing to emit now (Storm's spout wait strategy): leave this spout
+                        if self.outbox.is_empty() {
+                            // Nothing to emit now (a spout's messages are all envelopes) (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
                         }
@@ -1352,7 +1316,11 @@ pub fn run_with_control(
                             // Acker messages and notices travel on lanes of their own, never in
                             // order with tuples: keep them out of the envelopes.
                             let mut o = Outbox::with_capacity(batch);
-                            o.split_off_acker_traffic();
+                            o.split_off_acker_traffic(LocalAcks::new(
+                                where_is.len(),
+                                &local_ackers,
+                                batch * 4,
+                            ));
                             o
                         },
                         batch,
