@@ -733,9 +733,11 @@ impl Core<'_> {
                 // this turn, and the acker, on this thread, could not apply it any sooner.
                 Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
                 Message::Acker(m) => {
-                    if core == me {
-                        self.local_acks.push(dest, m);
-                    } else if self.acker_batches.push(dest, m, coalesce_ack) {
+                    // An acker on this thread takes it from its list at the next local drain
+                    // (`push` is false only for a task that is no acker here: never, but then
+                    // the batch below still delivers it).
+                    let local = core == me && self.local_acks.push(dest, m);
+                    if !local && self.acker_batches.push(dest, m, coalesce_ack) {
                         let full = self.acker_batches.take(dest);
                         self.sent += self.acks.stage(core, me, full);
                     }
