@@ -704,7 +704,7 @@ impl OutputCollector<'_> {
     fn send(&mut self, msgs: &InputMessages<MAX_ROOTS>) {
         for &m in msgs {
             if let Some(a) = self.bolt.ackers.task(m.root()) {
-                self.out.push_bolt_acker(a, m);
+                self.out.push_acker(a, m);
             }
         }
     }
@@ -749,7 +749,7 @@ impl OutputCollector<'_> {
             if let Some(m) = input.anchors.ack_one_root() {
                 input.closed = true;
                 if let Some(a) = self.bolt.ackers.task(m.root()) {
-                    self.out.push_bolt_acker(a, m);
+                    self.out.push_acker(a, m);
                 }
                 self.bolt.counters.acked += 1;
                 return;

@@ -261,17 +261,88 @@ pub struct Envelope {
     pub message: Message,
 }
 
+/// Acker messages for the acker tasks on this thread: each such acker's messages of a loop
+/// turn, in sending order, in one list, applied as one slice at the next turn's local drain
+/// (when the local FIFO would have delivered them as batches) instead of being cut into
+/// the shell's acker batches and copied through the local FIFO. Consecutive acks of one root are merged
+/// as in a batch (`coalesce_ack` in the shell).
+#[derive(Debug, Default)]
+pub(crate) struct LocalAcks {
+    /// Task id → index into `lists`, or [`NOT_LOCAL`] for a task that is no acker on this
+    /// thread.
+    slot: Vec<u32>,
+    /// (acker task, its messages waiting, oldest first), one entry per acker on this thread.
+    pub(crate) lists: Vec<(TaskId, Vec<AckerMessage>)>,
+}
+
+/// [`LocalAcks::slot`] of a task that is no acker on this thread.
+const NOT_LOCAL: u32 = u32::MAX;
+
+impl LocalAcks {
+    /// Lists for `ackers`, the acker tasks on this thread, among task ids `0..tasks`.
+    pub(crate) fn new(tasks: usize, ackers: &[TaskId], capacity: usize) -> Self {
+        let mut slot = vec![NOT_LOCAL; tasks];
+        let mut lists = Vec::with_capacity(ackers.len());
+        for (i, &a) in ackers.iter().enumerate() {
+            slot[a as usize] = i as u32;
+            lists.push((a, Vec::with_capacity(capacity)));
+        }
+        Self { slot, lists }
+    }
+
+    /// Appends `m` to `dest`'s list (merged into its last message if [`coalesce_ack`] allows)
+    /// and returns true when `dest` is an acker on this thread; otherwise returns false and
+    /// changes nothing.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, dest: TaskId, m: &AckerMessage) -> bool {
+        let s = match self.slot.get(dest as usize) {
+            Some(&s) if s != NOT_LOCAL => s,
+            _ => return false,
+        };
+        let list = &mut self.lists[s as usize].1;
+        if let Some(last) = list.last_mut() {
+            if crate::shell::coalesce_ack(last, m) {
+                return true;
+            }
+        }
+        list.push(*m);
+        true
+    }
+
+    /// Whether no message is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lists.iter().all(|(_, l)| l.is_empty())
+    }
+}
+
 /// Where an executor writes the messages it wants sent, in order.
 ///
 /// The shell drains it after each call. Its buffer is kept between calls, so once it has grown to
 /// the largest burst one call produces, pushing allocates nothing.
+///
+/// # Envelopes and split-off messages
+///
+/// By default every message is an [`Envelope`], in one sending order: [`len`](Self::len),
+/// [`is_empty`](Self::is_empty), [`as_slice`](Self::as_slice) and [`drain`](Self::drain) all see
+/// every message (the simulator and the local shell work this way). A shell may instead have the
+/// acker traffic kept apart (`split_off_acker_traffic`, crate-internal, used by the
+/// thread-per-core shell): acker messages and an acker's notices then go to lists of their own
+/// and are *not* envelopes. `len`, `is_empty`, `as_slice` and `drain` always describe the
+/// envelopes only (the four agree with each other); the split-off messages are counted apart
+/// and are dropped by [`clear`](Self::clear) with the envelopes.
 #[derive(Debug, Default)]
 pub struct Outbox {
     envelopes: Vec<Envelope>,
-    /// A bolt's acker messages (ack, fail, reset), in sending order, when split off
-    /// ([`split_bolt_acker_messages`](Self::split_bolt_acker_messages)); empty otherwise.
-    bolt_acker: Vec<(TaskId, AckerMessage)>,
-    split_bolt_acker: bool,
+    /// A bolt's acker messages (ack, fail, reset), in sending order, when split
+    /// off ([`split_off_acker_traffic`](Self::split_off_acker_traffic)); empty otherwise.
+    acker: Vec<(TaskId, AckerMessage)>,
+    /// An acker's notices, in sending order, when split off; empty otherwise.
+    notices: Vec<(TaskId, Notice)>,
+    /// A bolt's acker messages for the acker tasks on the shell's own thread, when split off
+    /// and given ([`split_off_acker_traffic`](Self::split_off_acker_traffic)): one list per
+    /// acker, applied by the shell straight from here.
+    local: LocalAcks,
+    split: bool,
     /// `(message id, root)` of every tracked spout emit since the last
     /// [`take_tracked_emits`](Self::take_tracked_emits), when recording (see
     /// [`record_tracked_emits`](Self::record_tracked_emits)); empty when not recording.
@@ -289,39 +360,86 @@ impl Outbox {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             envelopes: Vec::with_capacity(capacity),
-            bolt_acker: Vec::new(),
-            split_bolt_acker: false,
-            tracked_emits: Vec::new(),
-            recording: false,
+            ..Self::default()
         }
     }
 
-    /// From now on a bolt's acker messages ([`push_bolt_acker`](Self::push_bolt_acker)) go to
-    /// a list of their own, [`bolt_acker_messages`](Self::bolt_acker_messages), in sending
-    /// order, instead of among the envelopes: for a shell that sends them on a lane of their own
+    /// From now on a bolt's acker messages ([`push_acker`](Self::push_acker)) and notices
+    /// ([`push_notice`](Self::push_notice)) go to lists of their own,
+    /// [`acker_messages`](Self::acker_messages) and [`notices`](Self::notices), each in sending
+    /// order, instead of among the envelopes: for a shell that sends them on lanes of their own
     /// anyway (the threaded shell), and so never relies on their order relative to the
-    /// envelopes. Each then costs a 16-byte entry instead of an envelope of a whole
+    /// envelopes. Each then costs a 16- or 24-byte entry instead of an envelope of a whole
     /// [`Message`]. Off by default: every message is an envelope, in one order.
-    pub(crate) fn split_bolt_acker_messages(&mut self) {
-        self.split_bolt_acker = true;
-        self.bolt_acker.reserve(self.envelopes.capacity());
+    ///
+    /// A bolt's messages for an acker in `local` (the acker tasks running on the shell's own
+    /// thread) go to that acker's list in `local` instead ([`local_acks`](Self::local_acks)).
+    pub(crate) fn split_off_acker_traffic(&mut self, local: LocalAcks) {
+        self.split = true;
+        self.local = local;
+        self.acker.reserve(self.envelopes.capacity());
+        self.notices.reserve(self.envelopes.capacity());
     }
 
-    /// Appends a bolt's message for acker task `dest`: an envelope, or an entry of the split-off
-    /// list (see [`split_bolt_acker_messages`](Self::split_bolt_acker_messages)).
+    /// Appends a bolt's message for acker task `dest` (ack, fail or reset): an envelope, or an
+    /// entry of the split-off list (see
+    /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
     #[inline]
-    pub(crate) fn push_bolt_acker(&mut self, dest: TaskId, m: AckerMessage) {
-        if self.split_bolt_acker {
-            self.bolt_acker.push((dest, m));
+    pub(crate) fn push_acker(&mut self, dest: TaskId, m: AckerMessage) {
+        if self.split {
+            if !self.local.push(dest, &m) {
+                self.acker.push((dest, m));
+            }
         } else {
             self.push(dest, Message::Acker(m));
         }
     }
 
+    /// Appends an acker's notice for spout task `dest`: an envelope, or an entry of the
+    /// split-off list (see [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
+    #[inline]
+    pub(crate) fn push_notice(&mut self, dest: TaskId, n: Notice) {
+        if self.split {
+            self.notices.push((dest, n));
+        } else {
+            self.push(dest, Message::Notice(n));
+        }
+    }
+
     /// The split-off acker messages waiting, oldest first (empty unless split off).
     #[inline]
-    pub(crate) fn bolt_acker_messages(&self) -> &[(TaskId, AckerMessage)] {
-        &self.bolt_acker
+    pub(crate) fn acker_messages(&self) -> &[(TaskId, AckerMessage)] {
+        &self.acker
+    }
+
+    /// The lists of acker messages for the ackers on the shell's thread (see
+    /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)); the shell applies and
+    /// empties them.
+    #[inline]
+    pub(crate) fn local_acks(&mut self) -> &mut LocalAcks {
+        &mut self.local
+    }
+
+    /// The split-off notices waiting, oldest first (empty unless split off).
+    #[inline]
+    pub(crate) fn notices(&self) -> &[(TaskId, Notice)] {
+        &self.notices
+    }
+
+    /// Number of split-off acker messages and notices waiting, those in the local ackers'
+    /// lists included (0 unless split off); they are not envelopes, so [`len`](Self::len) does
+    /// not count them.
+    pub(crate) fn split_off_len(&self) -> usize {
+        let local: usize = self.local.lists.iter().map(|(_, l)| l.len()).sum();
+        self.acker.len() + self.notices.len() + local
+    }
+
+    /// Whether nothing is waiting to be routed: no envelope, no split-off acker message or
+    /// notice. The local ackers' lists ([`local_acks`](Self::local_acks)) are not routed and
+    /// not looked at ([`split_off_len`](Self::split_off_len) counts them).
+    #[inline]
+    pub(crate) fn nothing_waiting(&self) -> bool {
+        self.is_empty() && self.acker.is_empty() && self.notices.is_empty()
     }
 
     /// Starts recording the `(message id, root)` of every tracked emit a spout makes through this
@@ -351,23 +469,26 @@ impl Outbox {
         self.envelopes.push(Envelope { dest, message });
     }
 
-    /// Number of envelopes waiting (and split-off acker messages, if any).
+    /// Number of envelopes waiting: what [`as_slice`](Self::as_slice) shows and
+    /// [`drain`](Self::drain) yields (split-off messages are not envelopes and not counted).
+    #[inline]
     pub fn len(&self) -> usize {
-        self.envelopes.len() + self.bolt_acker.len()
+        self.envelopes.len()
     }
 
-    /// Whether no envelope (nor split-off acker message) is waiting.
+    /// Whether no envelope is waiting (`len() == 0`; split-off messages are not envelopes).
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.envelopes.is_empty() && self.bolt_acker.is_empty()
+        self.envelopes.is_empty()
     }
 
-    /// The waiting envelopes, oldest first.
+    /// The waiting envelopes, oldest first (`len()` of them).
     pub fn as_slice(&self) -> &[Envelope] {
         &self.envelopes
     }
 
-    /// Removes and yields every waiting envelope, oldest first (the buffer is kept).
+    /// Removes and yields every waiting envelope, oldest first (`len()` of them; the buffer is
+    /// kept). Split-off messages stay until [`clear`](Self::clear).
     pub fn drain(&mut self) -> std::vec::Drain<'_, Envelope> {
         self.envelopes.drain(..)
     }
@@ -378,10 +499,27 @@ impl Outbox {
         &mut self.envelopes
     }
 
-    /// Drops every waiting envelope (and split-off acker message).
+    /// Drops every waiting envelope, and the split-off acker messages if `acker`, the split-off
+    /// notices if `notices` (for a shell that knows which lists its sender can fill).
+    #[inline(always)]
+    pub(crate) fn clear_envelopes_and(&mut self, acker: bool, notices: bool) {
+        self.envelopes.clear();
+        if acker {
+            self.acker.clear();
+        }
+        if notices {
+            self.notices.clear();
+        }
+    }
+
+    /// Drops every waiting envelope and split-off message.
     pub fn clear(&mut self) {
         self.envelopes.clear();
-        self.bolt_acker.clear();
+        self.acker.clear();
+        self.notices.clear();
+        for (_, l) in &mut self.local.lists {
+            l.clear();
+        }
     }
 }
 
@@ -406,50 +544,60 @@ mod tests {
     }
 
     #[test]
-    fn bolt_acker_messages_are_envelopes_unless_split_off() {
+    fn acker_traffic_is_envelopes_unless_split_off_and_len_counts_only_envelopes() {
         let ack = AckerMessage::Ack { root: 5, xor: 9 };
         let fail = AckerMessage::Fail { root: 6 };
-        // Not split (the simulator, the local shell): an envelope, in order with the others.
+        let done = Notice::Completed { root: 8 };
+        let tick = Envelope {
+            dest: 7,
+            message: Message::Tick,
+        };
+        // Not split (the simulator, the local shell): envelopes, in order with the others.
         let mut o = Outbox::new();
         o.push(7, Message::Tick);
-        o.push_bolt_acker(3, ack);
-        assert_eq!(
-            o.as_slice(),
-            &[
-                Envelope {
-                    dest: 7,
-                    message: Message::Tick
-                },
-                Envelope {
-                    dest: 3,
-                    message: Message::Acker(ack)
-                }
-            ]
-        );
-        assert!(o.bolt_acker_messages().is_empty());
-        // Split (the threaded shell): a list of their own, in sending order, counted by `len`,
-        // `is_empty` and emptied by `clear`.
+        o.push_acker(3, ack);
+        o.push_notice(2, done);
+        let all = [
+            tick.clone(),
+            Envelope {
+                dest: 3,
+                message: Message::Acker(ack),
+            },
+            Envelope {
+                dest: 2,
+                message: Message::Notice(done),
+            },
+        ];
+        assert_eq!(o.as_slice(), &all);
+        assert_eq!(o.len(), 3);
+        assert_eq!(o.split_off_len(), 0);
+        assert!(o.acker_messages().is_empty() && o.notices().is_empty());
+        assert_eq!(o.drain().collect::<Vec<_>>(), all);
+        assert!(o.is_empty() && o.nothing_waiting());
+
+        // Split (the threaded shell): lists of their own, in sending order. `len`, `is_empty`,
+        // `as_slice` and `drain` agree: envelopes only.
         let mut s = Outbox::new();
-        s.split_bolt_acker_messages();
-        s.push_bolt_acker(3, ack);
-        assert!(
-            !s.is_empty(),
-            "an outbox holding only an acker message is not empty"
-        );
+        s.split_off_acker_traffic(LocalAcks::default());
+        s.push_acker(3, ack);
+        assert!(s.is_empty(), "an acker message alone is no envelope");
+        assert_eq!(s.len(), s.as_slice().len());
+        assert!(!s.nothing_waiting(), "but something is waiting");
         s.push(7, Message::Tick);
-        s.push_bolt_acker(4, fail);
-        assert_eq!(
-            s.as_slice(),
-            &[Envelope {
-                dest: 7,
-                message: Message::Tick
-            }]
-        );
-        assert_eq!(s.bolt_acker_messages(), &[(3, ack), (4, fail)]);
-        assert_eq!(s.len(), 3);
-        s.clear();
+        s.push_acker(4, fail);
+        s.push_notice(2, done);
+        assert_eq!(s.as_slice(), std::slice::from_ref(&tick));
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.len(), s.as_slice().len());
+        assert_eq!(s.split_off_len(), 3);
+        assert_eq!(s.acker_messages(), &[(3, ack), (4, fail)]);
+        assert_eq!(s.notices(), &[(2, done)]);
+        assert_eq!(s.drain().collect::<Vec<_>>(), [tick]);
         assert!(s.is_empty());
-        assert!(s.bolt_acker_messages().is_empty());
+        assert_eq!(s.split_off_len(), 3, "drain leaves the split-off messages");
+        s.clear();
+        assert!(s.nothing_waiting());
+        assert_eq!(s.split_off_len(), 0);
     }
 
     #[test]

@@ -95,7 +95,7 @@ use crate::api::ExecutorCounters;
 use crate::executor::{latency_histogram, BuildError, Executor};
 use acker_core::AckerMessage;
 
-use crate::message::{Message, Notice, Outbox, Tuple};
+use crate::message::{LocalAcks, Message, Notice, Outbox, Tuple};
 use crate::topology::{Placement, Plan, TaskInfo, TaskKind};
 
 /// How the shell runs a plan.
@@ -374,6 +374,15 @@ fn sent_ns(sent_us: u32, now_ns: u64) -> u64 {
     now_ns.saturating_sub(waited_us as u64 * 1000)
 }
 
+/// `route`'s flag for the outbox's split-off acker messages (spouts' inits, bolts' acks).
+const ACKER_LIST: u8 = 1;
+/// `route`'s flag for the outbox's split-off notices (an acker's decisions).
+const NOTICE_LIST: u8 = 2;
+/// `route`'s flags for no split-off list.
+const NO_LISTS: u8 = 0;
+/// `route`'s flags for every split-off list.
+const ALL_LISTS: u8 = ACKER_LIST | NOTICE_LIST;
+
 /// How many acker messages one acker-lane envelope carries at most.
 const ACKER_BATCH: usize = 8;
 
@@ -438,7 +447,7 @@ type NoticeBatch = Batch<Notice, NOTICE_BATCH>;
 /// message; the acker's `executed` counter counts the messages it applied (fewer), its
 /// `acked` / `failed` decisions are unchanged.
 #[inline(always)]
-fn coalesce_ack(last: &mut AckerMessage, next: &AckerMessage) -> bool {
+pub(crate) fn coalesce_ack(last: &mut AckerMessage, next: &AckerMessage) -> bool {
     // `next` first: it is already in registers, `last` is in the batch.
     if let AckerMessage::Ack { root, xor } = *next {
         if let AckerMessage::Ack { root: r, xor: x } = last {
@@ -638,6 +647,8 @@ struct Core<'a> {
     notice_batches: Batches<Notice, NOTICE_BATCH>,
     /// The acker-message batches being filled (only acker tasks are used).
     acker_batches: Batches<AckerMessage, ACKER_BATCH>,
+    /// Acker messages for the ackers on this thread (see [`LocalAcks`]).
+    local_acks: LocalAcks,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -664,24 +675,42 @@ struct Core<'a> {
 }
 
 impl Core<'_> {
+    /// Routes everything the outbox holds (see [`route`](Self::route)).
     #[inline]
     fn route_outbox(&mut self) {
-        self.route::<true>();
+        self.route::<true, ALL_LISTS>();
+    }
+
+    /// [`route_outbox`](Self::route_outbox) after a bolt's call: a bolt sends no notice, so the
+    /// notice list is not looked at (an empty-list check and a clear less on every tuple).
+    #[inline]
+    fn route_bolt_outbox(&mut self) {
+        self.route::<true, ACKER_LIST>();
+    }
+
+    /// [`route_outbox`](Self::route_outbox) after an acker batch: an acker sends only notices,
+    /// so the acker-message list is not looked at.
+    #[inline]
+    fn route_acker_outbox(&mut self) {
+        self.route::<true, NOTICE_LIST>();
     }
 
     /// [`route_outbox`](Self::route_outbox) after a spout's `next_tuple`: its inits go out at
     /// once on the control lane, unbatched, since the spout's next call may block in user code
-    /// while the tree's clock (complete latency, message timeout) is already running.
+    /// while the tree's clock (complete latency, message timeout) is already running. A spout's
+    /// messages are all envelopes (its inits too: see `Outbox::push_acker`).
     #[inline]
     fn route_outbox_from_spout(&mut self) {
-        self.route::<false>();
+        self.route::<false, NO_LISTS>();
     }
 
     /// Routes every envelope of the outbox: tuples to the data lane, notices and ticks to the
     /// control lane, acker messages to the acker lane's batches (`BATCH_ACKS`) or else, one
-    /// envelope each, to the control lane.
+    /// envelope each, to the control lane; then the split-off lists named by `LISTS`
+    /// ([`ACKER_LIST`], [`NOTICE_LIST`]) the same way. Only the envelopes and those lists are
+    /// cleared: a caller names every list its sender can fill.
     #[inline(always)]
-    fn route<const BATCH_ACKS: bool>(&mut self) {
+    fn route<const BATCH_ACKS: bool, const LISTS: u8>(&mut self) {
         let me = self.me;
         // Move out only what each message needs: a control message is a few words, so copying
         // whole envelopes out of the outbox would cost more than the routing itself.
@@ -704,7 +733,11 @@ impl Core<'_> {
                 // this turn, and the acker, on this thread, could not apply it any sooner.
                 Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
                 Message::Acker(m) => {
-                    if self.acker_batches.push(dest, m, coalesce_ack) {
+                    // An acker on this thread takes it from its list at the next local drain
+                    // (`push` is false only for a task that is no acker here: never, but then
+                    // the batch below still delivers it).
+                    let local = core == me && self.local_acks.push(dest, m);
+                    if !local && self.acker_batches.push(dest, m, coalesce_ack) {
                         let full = self.acker_batches.take(dest);
                         self.sent += self.acks.stage(core, me, full);
                     }
@@ -731,25 +764,45 @@ impl Core<'_> {
             };
             self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
         }
-        // A bolt's acker messages (split off: see `Outbox::split_bolt_acker_messages`), in
-        // sending order, into the acker batches as above. Only a bolt sends them, and a bolt
-        // sends no spout init, so no acker message among the envelopes is passed by them.
-        for &(dest, m) in self.outbox.bolt_acker_messages() {
-            if self.acker_batches.push(dest, &m, coalesce_ack) {
-                let (core, _) = self.where_is[dest as usize];
-                let full = self.acker_batches.take(dest);
-                self.sent += self.acks.stage(core, me, full);
+        // A bolt's acker messages (split off: see `Outbox::split_off_acker_traffic`), in
+        // sending order, into the acker batches as above. Only a bolt sends them (a spout's
+        // inits stay envelopes: splitting them too measured slower), and a bolt sends no spout
+        // init, so no acker message among the envelopes is passed by them.
+        if LISTS & ACKER_LIST != 0 {
+            for &(dest, m) in self.outbox.acker_messages() {
+                if self.acker_batches.push(dest, &m, coalesce_ack) {
+                    let (core, _) = self.where_is[dest as usize];
+                    let full = self.acker_batches.take(dest);
+                    self.sent += self.acks.stage(core, me, full);
+                }
             }
         }
-        self.outbox.clear();
+        // An acker's notices (split off), in sending order, as the envelope arms above: an
+        // acker sends nothing else, so their order relative to envelopes does not arise.
+        if LISTS & NOTICE_LIST != 0 {
+            for &(dest, n) in self.outbox.notices() {
+                let (core, idx) = self.where_is[dest as usize];
+                if core == me {
+                    self.executors[idx].handle_notice(n, self.now_ns);
+                } else if self.notice_batches.push(dest, &n, |_, _| false) {
+                    let mut full = self.notice_batches.take(dest);
+                    full.sent_us = self.sent_us;
+                    self.sent += self.notices.stage(core, me, full);
+                }
+            }
+        }
+        self.outbox
+            .clear_envelopes_and(LISTS & ACKER_LIST != 0, LISTS & NOTICE_LIST != 0);
     }
 
     #[inline]
     fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
-        if !self.outbox.is_empty() {
-            self.route_outbox();
+        // Only a bolt handles a tuple, and a bolt sends no notice: two of the three lists to
+        // look at (the notices are checked wherever an acker runs).
+        if !(self.outbox.is_empty() && self.outbox.acker_messages().is_empty()) {
+            self.route_bolt_outbox();
         }
     }
 
@@ -761,7 +814,7 @@ impl Core<'_> {
             CtrlMsg::Acker(m) => e.handle_acker(m, &mut self.outbox),
             CtrlMsg::Tick => e.handle_tick(now_ns, &mut self.outbox),
         }
-        if !self.outbox.is_empty() {
+        if !self.outbox.nothing_waiting() {
             self.route_outbox();
         }
     }
@@ -818,12 +871,10 @@ impl Core<'_> {
     #[inline]
     fn deliver_acker_batch(&mut self, batch: &AckerBatch) {
         let (_, idx) = self.where_is[batch.dest as usize];
-        let e = &mut self.executors[idx];
-        for &m in batch.items() {
-            e.handle_acker(m, &mut self.outbox);
-        }
-        if !self.outbox.is_empty() {
-            self.route_outbox();
+        self.executors[idx].handle_acker_batch(batch.items(), &mut self.outbox);
+        // An acker sends only notices.
+        if !(self.outbox.is_empty() && self.outbox.notices().is_empty()) {
+            self.route_acker_outbox();
         }
     }
 
@@ -900,11 +951,45 @@ impl Core<'_> {
                 self.deliver_ctrl(env, now_ns);
             }
         }
-        let k = self.acks.local.len().min(limit);
+        let mut k = self.acks.local.len().min(limit);
         for _ in 0..k {
             if let Some(b) = self.acks.local.pop_front() {
                 self.deliver_acker_batch(&b);
             }
+        }
+        // The messages for the ackers on this thread, one slice each (an acker sends only
+        // notices, so nothing is added to these lists while they are applied).
+        // The spouts' inits (this thread's list) first, then the bolts' messages (the outbox's
+        // lists): the table takes a tree's messages in any order.
+        for i in 0..self.local_acks.lists.len() {
+            let (task, ref list) = self.local_acks.lists[i];
+            if list.is_empty() {
+                continue;
+            }
+            let (_, idx) = self.where_is[task as usize];
+            self.executors[idx].handle_acker_batch(list, &mut self.outbox);
+            k += list.len();
+            self.local_acks.lists[i].1.clear();
+        }
+        for i in 0..self.outbox.local_acks().lists.len() {
+            let (task, ref mut list) = self.outbox.local_acks().lists[i];
+            if list.is_empty() {
+                continue;
+            }
+            let list = std::mem::take(list);
+            let (_, idx) = self.where_is[task as usize];
+            self.executors[idx].handle_acker_batch(&list, &mut self.outbox);
+            k += list.len();
+            // Back in place, emptied, keeping its buffer (an acker sends only notices, so
+            // nothing was added meanwhile; were anything, it is kept behind).
+            let mut list = list;
+            list.clear();
+            let slot = &mut self.outbox.local_acks().lists[i].1;
+            list.append(slot);
+            *slot = list;
+        }
+        if !(self.outbox.is_empty() && self.outbox.notices().is_empty()) {
+            self.route_acker_outbox();
         }
         // Notices leave before the bolts' user code below runs.
         self.close_notice_batches();
@@ -973,8 +1058,10 @@ impl Core<'_> {
             && self.acks.local.is_empty()
             && self.notices.local.is_empty()
             && self.notice_batches.is_closed()
-            && self.outbox.is_empty()
+            && self.outbox.nothing_waiting()
             && self.acker_batches.is_closed()
+            && self.local_acks.is_empty()
+            && self.outbox.split_off_len() == 0
             && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
         let pending: usize = self
@@ -1040,7 +1127,7 @@ impl Core<'_> {
                             break;
                         }
                         if self.outbox.is_empty() {
-                            // Nothing to emit now (Storm's spout wait strategy): leave this spout
+                            // Nothing to emit now (a spout's messages are all envelopes) (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
                         }
@@ -1210,6 +1297,11 @@ pub fn run_with_control(
                             }
                         }
                     }
+                    let local_ackers: Vec<TaskId> = executors
+                        .iter()
+                        .filter(|e| e.kind() == TaskKind::Acker)
+                        .map(|e| e.task())
+                        .collect();
                     let core = Core {
                         me,
                         shared,
@@ -1221,11 +1313,16 @@ pub fn run_with_control(
                         notices: Lane::new(nots_in, nots_out, cores, batch),
                         notice_batches: Batches::new(where_is.len(), Notice::Failed { root: 0 }),
                         acker_batches: Batches::new(where_is.len(), AckerMessage::Fail { root: 0 }),
+                        local_acks: LocalAcks::new(where_is.len(), &local_ackers, batch * 4),
                         outbox: {
-                            // A bolt's acker messages travel in acker batches, never in order
-                            // with its tuples: keep them out of the envelopes.
+                            // Acker messages and notices travel on lanes of their own, never in
+                            // order with tuples: keep them out of the envelopes.
                             let mut o = Outbox::with_capacity(batch);
-                            o.split_bolt_acker_messages();
+                            o.split_off_acker_traffic(LocalAcks::new(
+                                where_is.len(),
+                                &local_ackers,
+                                batch * 4,
+                            ));
                             o
                         },
                         batch,

@@ -3,7 +3,7 @@
 use acker_core::{AckerMessage, AckerTable, Decision, TableError, TaskId};
 
 use crate::api::ExecutorCounters;
-use crate::message::{Message, Notice, Outbox};
+use crate::message::{Notice, Outbox};
 use crate::park::ParkQueue;
 
 /// An acker task's executor (Storm's `Acker` bolt), around an [`AckerTable`].
@@ -52,9 +52,30 @@ impl AckerExecutor {
         }
     }
 
+    /// [`acker_message`](Self::acker_message) for each of `ms`, in order: the same table
+    /// operations, parking and retries, in the same order, as one call per message (a refused
+    /// message is parked and a freeing decision retries the park queue before the next message
+    /// is applied). For a shell that receives acker messages in batches: the table's fast
+    /// paths are inlined into this one loop instead of one out-of-line call per message.
+    pub(super) fn acker_messages(&mut self, ms: &[AckerMessage], out: &mut Outbox) {
+        for &m in ms {
+            match self.apply_inlined(m, out) {
+                Applied::Done => {}
+                Applied::Freed => self.retry_parked(out),
+                Applied::Full => self.park(m),
+            }
+        }
+    }
+
     /// Applies `m` to the table; a decision goes out as a notice to the spout task.
     #[inline]
     pub(super) fn apply(&mut self, m: AckerMessage, out: &mut Outbox) -> Applied {
+        self.apply_inlined(m, out)
+    }
+
+    /// [`apply`](Self::apply), always inlined (the batch loop's copy).
+    #[inline(always)]
+    fn apply_inlined(&mut self, m: AckerMessage, out: &mut Outbox) -> Applied {
         let root = m.root();
         planted!(AckerDropsAck => if matches!(m, AckerMessage::Ack { .. }) && root.is_multiple_of(16) { return Applied::Done });
         match self.table.apply(m) {
@@ -62,7 +83,7 @@ impl AckerExecutor {
             Ok(Decision::Completed { spout_task }) => {
                 self.counters.executed += 1;
                 self.counters.acked += 1;
-                out.push(spout_task, Message::Notice(Notice::Completed { root }));
+                out.push_notice(spout_task, Notice::Completed { root });
                 return if self.parked.is_empty() {
                     Applied::Done
                 } else {
@@ -72,7 +93,7 @@ impl AckerExecutor {
             Ok(Decision::Failed { spout_task }) => {
                 self.counters.executed += 1;
                 self.counters.failed += 1;
-                out.push(spout_task, Message::Notice(Notice::Failed { root }));
+                out.push_notice(spout_task, Notice::Failed { root });
                 return if self.parked.is_empty() {
                     Applied::Done
                 } else {
@@ -80,7 +101,7 @@ impl AckerExecutor {
                 };
             }
             Ok(Decision::Reset { spout_task }) => {
-                out.push(spout_task, Message::Notice(Notice::Reset { root }));
+                out.push_notice(spout_task, Notice::Reset { root });
             }
             Err(TableError::Full) => return Applied::Full,
             Err(_) => self.counters.errors += 1,

@@ -160,6 +160,16 @@ impl Executor {
         }
     }
 
+    /// [`handle_acker`](Self::handle_acker) for each of `ms`, in order, dispatched once.
+    #[inline]
+    pub(crate) fn handle_acker_batch(&mut self, ms: &[AckerMessage], out: &mut Outbox) {
+        match self {
+            Executor::Acker(e) => e.acker_messages(ms, out),
+            Executor::Spout(e) => e.counters.ignored += ms.len() as u64,
+            Executor::Bolt(e) => e.state.counters.ignored += ms.len() as u64,
+        }
+    }
+
     /// [`handle`](Self::handle) for an acker's notice. A user `ack` / `fail` may not emit, so
     /// nothing is sent. The thread-per-core shell passes the time the notice was *sent* as
     /// `now_ns`, so that complete latency ends when the acker's notice left for the spout.
@@ -519,5 +529,80 @@ impl Plan {
         (0..self.tasks().len())
             .map(|t| self.build_executor(t as TaskId, placement))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Spout, SpoutOutputCollector};
+    use crate::message::Envelope;
+    use crate::{Config, TopologyBuilder};
+
+    struct Idle;
+    impl Spout for Idle {
+        fn next_tuple(&mut self, _c: &mut SpoutOutputCollector<'_>) {}
+    }
+
+    /// An acker task of a 4-root table (park queue 64) in a one-spout plan.
+    fn small_acker() -> Executor {
+        let mut b = TopologyBuilder::new();
+        b.set_spout("spout", || Idle, 1).output_fields(&["n"]);
+        let plan = b
+            .build()
+            .unwrap()
+            .plan(&Config {
+                acker_capacity_roots: Some(4),
+                ..Config::default()
+            })
+            .unwrap();
+        let task = plan.acker_tasks().start;
+        plan.build_executor(task, &Placement::single(plan.tasks().len()))
+            .unwrap()
+    }
+
+    /// A batch applied by `handle_acker_batch` does what the same messages do one by one
+    /// through `handle_acker`, parking and retries included: six roots into a 4-root table
+    /// (two inits parked), then acks that free slots (each freeing decision must admit a
+    /// parked root before the next message, or the parked roots' acks park behind them).
+    #[test]
+    fn a_batch_parks_and_retries_as_the_messages_one_by_one() {
+        let mut msgs = Vec::new();
+        for root in 1..=6u64 {
+            let xor = root * 0x9e37;
+            msgs.push(AckerMessage::Init {
+                root,
+                xor,
+                spout_task: 0,
+            });
+        }
+        for root in 1..=6u64 {
+            msgs.push(AckerMessage::Ack {
+                root,
+                xor: root * 0x9e37,
+            });
+        }
+        let (mut one, mut batch) = (small_acker(), small_acker());
+        let (mut out_one, mut out_batch) = (Outbox::new(), Outbox::new());
+        for &m in &msgs {
+            one.handle_acker(m, &mut out_one);
+        }
+        batch.handle_acker_batch(&msgs, &mut out_batch);
+        let completed: Vec<Envelope> = (1..=6u64)
+            .map(|root| Envelope {
+                dest: 0,
+                message: Message::Notice(Notice::Completed { root }),
+            })
+            .collect();
+        assert_eq!(out_one.as_slice(), &completed[..], "one by one");
+        assert_eq!(out_batch.as_slice(), &completed[..], "as one batch");
+        assert_eq!(batch.parked_messages(), 0);
+        assert_eq!(batch.pending_roots(), 0);
+        let (c1, c2) = (one.counters(), batch.counters());
+        assert_eq!((c2.acked, c2.parked, c2.executed), (6, 2, 12));
+        assert_eq!(
+            (c1.acked, c1.parked, c1.executed),
+            (c2.acked, c2.parked, c2.executed)
+        );
     }
 }
