@@ -600,6 +600,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             (c.drain, "--drain"),
             (c.read_batch != d.read_batch, "--read-batch"),
             (c.sink_batch != d.sink_batch, "--sink-batch"),
+            (c.sink_tasks.is_some(), "--sink-tasks"),
             (c.progress_secs != d.progress_secs, "--progress-secs"),
         ]
         .into_iter()

@@ -31,6 +31,10 @@ use crate::{
     TopologyBuilder, TopologyContext,
 };
 
+/// The most sink tasks `--sink-tasks` takes: each holds a PostgreSQL connection (PostgreSQL's
+/// default `max_connections` is 100, shared by every worker).
+pub const MAX_SINK_TASKS: u64 = 64;
+
 /// The delivery guarantee of a connector run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Guarantee {
@@ -110,6 +114,14 @@ pub struct ConnectorArgs {
     /// Inputs per sink transaction (1 to 100000); each sink task holds at most 16 x this many unacked inputs (MAX_HELD_BATCHES), then waits for its writer or fails the oldest.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
+    /// PostgreSQL sink tasks in this worker (1 to 64, each holds one PostgreSQL connection;
+    /// the split bolt keeps one task per --cores). Default with exactly-once: 1, because its
+    /// sink tasks contend on the entry records: every entry's words reach each sink task, so
+    /// each task's transaction upserts the same `word_count_applied_entries` rows and waits
+    /// for the other's commit (2 tasks ran at half the rate of 1, benches/RESULTS.md).
+    /// Otherwise the default is --cores.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SINK_TASKS))]
+    pub sink_tasks: Option<u64>,
     /// Seconds between progress lines on stderr (0: none). A line's rate is the entries settled
     /// (acked or dead-lettered; at-most-once: read) over the last interval, so it reads 0 while
     /// a server is down; the summary's rate is over the whole run.
@@ -381,6 +393,17 @@ pub fn new_group_warning(
     ))
 }
 
+/// The sink's task count: `given` (`--sink-tasks`), else 1 with exactly-once (its tasks would
+/// contend on the same entry records, see [`ConnectorArgs::sink_tasks`]), else `parallelism`
+/// (`--cores`).
+fn sink_tasks(given: Option<u64>, guarantee: Guarantee, parallelism: usize) -> usize {
+    match given {
+        Some(n) => n as usize,
+        None if guarantee == Guarantee::ExactlyOnce => 1,
+        None => parallelism,
+    }
+}
+
 /// Runs the connector word count until stopped (SIGINT/SIGTERM) or, with `--drain`, until the
 /// stream is drained; prints a summary (JSON with `json`).
 ///
@@ -516,6 +539,7 @@ pub fn run(
     };
     let spout_counters = Arc::new(SpoutCounters::default());
     let sink_counters = Arc::new(SinkCounters::default());
+    let sink_tasks = sink_tasks(args.sink_tasks, guarantee, parallelism);
 
     let mut b = TopologyBuilder::new();
     {
@@ -564,7 +588,7 @@ pub fn run(
                     sink
                 }
             },
-            parallelism,
+            sink_tasks,
         )
         .fields_grouping("split", &["word"])
         .grouping("entries", FLUSH_STREAM, Grouping::All);
@@ -687,6 +711,12 @@ pub fn run(
     let secs = report.elapsed.as_secs_f64().max(1e-9);
     let sc = &spout_counters;
     let kc = &sink_counters;
+    // The tasks each component ran with, as the run reports them (ackers left out).
+    let mut tasks = serde_json::Map::new();
+    for (info, _) in report.tasks.iter().filter(|(i, _)| i.component != "__acker") {
+        let n = tasks.get(&info.component).and_then(|v| v.as_u64()).unwrap_or(0);
+        tasks.insert(info.component.clone(), (n + 1).into());
+    }
     if json {
         let v = serde_json::json!({
             "guarantee": guarantee.name(),
@@ -708,6 +738,7 @@ pub fn run(
             "elapsed_ms": secs * 1e3,
             "entries_per_sec": settled(guarantee, sc) as f64 / secs,
             "acked_per_sec": load(&sc.acked) as f64 / secs,
+            "tasks": tasks,
         });
         writeln!(out, "{v}")?;
     } else {
