@@ -115,11 +115,12 @@ pub struct ConnectorArgs {
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
     /// PostgreSQL sink tasks in this worker (1 to 64, each holds one PostgreSQL connection;
-    /// the split bolt keeps one task per --cores). Default with exactly-once: 1, because its
-    /// sink tasks contend on the entry records: every entry's words reach each sink task, so
+    /// the split bolt keeps one task per --cores). Default 1, whatever --cores: exactly-once's
+    /// sink tasks contend on the entry records (every entry's words reach each sink task, so
     /// each task's transaction upserts the same `word_count_applied_entries` rows and waits
-    /// for the other's commit (2 tasks ran at half the rate of 1, benches/RESULTS.md).
-    /// Otherwise the default is --cores.
+    /// for the other's commit: 2 tasks ran at half the rate of 1), and at-least-once measured
+    /// no gain from a second task on 2 cores (benches/RESULTS.md). More scale out: start more
+    /// workers.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SINK_TASKS))]
     pub sink_tasks: Option<u64>,
     /// Seconds between progress lines on stderr (0: none). A line's rate is the entries settled
@@ -393,17 +394,6 @@ pub fn new_group_warning(
     ))
 }
 
-/// The sink's task count: `given` (`--sink-tasks`), else 1 with exactly-once (its tasks would
-/// contend on the same entry records, see [`ConnectorArgs::sink_tasks`]), else `parallelism`
-/// (`--cores`).
-fn sink_tasks(given: Option<u64>, guarantee: Guarantee, parallelism: usize) -> usize {
-    match given {
-        Some(n) => n as usize,
-        None if guarantee == Guarantee::ExactlyOnce => 1,
-        None => parallelism,
-    }
-}
-
 /// Runs the connector word count until stopped (SIGINT/SIGTERM) or, with `--drain`, until the
 /// stream is drained; prints a summary (JSON with `json`).
 ///
@@ -539,7 +529,8 @@ pub fn run(
     };
     let spout_counters = Arc::new(SpoutCounters::default());
     let sink_counters = Arc::new(SinkCounters::default());
-    let sink_tasks = sink_tasks(args.sink_tasks, guarantee, parallelism);
+    // One sink task unless told (see `ConnectorArgs::sink_tasks` for why not --cores).
+    let sink_tasks = args.sink_tasks.map_or(1, |n| n as usize);
 
     let mut b = TopologyBuilder::new();
     {
