@@ -704,8 +704,15 @@ pub fn run(
     let kc = &sink_counters;
     // The tasks each component ran with, as the run reports them (ackers left out).
     let mut tasks = serde_json::Map::new();
-    for (info, _) in report.tasks.iter().filter(|(i, _)| i.component != "__acker") {
-        let n = tasks.get(&info.component).and_then(|v| v.as_u64()).unwrap_or(0);
+    for (info, _) in report
+        .tasks
+        .iter()
+        .filter(|(i, _)| i.component != "__acker")
+    {
+        let n = tasks
+            .get(&info.component)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
         tasks.insert(info.component.clone(), (n + 1).into());
     }
     if json {
