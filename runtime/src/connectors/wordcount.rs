@@ -119,7 +119,7 @@ pub struct ConnectorArgs {
     /// sink tasks contend on the entry records (every entry's words reach each sink task, so
     /// each task's transaction upserts the same `word_count_applied_entries` rows and waits
     /// for the other's commit: 2 tasks ran at half the rate of 1), and at-least-once measured
-    /// no gain from a second task on 2 cores (benches/RESULTS.md). More scale out: start more
+    /// no gain from a second task on 2 cores (benches/RESULTS.md). To scale out, start more
     /// workers.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SINK_TASKS))]
     pub sink_tasks: Option<u64>,
