@@ -10,15 +10,16 @@ Each run loads tinyshakespeare into a fresh stream, empties word_counts, drains 
 wall time (process start to exit), entries/s, each worker's CPU-s (user+sys, /usr/bin/time),
 PostgreSQL's CPU-s (the postmaster's utime+stime+cutime+cstime: backends exit with their
 worker) and statement time (sum of pg_stat_database.active_time), the words counted, the load
-average. Needs release builds of acker-run and the redis_ceiling example, and psql.
+average (CORES=N: --cores N instead of 1, CORES=all: no --cores, i.e. all cores). Needs release builds of acker-run and the redis_ceiling example, and psql.
 LOADS=4 loads the file 4 times into each stream (a second figure: fixed costs against rate;
 the goal's figure is LOADS=1). BIN=/path/to/acker-run runs another build of the worker.
 
     BEFORE=/tmp/c-before/acker-run ... connectors_scale.py vs 5
 
 alternates, 5 times: one run of BEFORE, one of this tree's build, one ceiling (each line
-labelled `before`, `after`, `ceil`); `median` reads such lines on stdin and prints the medians
-(min-max) of each label.
+labelled `before`, `after`, `ceil`; NOCEIL=1 leaves the ceiling out); `median` reads such lines on stdin and prints the medians
+(min-max) of each label. `ab2 N` alternates EXTRA_A and EXTRA_B options N times (labels
+`a`, `b`), e.g. EXTRA_A="--guarantee at-least-once --sink-tasks 1".
 """
 import subprocess, json, time, sys, os
 ROOT=os.path.join(os.path.dirname(os.path.abspath(__file__)),'..')
@@ -27,6 +28,8 @@ R=os.environ.get('R'); P=os.environ.get('P')
 PGPID=int(open(os.path.join(os.environ['PGDATA'],'postmaster.pid')).readline()) if 'PGDATA' in os.environ else None
 SH=os.path.join(ROOT,'../shared/data/tinyshakespeare.txt')
 LOADS=int(os.environ.get('LOADS','1'))
+# CORES=N runs the workers with --cores N (default 1); CORES=all leaves --cores out (all cores).
+CORES=[] if os.environ.get('CORES')=='all' else ['--cores',os.environ.get('CORES','1')]
 def pgcpu():
     f=open(f'/proc/{PGPID}/stat').read().rsplit(')',1)[1].split()
     return sum(int(x) for x in f[11:15])/100.0
@@ -44,7 +47,7 @@ def run(workers, extra=(), bin=None):
     psql("truncate word_counts; truncate word_count_applied_entries")
     c0,a0=pgcpu(),active()
     t0=time.time()
-    ps=[subprocess.Popen(['/usr/bin/time','-f','%U %S',bin or BIN,'wordcount','--redis',R,'--stream',s,'--postgres',P,'--cores','1','--no-pin','--drain','--json','--progress-secs','0','--consumer',f'w{i}',*extra],stdout=subprocess.PIPE,stderr=subprocess.PIPE,text=True) for i in range(workers)]
+    ps=[subprocess.Popen(['/usr/bin/time','-f','%U %S',bin or BIN,'wordcount','--redis',R,'--stream',s,'--postgres',P,*CORES,'--no-pin','--drain','--json','--progress-secs','0','--consumer',f'w{i}',*extra],stdout=subprocess.PIPE,stderr=subprocess.PIPE,text=True) for i in range(workers)]
     outs=[p.communicate() for p in ps]
     wall=time.time()-t0
     c1,a1=pgcpu(),active()
@@ -74,8 +77,14 @@ elif mode=='vs':
     for i in range(int(sys.argv[2])):
         print('before',json.dumps(run(1, extra, os.environ['BEFORE'])),flush=True)
         print('after',json.dumps(run(1, extra)),flush=True)
+        if os.environ.get('NOCEIL'): continue
         c=ceil(i)
         print('ceil',json.dumps(dict(entries_per_s=round(float(c.split(': ')[1].split()[0])),line=c,load=os.getloadavg()[0])),flush=True)
+elif mode=='ab2':
+    # Alternates options EXTRA_A and EXTRA_B on this tree's build (lines labelled `a`, `b`).
+    for i in range(int(sys.argv[2])):
+        for k in ('a','b'):
+            print(k,json.dumps(run(1, os.environ.get('EXTRA_'+k.upper(), '').split())),flush=True)
 elif mode=='median':
     import statistics
     by={}

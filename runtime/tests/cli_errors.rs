@@ -450,6 +450,7 @@ fn connector_options_without_the_connectors_are_refused() {
         ("--retry-max-ms", "50"),
         ("--read-batch", "7"),
         ("--sink-batch", "9"),
+        ("--sink-tasks", "2"),
         ("--progress-secs", "1"),
     ];
     for (option, value) in all {
@@ -954,4 +955,37 @@ fn claim_after_ms_past_redis_s_signed_range_is_refused_in_clap_s_form() {
         "error: --claim-after-ms may be at most 9223372036854775807 (Redis's XAUTOCLAIM takes \
          a signed 64-bit idle time), got 9223372036854775808\n"
     );
+}
+
+/// `--sink-tasks` outside 1..=64 (each task holds a PostgreSQL connection) is refused in clap's
+/// form, as `--read-batch` and `--sink-batch` are, before any server is touched.
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn sink_tasks_out_of_range_is_refused_in_clap_s_form() {
+    for value in ["0", "65"] {
+        let what = format!("acker-run wordcount --sink-tasks {value}");
+        let o = common::output_bounded(
+            bin().args([
+                "wordcount",
+                "--redis",
+                "redis://127.0.0.1:1/",
+                "--stream",
+                "s",
+                "--postgres",
+                "postgresql://postgres@127.0.0.1:1/postgres",
+                "--sink-tasks",
+                value,
+            ]),
+            LIMIT,
+            &what,
+        );
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with(&format!(
+                "error: invalid value '{value}' for '--sink-tasks <N>': {value} is not in 1..=64\n"
+            )),
+            "{what}: {}",
+            stderr(&o)
+        );
+    }
 }

@@ -126,7 +126,7 @@ enum Command {
         override_usage = "acker-run wordcount [--input <PATH>] [OPTIONS]\n       \
                           acker-run wordcount --redis <URL> --stream <NAME> --postgres <URL> [OPTIONS]"
     )]
-    Wordcount(WordcountArgs),
+    Wordcount(Box<WordcountArgs>),
     /// Benchmarks (throughput figures for benches/RESULTS.md).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -600,6 +600,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             (c.drain, "--drain"),
             (c.read_batch != d.read_batch, "--read-batch"),
             (c.sink_batch != d.sink_batch, "--sink-batch"),
+            (c.sink_tasks.is_some(), "--sink-tasks"),
             (c.progress_secs != d.progress_secs, "--progress-secs"),
         ]
         .into_iter()
@@ -1053,7 +1054,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     let r = match cli.command {
-        Command::Wordcount(a) => wordcount_cmd(a, ackers_given),
+        Command::Wordcount(a) => wordcount_cmd(*a, ackers_given),
         Command::Bench(BenchCommand::Pipeline {
             seconds,
             local,

@@ -31,6 +31,10 @@ use crate::{
     TopologyBuilder, TopologyContext,
 };
 
+/// The most sink tasks `--sink-tasks` takes: each holds a PostgreSQL connection (PostgreSQL's
+/// default `max_connections` is 100, shared by every worker).
+pub const MAX_SINK_TASKS: u64 = 64;
+
 /// The delivery guarantee of a connector run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Guarantee {
@@ -110,6 +114,15 @@ pub struct ConnectorArgs {
     /// Inputs per sink transaction (1 to 100000); each sink task holds at most 16 x this many unacked inputs (MAX_HELD_BATCHES), then waits for its writer or fails the oldest.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
+    /// PostgreSQL sink tasks in this worker (1 to 64, each holds one PostgreSQL connection;
+    /// the split bolt keeps one task per --cores). Default 1, whatever --cores: exactly-once's
+    /// sink tasks contend on the entry records (every entry's words reach each sink task, so
+    /// each task's transaction upserts the same `word_count_applied_entries` rows and waits
+    /// for the other's commit: 2 tasks ran at half the rate of 1), and at-least-once measured
+    /// no gain from a second task on 2 cores (benches/RESULTS.md). To scale out, start more
+    /// workers.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_SINK_TASKS))]
+    pub sink_tasks: Option<u64>,
     /// Seconds between progress lines on stderr (0: none). A line's rate is the entries settled
     /// (acked or dead-lettered; at-most-once: read) over the last interval, so it reads 0 while
     /// a server is down; the summary's rate is over the whole run.
@@ -516,6 +529,8 @@ pub fn run(
     };
     let spout_counters = Arc::new(SpoutCounters::default());
     let sink_counters = Arc::new(SinkCounters::default());
+    // One sink task unless told (see `ConnectorArgs::sink_tasks` for why not --cores).
+    let sink_tasks = args.sink_tasks.map_or(1, |n| n as usize);
 
     let mut b = TopologyBuilder::new();
     {
@@ -564,7 +579,7 @@ pub fn run(
                     sink
                 }
             },
-            parallelism,
+            sink_tasks,
         )
         .fields_grouping("split", &["word"])
         .grouping("entries", FLUSH_STREAM, Grouping::All);
@@ -687,6 +702,19 @@ pub fn run(
     let secs = report.elapsed.as_secs_f64().max(1e-9);
     let sc = &spout_counters;
     let kc = &sink_counters;
+    // The tasks each component ran with, as the run reports them (ackers left out).
+    let mut tasks = serde_json::Map::new();
+    for (info, _) in report
+        .tasks
+        .iter()
+        .filter(|(i, _)| i.component != "__acker")
+    {
+        let n = tasks
+            .get(&info.component)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        tasks.insert(info.component.clone(), (n + 1).into());
+    }
     if json {
         let v = serde_json::json!({
             "guarantee": guarantee.name(),
@@ -708,6 +736,7 @@ pub fn run(
             "elapsed_ms": secs * 1e3,
             "entries_per_sec": settled(guarantee, sc) as f64 / secs,
             "acked_per_sec": load(&sc.acked) as f64 / secs,
+            "tasks": tasks,
         });
         writeln!(out, "{v}")?;
     } else {
