@@ -965,17 +965,7 @@ fn sink_tasks_out_of_range_is_refused_in_clap_s_form() {
     for value in ["0", "65"] {
         let what = format!("acker-run wordcount --sink-tasks {value}");
         let o = common::output_bounded(
-            bin().args([
-                "wordcount",
-                "--redis",
-                "redis://127.0.0.1:1/",
-                "--stream",
-                "s",
-                "--postgres",
-                "postgresql://postgres@127.0.0.1:1/postgres",
-                "--sink-tasks",
-                value,
-            ]),
+            bin().args(NO_SERVERS).args(["--sink-tasks", value]),
             LIMIT,
             &what,
         );
