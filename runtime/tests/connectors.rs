@@ -3155,6 +3155,24 @@ fn a_worker_starts_on_a_full_redis_when_its_group_exists() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
     assert_eq!(v["acked"], 200, "{out}");
     assert_eq!(db_counts(&pu), expected, "every word's count");
+    // A group that does not exist yet must be created, a write Redis refuses here: the worker
+    // exits 2 saying what to fix (new-user trial: a bare "cannot create consumer group ...:
+    // OOM ..." with no advice).
+    let mut args = worker_args(&ru, &pu, "full", "w2");
+    args.extend(["--group", "missing"]);
+    let (status, _, err) =
+        Proc::spawn("worker on a full Redis, new group", &args).wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "acker-run: error: Redis at {ru} refused to look up or create consumer group \
+             missing on full: OOM"
+        )) && err.contains(
+            "free memory in Redis or raise maxmemory (CONFIG SET maxmemory ...) before starting \
+             the worker again (a worker whose group exists starts without writing)"
+        ),
+        "{err}"
+    );
 }
 
 /// SIGTERM while redis-server is frozen (SIGSTOP: connections accepted, nothing answered)

@@ -452,6 +452,23 @@ mod tests {
             Ok(())
         );
     }
+
+    /// A worker's group look-up at start that times out says Redis stopped answering (it
+    /// answered the PING just before: new-user trial, Redis frozen a few ms after it), not the
+    /// socket's "os error 11" nor "cannot create consumer group" for a group that exists. (An
+    /// `OOM` refusal's advice is tested against a real full Redis: `tests/connectors.rs`,
+    /// `a_worker_starts_on_a_full_redis_when_its_group_exists`.)
+    #[test]
+    fn a_group_start_timeout_says_redis_stopped_answering() {
+        let timeout = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::WouldBlock));
+        assert_eq!(
+            wordcount::group_start_error(&timeout, "lines", "g", "redis://:secret@127.0.0.1:1/"),
+            "Redis at redis://:***@127.0.0.1:1/ stopped answering while the worker looked up \
+             consumer group g on lines (no reply within 2 s (the connection's read/write \
+             timeout)): it answered the start-up PING, so it may be stopped (SIGSTOP) or \
+             overloaded; start the worker again once it answers"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -338,6 +338,40 @@ fn lost(guarantee: Guarantee, report: &shell::RunReport, sink: &SinkCounters) ->
     )
 }
 
+/// The error for a worker that could not look up or create its consumer group on `stream` at
+/// start (`EXISTS`/`XLEN`, `XINFO GROUPS`, then `XGROUP CREATE` only for a missing group:
+/// [`redis_stream::create_group`]). A timeout says Redis stopped answering (it answered the
+/// start-up PING, so it is Redis: frozen with SIGSTOP or overloaded) instead of the socket's raw
+/// "Resource temporarily unavailable (os error 11)", and it does not claim the worker was
+/// creating the group (new-user trial: Redis frozen a few ms after the worker's PING, the group
+/// existing). An error reply (e.g. `OOM` at `maxmemory` with `noeviction`, where the group
+/// would have to be created) comes with what to fix, as `acker-run load`'s refusals do.
+pub fn group_start_error(
+    e: &redis::RedisError,
+    stream: &str,
+    group: &str,
+    redis_url: &str,
+) -> String {
+    let url = super::redact_password(redis_url);
+    let reason = redis_stream::redis_reason(e);
+    if e.is_timeout() {
+        format!(
+            "Redis at {url} stopped answering while the worker looked up consumer group \
+             {group} on {stream} ({reason}): it answered the start-up PING, so it may be stopped \
+             (SIGSTOP) or overloaded; start the worker again once it answers"
+        )
+    } else if redis_stream::is_error_reply(e) {
+        format!(
+            "Redis at {url} refused to look up or create consumer group {group} on {stream}: \
+             {reason}; {} before starting the worker again (a worker whose group exists starts without \
+             writing)",
+            refusal_fix(&reason, stream)
+        )
+    } else {
+        format!("cannot look up or create consumer group {group} on {stream} at {url}: {reason}")
+    }
+}
+
 /// The warning for a stream key that did not exist before the worker created it, empty, with
 /// its consumer group (`MKSTREAM`): a misspelled `--stream` otherwise reads nothing without a
 /// word. Not an error: a worker may start before the loader.
@@ -614,13 +648,8 @@ pub fn run(
         })?
         .unwrap_or(true);
     drop(client);
-    let start = redis_stream::create_group(&mut con, stream, &args.group).map_err(|e| {
-        format!(
-            "cannot create consumer group {} on {stream} at {}: {e}",
-            args.group,
-            super::redact_password(redis_url)
-        )
-    })?;
+    let start = redis_stream::create_group(&mut con, stream, &args.group)
+        .map_err(|e| group_start_error(&e, stream, &args.group, redis_url))?;
     drop(con);
     if start.stream_created {
         eprintln!("{}", created_stream_warning(stream, redis_url, args.drain));
