@@ -45,11 +45,7 @@ pub struct AckerExecutor {
 
 impl AckerExecutor {
     pub(super) fn acker_message(&mut self, m: AckerMessage, out: &mut Outbox) {
-        match self.apply(m, out) {
-            Applied::Done => {}
-            Applied::Freed => self.retry_parked(out),
-            Applied::Full => self.park(m),
-        }
+        self.acker_message_inlined(m, out);
     }
 
     /// [`acker_message`](Self::acker_message) for each of `ms`, in order: the same table
@@ -59,11 +55,19 @@ impl AckerExecutor {
     /// paths are inlined into this one loop instead of one out-of-line call per message.
     pub(super) fn acker_messages(&mut self, ms: &[AckerMessage], out: &mut Outbox) {
         for &m in ms {
-            match self.apply_inlined(m, out) {
-                Applied::Done => {}
-                Applied::Freed => self.retry_parked(out),
-                Applied::Full => self.park(m),
-            }
+            self.acker_message_inlined(m, out);
+        }
+    }
+
+    /// Applies `m`; parks it if the table is full, and after a freeing decision admits what
+    /// the park queue holds (one message's step of [`acker_message`](Self::acker_message) and
+    /// [`acker_messages`](Self::acker_messages)).
+    #[inline(always)]
+    fn acker_message_inlined(&mut self, m: AckerMessage, out: &mut Outbox) {
+        match self.apply_inlined(m, out) {
+            Applied::Done => {}
+            Applied::Freed => self.retry_parked(out),
+            Applied::Full => self.park(m),
         }
     }
 
