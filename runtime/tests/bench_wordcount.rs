@@ -12,8 +12,7 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn bench_wordcount_reports_the_ratio_over_alternated_rounds() {
-    let path = std::env::temp_dir().join(format!("acker-run-bench-wc-{}.txt", std::process::id()));
-    std::fs::write(&path, "a b c\nb c\nc\n").expect("write the input");
+    let path = common::TempFile::with_text("run-bench-wc", "a b c\nb c\nc\n");
     let input = path.to_str().expect("utf-8 temp path");
     let o = common::output_bounded(
         Command::new(env!("CARGO_BIN_EXE_acker-run")).args([
@@ -32,7 +31,6 @@ fn bench_wordcount_reports_the_ratio_over_alternated_rounds() {
         LIMIT,
         "acker-run bench wordcount --rounds 3",
     );
-    let _ = std::fs::remove_file(&path);
     assert_eq!(
         o.status.code(),
         Some(0),

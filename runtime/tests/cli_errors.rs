@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -16,11 +15,8 @@ fn bin() -> Command {
 }
 
 /// A three-line input file unique to `name`, so each test runs in milliseconds.
-fn tiny_input(name: &str) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("acker-run-cli-{name}-{}.txt", std::process::id()));
-    std::fs::write(&path, "a b c\nb c\nc\n").expect("write the tiny input");
-    path
+fn tiny_input(name: &str) -> common::TempFile {
+    common::TempFile::with_text(&format!("run-cli-{name}"), "a b c\nb c\nc\n")
 }
 
 fn stderr(o: &Output) -> String {

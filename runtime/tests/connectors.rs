@@ -10,6 +10,8 @@
 //! 10, 2026-12-01 16:15). At most 5 minutes.
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -1263,13 +1265,11 @@ fn load_lines<S: AsRef<str>>(redis_url: &str, stream: &str, lines: &[S]) -> Hash
         *expected.entry(w.to_string()).or_default() += 1;
     }
     let text: Vec<&str> = lines.iter().map(AsRef::as_ref).collect();
-    let input = std::env::temp_dir().join(format!("acker-{stream}-{}.txt", std::process::id()));
-    std::fs::write(&input, text.join("\n") + "\n").expect("write the input");
+    let input = common::TempFile::with_text(stream, &(text.join("\n") + "\n"));
     run_ok(
         "acker-run load",
         &load_args(input.to_str().unwrap(), redis_url, stream),
     );
-    let _ = std::fs::remove_file(&input);
     expected
 }
 
@@ -2244,12 +2244,10 @@ fn progress_rate_is_over_the_last_interval_and_reads_0_when_idle() {
     assert!((whole_run / 1e3 - 100.0).abs() < 1e-6, "{out}");
 }
 
-/// `n` lines `w0` .. `w{n-1}` in a temporary file named after `tag`; returns its path.
-fn numbered_lines_file(tag: &str, n: usize) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("acker-{tag}-{}.txt", std::process::id()));
+/// `n` lines `w0` .. `w{n-1}` in a temporary file named after `tag`, removed when dropped.
+fn numbered_lines_file(tag: &str, n: usize) -> common::TempFile {
     let text: String = (0..n).map(|i| format!("w{i}\n")).collect();
-    std::fs::write(&path, text).expect("write the input");
-    path
+    common::TempFile::with_text(tag, &text)
 }
 
 /// Waits (at most 30 s) until `stream` holds at least one entry.
@@ -2290,7 +2288,7 @@ const LOAD_LINES: usize = 500_000;
 struct LoadUnderWay {
     redis: RedisServer,
     load: Proc,
-    input: std::path::PathBuf,
+    input: common::TempFile,
     con: redis::Connection,
 }
 

@@ -57,3 +57,42 @@ pub fn output_bounded(cmd: &mut Command, limit: Duration, what: &str) -> Output 
         .unwrap_or_else(|e| panic!("{what}: cannot start it: {e}"));
     wait_bounded(child, None, limit, what)
 }
+
+/// A file in the temporary directory that is removed when dropped, also when the test fails
+/// (before, inputs written with `std::env::temp_dir()` were left behind by every test whose
+/// removal came after an early return or a failed assertion: 48 files on one machine).
+pub struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    /// Writes `text` to `acker-<tag>-<pid>.txt` in the temporary directory.
+    pub fn with_text(tag: &str, text: &str) -> TempFile {
+        let path = std::env::temp_dir().join(format!("acker-{tag}-{}.txt", std::process::id()));
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        TempFile(path)
+    }
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempFile {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempFile {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
