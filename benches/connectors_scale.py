@@ -10,7 +10,8 @@ Each run loads tinyshakespeare into a fresh stream, empties word_counts, drains 
 wall time (process start to exit), entries/s, each worker's CPU-s (user+sys, /usr/bin/time),
 PostgreSQL's CPU-s (the postmaster's utime+stime+cutime+cstime: backends exit with their
 worker) and statement time (sum of pg_stat_database.active_time), the words counted, the load
-average (CORES=N: --cores N instead of 1, CORES=all: no --cores, i.e. all cores). Needs release builds of acker-run and the redis_ceiling example, and psql.
+average, and redis-server's CPU-s (its utime+stime, pid from `redis-cli INFO server`; the ceiling
+lines also have the loop's own CPU-s) (CORES=N: --cores N instead of 1, CORES=all: no --cores, i.e. all cores). Needs release builds of acker-run and the redis_ceiling example, and psql.
 LOADS=4 loads the file 4 times into each stream (a second figure: fixed costs against rate;
 the goal's figure is LOADS=1). BIN=/path/to/acker-run runs another build of the worker.
 
@@ -33,6 +34,14 @@ CORES=[] if os.environ.get('CORES')=='all' else ['--cores',os.environ.get('CORES
 def pgcpu():
     f=open(f'/proc/{PGPID}/stat').read().rsplit(')',1)[1].split()
     return sum(int(x) for x in f[11:15])/100.0
+def redis_pid():
+    out=subprocess.run(['redis-cli','-u',R,'INFO','server'],capture_output=True,text=True).stdout
+    return next((int(l.split(':')[1]) for l in out.splitlines() if l.startswith('process_id:')),None)
+RPID=redis_pid() if R else None
+def rcpu():
+    if not RPID: return float('nan')
+    f=open(f'/proc/{RPID}/stat').read().rsplit(')',1)[1].split()
+    return sum(int(x) for x in f[11:13])/100.0
 def psql(q):
     return subprocess.run(['psql',P,'-Atc',q],capture_output=True,text=True).stdout.strip()
 def active():
@@ -45,17 +54,17 @@ def run(workers, extra=(), bin=None):
     for _ in range(LOADS):
         subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
     psql("truncate word_counts; truncate word_count_applied_entries")
-    c0,a0=pgcpu(),active()
+    c0,a0,r0=pgcpu(),active(),rcpu()
     t0=time.time()
     ps=[subprocess.Popen(['/usr/bin/time','-f','%U %S',bin or BIN,'wordcount','--redis',R,'--stream',s,'--postgres',P,*CORES,'--no-pin','--drain','--json','--progress-secs','0','--consumer',f'w{i}',*extra],stdout=subprocess.PIPE,stderr=subprocess.PIPE,text=True) for i in range(workers)]
     outs=[p.communicate() for p in ps]
     wall=time.time()-t0
-    c1,a1=pgcpu(),active()
+    c1,a1,r1=pgcpu(),active(),rcpu()
     total=psql("select sum(count) from word_counts")
     cpus=[sum(float(x) for x in e.strip().splitlines()[-1].split()) for _,e in outs]
     js=[json.loads(o) for o,_ in outs]
     acked=sum(j['acked'] for j in js)
-    return dict(workers=workers, wall_s=round(wall,2), entries_per_s=round(acked/wall), acked=[j['acked'] for j in js], worker_cpu_s=cpus, pg_cpu_s=round(c1-c0,2), pg_active_ms=round(a1-a0), words=total, load=os.getloadavg()[0])
+    return dict(workers=workers, wall_s=round(wall,2), entries_per_s=round(acked/wall), acked=[j['acked'] for j in js], worker_cpu_s=cpus, pg_cpu_s=round(c1-c0,2), pg_active_ms=round(a1-a0), redis_cpu_s=round(r1-r0,2), words=total, load=os.getloadavg()[0])
 mode=sys.argv[1]
 if mode=='scale':
     for i in range(int(sys.argv[2])):
@@ -68,18 +77,22 @@ def ceil(i):
     s=f'ceil{os.getpid()}_{i}'
     for _ in range(LOADS):
         subprocess.run([BIN,'load','--input',SH,'--redis',R,'--stream',s],check=True,capture_output=True)
-    return subprocess.run([os.path.join(ROOT,'target/release/examples/redis_ceiling'),R,s,'500'],capture_output=True,text=True).stdout.strip()
+    r0=rcpu()
+    p=subprocess.run(['/usr/bin/time','-f','%U %S',os.path.join(ROOT,'target/release/examples/redis_ceiling'),R,s,'500'],capture_output=True,text=True)
+    loop=sum(float(x) for x in p.stderr.strip().splitlines()[-1].split())
+    return p.stdout.strip(), round(rcpu()-r0,2), round(loop,2)
 if mode=='ceil':
     for i in range(int(sys.argv[2])):
-        print(ceil(i),flush=True)
+        c,rc,lc=ceil(i)
+        print(c,f'(redis-server {rc} CPU-s, the loop {lc} CPU-s)',flush=True)
 elif mode=='vs':
     extra=os.environ.get('EXTRA', '').split()
     for i in range(int(sys.argv[2])):
         print('before',json.dumps(run(1, extra, os.environ['BEFORE'])),flush=True)
         print('after',json.dumps(run(1, extra)),flush=True)
         if os.environ.get('NOCEIL'): continue
-        c=ceil(i)
-        print('ceil',json.dumps(dict(entries_per_s=round(float(c.split(': ')[1].split()[0])),line=c,load=os.getloadavg()[0])),flush=True)
+        c,rc,lc=ceil(i)
+        print('ceil',json.dumps(dict(entries_per_s=round(float(c.split(': ')[1].split()[0])),line=c,redis_cpu_s=rc,loop_cpu_s=lc,load=os.getloadavg()[0])),flush=True)
 elif mode=='ab2':
     # Alternates options EXTRA_A and EXTRA_B on this tree's build (lines labelled `a`, `b`).
     for i in range(int(sys.argv[2])):
@@ -93,7 +106,7 @@ elif mode=='median':
             k,j=l.split(' ',1); by.setdefault(k,[]).append(json.loads(j))
     for k,rs in by.items():
         out=[]
-        for f in ('entries_per_s','wall_s','worker_cpu_s','pg_cpu_s','pg_active_ms','load'):
+        for f in ('entries_per_s','wall_s','worker_cpu_s','pg_cpu_s','pg_active_ms','redis_cpu_s','loop_cpu_s','load'):
             v=[(sum(r[f]) if isinstance(r[f],list) else r[f]) for r in rs if f in r]
             if v: out.append(f'{f} {statistics.median(v):g} ({min(v):g}-{max(v):g})')
         print(k,len(rs),'runs:','; '.join(out))
