@@ -373,7 +373,9 @@ impl SinkGate {
                 self.pauses
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let gap = std::time::Duration::from_millis(OUTAGE_REPORT_GAP_MS);
-                if s.last_line.is_some_and(|t| now.saturating_duration_since(t) < gap) {
+                if s.last_line
+                    .is_some_and(|t| now.saturating_duration_since(t) < gap)
+                {
                     s.reported = false;
                     s.unreported += 1;
                     return (true, None);
@@ -420,7 +422,9 @@ impl SinkGate {
     /// Time the spout spent paused up to `now` (the current pause included), ms.
     pub fn paused_ms(&self, now: std::time::Instant) -> u64 {
         let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let current = s.since.map_or(0, |t| now.saturating_duration_since(t).as_nanos());
+        let current = s
+            .since
+            .map_or(0, |t| now.saturating_duration_since(t).as_nanos());
         u64::try_from((s.paused_ns + current) / 1_000_000).unwrap_or(u64::MAX)
     }
 
@@ -702,5 +706,57 @@ mod outage_tests {
                  connection attempts); resuming"
             )
         );
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// The gate closes while any sink task is down (each task counted once, however often it
+    /// fails) and opens when all are back; the spout's lines: one at a pause's start, one at its
+    /// end, a pause starting within 10 s of the last line held back (no resume line for it)
+    /// and counted in the next one; pauses and paused time counted.
+    #[test]
+    fn the_gate_counts_tasks_once_and_reports_pauses_rate_limited() {
+        let gate = SinkGate::default();
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let (mut a, mut b) = (false, false);
+        assert_eq!(gate.spout_check(at(0)), (false, None));
+        gate.report(&mut a, false);
+        gate.report(&mut a, false);
+        gate.report(&mut b, false);
+        let (paused, line) = gate.spout_check(at(10));
+        assert!(paused);
+        assert!(line.is_some_and(|l| l.starts_with("acker-run: spout paused: ")));
+        gate.report(&mut a, true);
+        assert_eq!(gate.spout_check(at(500)), (true, None), "task b still down");
+        gate.report(&mut b, true);
+        assert_eq!(
+            gate.spout_check(at(2_010)),
+            (
+                false,
+                Some("acker-run: spout resumed after 2.0 s: the sink commits again".into())
+            )
+        );
+        // A second pause 1 s later: within the 10 s gap, held back, and so is its end.
+        gate.report(&mut a, false);
+        assert_eq!(gate.spout_check(at(3_000)), (true, None));
+        gate.report(&mut a, true);
+        assert_eq!(gate.spout_check(at(3_500)), (false, None));
+        // A third, past the gap: reported, naming the one left out.
+        gate.report(&mut a, false);
+        let (_, line) = gate.spout_check(at(20_000));
+        assert!(
+            line.is_some_and(
+                |l| l.ends_with(" (1 shorter pause since the last report was not reported)")
+            ),
+            "third pause line"
+        );
+        assert_eq!(gate.pauses(), 3);
+        assert_eq!(gate.paused_ms(at(21_000)), 2_000 + 500 + 1_000);
+        assert_eq!(gate.paused_for(at(21_000)), Some(Duration::from_secs(1)));
     }
 }

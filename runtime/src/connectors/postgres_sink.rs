@@ -71,8 +71,24 @@
 //! core thread (its acks, ticks and other executors) no longer than that; and it fails the
 //! oldest inputs while commits fail or after a wait ran out, until the writer reports again
 //! (their trees have timed out or soon will), which bounds memory during an outage; the spout replays them once the database
-//! is back. Each replay raises the entry's delivery count in Redis, so an outage longer than
-//! about `max_retries` message timeouts dead-letters entries.
+//! is back.
+//!
+//! Each replay raises the entry's delivery count in Redis, so a spout that kept re-reading
+//! failed entries during an outage dead-lettered healthy ones once an outage outlasted about
+//! `max_retries` backoffs and timeouts (new-user trials: PostgreSQL stopped for longer than
+//! that; two workers whose 64 sink tasks each exceeded `max_connections`, 4,003 entries
+//! dead-lettered). So with [`BatchSink::gate`] (the word count's at-least-once and exactly-once
+//! sinks) each writer reports whether it can commit to a [`super::SinkGate`] shared with the
+//! spout: a failed transaction or connection attempt closes it, and the spout reads no new entry
+//! and re-reads no failed one until every writer has committed again. A writer that cannot
+//! commit probes the server by itself each time its backoff has passed ([`BatchWriter::probe`]:
+//! the prune-mark read of every exactly-once transaction, in a transaction that commits), since
+//! no batch would come to it while the spout is paused. Trees in flight when the outage began
+//! still fail or time out (that delivery was counted already); an entry whose last allowed
+//! delivery was one of them is still dead-lettered. A connection refused because the server is
+//! full (SQLSTATE [`TOO_MANY_CONNECTIONS`]) is reported through [`FullLog`] ("PostgreSQL at URL
+//! is full") instead of the outage lines, and `acker-run wordcount` checks at start that the
+//! server has a connection free for each sink task ([`connection_room`]).
 //!
 //! ## Stopping
 //! A stopping sink task (`cleanup`) waits for its writer at most [`STOP_WRITER_MS`] (5 s), then
@@ -914,7 +930,9 @@ impl<W: BatchWriter> WriterThread<W> {
             let next = if probing && !self.stop.abandoned.load(Ordering::SeqCst) {
                 let wait = self
                     .reconnect_at
-                    .map_or(Duration::ZERO, |t| t.saturating_duration_since(Instant::now()))
+                    .map_or(Duration::ZERO, |t| {
+                        t.saturating_duration_since(Instant::now())
+                    })
                     .max(Duration::from_millis(PROBE_MIN_WAIT_MS));
                 match jobs.recv_timeout(wait) {
                     Ok(rows) => Some(rows),

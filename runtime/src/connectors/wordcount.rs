@@ -114,8 +114,9 @@ pub struct ConnectorArgs {
     /// Inputs per sink transaction (1 to 100000); each sink task holds at most 16 x this many unacked inputs (MAX_HELD_BATCHES), then waits for its writer or fails the oldest.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
-    /// PostgreSQL sink tasks in this worker (1 to 64, each holds one PostgreSQL connection;
-    /// the split bolt keeps one task per --cores). Default 1, whatever --cores: exactly-once's
+    /// PostgreSQL sink tasks in this worker (1 to 64, each holds one PostgreSQL connection:
+    /// the worker refuses to start, exit 2, when the server has fewer free, counting one more
+    /// for the exactly-once prune; the split bolt keeps one task per --cores). Default 1, whatever --cores: exactly-once's
     /// sink tasks contend on the entry records (every entry's words reach each sink task, so
     /// each task's transaction upserts the same `word_count_applied_entries` rows and waits
     /// for the other's commit: 2 tasks ran at half the rate of 1), and at-least-once measured
@@ -712,8 +713,7 @@ pub fn run(
         )
     })?;
     full_log.set_max_connections(room.max_connections);
-    if let Some(m) = too_few_connections(pg_url, &room, sink_tasks, mode == SinkMode::ExactlyOnce)
-    {
+    if let Some(m) = too_few_connections(pg_url, &room, sink_tasks, mode == SinkMode::ExactlyOnce) {
         return Err(m.into());
     }
     drop(client);
@@ -754,15 +754,15 @@ pub fn run(
                     let interval = now.duration_since(last_progress);
                     let rate = interval_rate(settled_now.saturating_sub(last_settled), interval);
                     (last_progress, last_settled) = (now, settled_now);
-                    let paused = gate
-                        .as_ref()
-                        .and_then(|g| g.paused_for(now))
-                        .map_or_else(String::new, |d| {
+                    let paused = gate.as_ref().and_then(|g| g.paused_for(now)).map_or_else(
+                        String::new,
+                        |d| {
                             format!(
                                 "; spout paused for {:.0} s: the sink cannot commit",
                                 d.as_secs_f64()
                             )
-                        });
+                        },
+                    );
                     eprintln!(
                         "acker-run: read {} acked {} in flight {} replays {} claimed {} \
                          dead-lettered {} words applied {} ({:.0} entries/s settled over \
