@@ -321,6 +321,9 @@ pub struct SinkGate {
     down: std::sync::atomic::AtomicUsize,
     /// Pauses the spout began.
     pauses: std::sync::atomic::AtomicU64,
+    /// Whether the spout is in a pause (`state.since` is set): with the gate open and no
+    /// pause, [`SinkGate::spout_check`] takes no lock (it runs at every `next_tuple`).
+    in_pause: std::sync::atomic::AtomicBool,
     state: std::sync::Mutex<PauseState>,
 }
 
@@ -366,10 +369,15 @@ impl SinkGate {
     /// whose beginning was printed).
     pub fn spout_check(&self, now: std::time::Instant) -> (bool, Option<String>) {
         let closed = self.is_closed();
+        if !closed && !self.in_pause.load(std::sync::atomic::Ordering::Acquire) {
+            return (false, None);
+        }
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match (closed, s.since) {
             (true, None) => {
                 s.since = Some(now);
+                self.in_pause
+                    .store(true, std::sync::atomic::Ordering::Release);
                 self.pauses
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let gap = std::time::Duration::from_millis(OUTAGE_REPORT_GAP_MS);
@@ -400,6 +408,8 @@ impl SinkGate {
             (true, Some(_)) => (true, None),
             (false, Some(since)) => {
                 s.since = None;
+                self.in_pause
+                    .store(false, std::sync::atomic::Ordering::Release);
                 let paused = now.saturating_duration_since(since);
                 s.paused_ns += paused.as_nanos();
                 let line = std::mem::take(&mut s.reported).then(|| {
