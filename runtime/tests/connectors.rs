@@ -7,7 +7,8 @@
 //! a load average of 8.4 to 9.4, 2026-12-01; the 7 added that day take about 30 s of it; 34
 //! tests: 148 s at a load average of 10, 2026-12-01 15:30, the frozen-Redis stop about 20 s and
 //! the two-worker pruned-entry test about 15 s of it; 36 tests: 168 s at a load average of 6 to
-//! 10, 2026-12-01 16:15). At most 5 minutes.
+//! 10, 2026-12-01 16:15; 41 tests: 219 s at a load average of 8 to 10, 2026-12-01 22:00, the
+//! three gate and connection tests about 35 s of it). At most 5 minutes.
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
 mod common;
@@ -1951,6 +1952,16 @@ fn a_missing_stream_warns_and_a_dead_lettered_run_reports_its_rate() {
     assert!(rate >= 40.0 / (secs + 0.005) - 0.5, "{out}");
     assert!(secs < 0.01 || rate <= 40.0 / (secs - 0.005) + 0.5, "{out}");
     assert!(out.contains("dead-lettered 40 (malformed 40)"), "{out}");
+    // The JSON summary's tasks, records pruned and pauses, in the line before the rates.
+    let lines: Vec<&str> = out.lines().collect();
+    let before = lines[lines.len().saturating_sub(2)];
+    let pruned = before
+        .strip_prefix("tasks entries 1, sink 1, split 1; records pruned ")
+        .and_then(|r| {
+            r.strip_suffix("; spout paused 0 times for 0.0 s while the sink could not commit")
+        })
+        .unwrap_or_else(|| panic!("the tasks line: {out}"));
+    assert!(pruned.parse::<u64>().is_ok(), "records pruned: {out}");
 }
 
 /// A failed entry is re-emitted after its retry backoff, not at once (new-user trial: a lock
@@ -3332,4 +3343,247 @@ fn one_sink_task_by_default_whatever_the_cores() {
         serde_json::json!({"entries": 1, "split": 2, "sink": 1}),
         "{out}"
     );
+}
+
+/// `args` with option `name`'s value replaced by `value` (the option must be there).
+fn set_arg<'a>(mut args: Vec<&'a str>, name: &str, value: &'a str) -> Vec<&'a str> {
+    let i = args.iter().position(|a| *a == name).expect("the option") + 1;
+    args[i] = value;
+    args
+}
+
+/// A PostgreSQL outage far longer than the retries allow (`--max-retries 1`, a retry backoff
+/// of 50 to 100 ms, `--timeout-secs 2`, and `--sink-batch 50`, so that the sink fails its held
+/// inputs at once while commits fail): the spout reads no new entry and re-reads no failed one
+/// while the sink cannot commit, so no healthy entry spends its deliveries and none is
+/// dead-lettered; once PostgreSQL is back the run drains with exact counts. Stderr says once
+/// that the spout paused and once that it resumed, the progress lines say it is paused, and the
+/// summary counts the pause. (Before, the spout re-read each failed entry after 50 ms, the
+/// sink failed it again, and it went to the dead-letter stream at its second delivery.)
+#[test]
+fn a_postgres_outage_longer_than_the_retries_dead_letters_nothing() {
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let (_, expected) = shakespeare_counts();
+    run_ok("acker-run load", &load_args(SHAKESPEARE, &ru, "lines"));
+    let mut args = worker_args(&ru, &pu, "lines", "w");
+    args = set_arg(args, "--timeout-secs", "2");
+    args = set_arg(args, "--claim-after-ms", "4000");
+    args = set_arg(args, "--progress-secs", "1");
+    args.extend([
+        "--max-retries",
+        "1",
+        "--retry-initial-ms",
+        "50",
+        "--retry-max-ms",
+        "100",
+        "--sink-batch",
+        "50",
+    ]);
+    let w = Proc::spawn("worker", &args);
+    wait_applied(&pu, 20_000, Duration::from_secs(60));
+    postgres
+        .stop()
+        .unwrap_or_else(|e| panic!("cannot stop PostgreSQL: {e}"));
+    // Well past the retries: 2 deliveries x (a 2 to 4 s timeout, or a fail at once) + 100 ms.
+    std::thread::sleep(Duration::from_secs(5));
+    postgres
+        .start_again()
+        .unwrap_or_else(|e| panic!("cannot start PostgreSQL again: {e}"));
+    let (status, out, err) = w.wait(Duration::from_secs(120));
+    assert!(status.success(), "worker: {status} {err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["dead_lettered"], 0, "{out}\n{err}");
+    assert!(v["postgres_errors"].as_u64() > Some(0), "{out}");
+    assert!(v["spout_pauses"].as_u64() >= Some(1), "{out}");
+    // The pause lasted about the outage (5 s, less the time the sink took to find it out).
+    assert!(v["spout_paused_ms"].as_u64() >= Some(3_000), "{out}");
+    let paused: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("acker-run: spout paused: the sink cannot commit; "))
+        .collect();
+    assert_eq!(
+        paused,
+        [
+            "acker-run: spout paused: the sink cannot commit; reading no new entry and re-reading \
+          no failed one until it commits again, so no delivery counts toward --max-retries \
+          meanwhile (trees in flight may still time out)"
+        ],
+        "one 'spout paused' line; stderr:\n{err}"
+    );
+    let resumed: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("acker-run: spout resumed after "))
+        .collect();
+    assert_eq!(resumed.len(), 1, "one 'spout resumed' line; stderr:\n{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("acker-run: read ") && l.contains("; spout paused for ")),
+        "a progress line saying the spout is paused; stderr:\n{err}"
+    );
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), 202_651, "total words");
+    assert_eq!(counts, expected, "every word's count");
+    assert_eq!(pending_count(&mut redis_con(&ru), "lines"), 0);
+}
+
+/// A worker whose sink tasks need more connections than PostgreSQL has free
+/// (`max_connections` 8, `--sink-tasks 12`: 12 + 1 for the prune) is refused at start with
+/// exit status 2 and a message saying both numbers and what to change, before it reads
+/// anything: its (existing) group has nothing pending and has delivered nothing. A worker that
+/// fits (`--sink-tasks 6`) runs and counts exactly. (Before, the worker started, some sink
+/// connections were refused with "too many clients", and the spout replayed healthy entries
+/// until they were dead-lettered.)
+#[test]
+fn a_worker_needing_more_connections_than_postgres_has_free_is_refused_before_reading() {
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let postgres = PostgresServer::start_with(&[("max_connections", "8")])
+        .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
+    let (ru, pu) = (redis.url(), postgres.url());
+    let expected = load_first_lines(&ru, "few", 100);
+    let mut con = redis_con(&ru);
+    xgroup_create(&mut con, "few", "acker-wordcount").expect("XGROUP CREATE");
+    let mut args = worker_args(&ru, &pu, "few", "w");
+    args.extend(["--sink-tasks", "12"]);
+    let (status, out, err) =
+        Proc::spawn("worker, --sink-tasks 12", &args).wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert_eq!(out, "", "no summary");
+    let prefix = format!("acker-run: error: PostgreSQL at {pu} has ");
+    assert!(err.starts_with(&prefix), "{err}");
+    assert!(
+        err.contains(" free connections (max_connections 8, ")
+            && err.ends_with(
+                "this worker needs 13 (--sink-tasks 12 + 1 for pruning the exactly-once \
+                 records): lower --sink-tasks or raise max_connections (or stop other \
+                 clients); nothing was read\n"
+            ),
+        "{err}"
+    );
+    assert_eq!(pending_count(&mut con, "few"), 0);
+    let groups: redis::Value = redis::cmd("XINFO")
+        .arg("GROUPS")
+        .arg("few")
+        .query(&mut con)
+        .expect("XINFO GROUPS");
+    // The group's last-delivered id: still 0-0, so nothing was read with it.
+    let last = match &groups {
+        redis::Value::Array(gs) => gs.iter().find_map(|g| match g {
+            redis::Value::Array(kv) => kv.chunks_exact(2).find_map(|c| {
+                let key: String = redis::from_redis_value(&c[0]).ok()?;
+                (key == "last-delivered-id")
+                    .then(|| redis::from_redis_value::<String>(&c[1]).ok())
+                    .flatten()
+            }),
+            _ => None,
+        }),
+        _ => None,
+    };
+    assert_eq!(last.as_deref(), Some("0-0"), "{groups:?}");
+    let mut args = worker_args(&ru, &pu, "few", "w");
+    args.extend(["--sink-tasks", "6"]);
+    let out = run_ok("worker, --sink-tasks 6", &args);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["tasks"]["sink"], 6, "{out}");
+    assert_eq!(db_counts(&pu), expected, "every word's count");
+}
+
+/// PostgreSQL full mid-run (`max_connections` 8, every free slot taken by other sessions once
+/// the worker has started, before its sink tasks connect): the refusals (SQLSTATE 53300, "too
+/// many clients") are reported as "PostgreSQL at URL is full (too many clients;
+/// max_connections 8)", once, not as "lost PostgreSQL ... / is back" lines (new-user trial:
+/// misleading "is back after 0.0 s" lines); the spout pauses instead of spending deliveries
+/// (`--max-retries 1`, `--sink-batch 10`, 300 lines: without the pause entries are dead-lettered
+/// within a second), and once the other sessions close, the sink connects, the spout resumes
+/// and the counts are exact, nothing dead-lettered.
+#[test]
+fn a_full_postgres_mid_run_is_reported_as_full_and_dead_letters_nothing() {
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let postgres = PostgresServer::start_with(&[("max_connections", "8")])
+        .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut args = worker_args(&ru, &pu, "busy", "w");
+    args.retain(|a| *a != "--drain");
+    args = set_arg(args, "--timeout-secs", "2");
+    args = set_arg(args, "--claim-after-ms", "4000");
+    args.extend([
+        "--max-retries",
+        "1",
+        "--retry-initial-ms",
+        "50",
+        "--retry-max-ms",
+        "100",
+        "--sink-batch",
+        "10",
+        "--sink-tasks",
+        "2",
+    ]);
+    let w = Proc::spawn("worker", &args);
+    let mut con = redis_con(&ru);
+    let t0 = Instant::now();
+    loop {
+        let groups: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg("busy")
+            .query(&mut con);
+        if matches!(groups, Ok(redis::Value::Array(ref g)) if !g.is_empty()) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for the worker to create its consumer group"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Take every free connection slot (the sink tasks connect at their first batch).
+    let mut hogs = Vec::new();
+    let refusal = loop {
+        match postgres::Client::connect(&pu, postgres::NoTls) {
+            Ok(c) => hogs.push(c),
+            Err(e) => break e,
+        }
+        assert!(hogs.len() <= 8, "more connections than max_connections 8");
+    };
+    assert_eq!(
+        refusal.code().map(|c| c.code()),
+        Some("53300"),
+        "the server refused for too many clients: {refusal}"
+    );
+    assert!(!hogs.is_empty(), "took at least one slot");
+    let expected = load_first_lines(&ru, "busy", 300);
+    std::thread::sleep(Duration::from_secs(3));
+    drop(hogs);
+    wait_all_acked(&mut con, "busy", 300);
+    let (status, out, err) = signal_and_wait(w, "TERM");
+    assert_eq!(status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+    assert_eq!(v["dead_lettered"], 0, "{out}\n{err}");
+    assert!(v["spout_pauses"].as_u64() >= Some(1), "{out}\n{err}");
+    let full_prefix = format!(
+        "acker-run: PostgreSQL at {pu} is full (too many clients; max_connections 8): it refused \
+         a sink task's connection ("
+    );
+    let full: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with(&full_prefix))
+        .collect();
+    assert_eq!(full.len(), 1, "one 'is full' line; stderr:\n{err}");
+    assert!(
+        full[0].ends_with(
+            "; the task retries with capped backoff (50 ms doubling to 2 s) and the spout reads \
+             nothing until every sink task can commit: lower --sink-tasks (in every worker), \
+             stop other clients or raise max_connections"
+        ),
+        "{}",
+        full[0]
+    );
+    assert!(
+        !err.contains("lost PostgreSQL") && !err.contains("is back after"),
+        "no outage lines for a full server; stderr:\n{err}"
+    );
+    assert!(
+        err.contains("acker-run: spout paused: the sink cannot commit; "),
+        "{err}"
+    );
+    assert_eq!(db_counts(&pu), expected, "every word's count");
 }

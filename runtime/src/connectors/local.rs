@@ -239,6 +239,8 @@ pub struct PostgresServer {
     port: u16,
     bin: PathBuf,
     as_postgres: bool,
+    /// `-c name=value` settings given at every start ([`PostgresServer::start_with`]).
+    settings: Vec<(String, String)>,
 }
 
 /// The directory holding `initdb` and `pg_ctl`: the newest `/usr/lib/postgresql/<version>/bin`,
@@ -270,6 +272,25 @@ impl PostgresServer {
     /// [`LocalServerError::Missing`] naming the package `postgresql` when `initdb` is found
     /// nowhere; [`LocalServerError::Failed`] with the command's output or the server log.
     pub fn start() -> Result<Self, LocalServerError> {
+        Self::start_with(&[])
+    }
+
+    /// As [`start`](Self::start), with server settings given as `-c name=value` at this start
+    /// and every restart (e.g. `[("max_connections", "8")]`). A name or value holding
+    /// whitespace is refused (they are passed through `pg_ctl -o`, a single string).
+    ///
+    /// # Errors
+    /// As [`start`](Self::start); [`LocalServerError::Failed`] for a setting with whitespace,
+    /// or one the server refuses (its log says why).
+    pub fn start_with(settings: &[(&str, &str)]) -> Result<Self, LocalServerError> {
+        if let Some((k, v)) = settings
+            .iter()
+            .find(|(k, v)| k.contains(char::is_whitespace) || v.contains(char::is_whitespace))
+        {
+            return Err(failed(format!(
+                "the PostgreSQL setting {k:?} = {v:?} holds whitespace (not supported here)"
+            )));
+        }
         let bin = postgres_bin_dir().ok_or(LocalServerError::Missing {
             binary: "initdb (PostgreSQL)".into(),
             package: "postgresql",
@@ -281,6 +302,10 @@ impl PostgresServer {
             port: free_port()?,
             bin,
             as_postgres,
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         if as_postgres {
             s.run(Command::new("chown").arg("postgres:").arg(&s.dir), "chown")?;
@@ -331,11 +356,14 @@ impl PostgresServer {
 
     fn start_server(&self) -> Result<(), LocalServerError> {
         let log = self.dir.join("postgres.log");
-        let opts = format!(
+        let mut opts = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on",
             self.port,
             self.dir.display()
         );
+        for (k, v) in &self.settings {
+            opts.push_str(&format!(" -c {k}={v}"));
+        }
         self.run(
             self.pg_command("pg_ctl")
                 .arg("-D")
@@ -393,6 +421,16 @@ impl PostgresServer {
     /// As [`start`](Self::start).
     pub fn restart(&self) -> Result<(), LocalServerError> {
         self.stop()?;
+        self.start_server()
+    }
+
+    /// Starts the server again after [`stop`](Self::stop) (an outage of the caller's length),
+    /// on the same port and data directory, and waits (at most [`START_TIMEOUT`]) until it
+    /// answers a query.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_again(&self) -> Result<(), LocalServerError> {
         self.start_server()
     }
 }

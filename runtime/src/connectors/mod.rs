@@ -301,6 +301,150 @@ impl OutageLog {
     }
 }
 
+/// Whether a worker's sink can commit, shared by its sink tasks (which report the outcome of
+/// each transaction and connection attempt) and its spout (which consults it before reading):
+/// the spout reads no new entry and re-reads no failed one while a sink task cannot commit, so
+/// no delivery, which counts toward `--max-retries`, is spent on a tuple tree that cannot
+/// complete (new-user trials: a PostgreSQL outage longer than the retries, or sink
+/// connections refused with "too many clients", dead-lettered thousands of healthy entries).
+/// The spout resumes once every sink task that failed has committed again (a sink task that
+/// is down probes the server on its own, with a real transaction, so that the sink recovers
+/// while the spout sends it nothing).
+///
+/// The spout reports a pause on stderr: one line when it starts (at most one such line every
+/// [`OUTAGE_REPORT_GAP_MS`]; shorter pauses in between are counted in the next line) and one
+/// when that pause ends. The caller passes the time and prints the returned lines; the gate
+/// reads no clock itself.
+#[derive(Debug, Default)]
+pub struct SinkGate {
+    /// Sink tasks whose last transaction or connection attempt failed.
+    down: std::sync::atomic::AtomicUsize,
+    /// Pauses the spout began.
+    pauses: std::sync::atomic::AtomicU64,
+    /// Whether the spout is in a pause (`state.since` is set): with the gate open and no
+    /// pause, [`SinkGate::spout_check`] takes no lock (it runs at every `next_tuple`).
+    in_pause: std::sync::atomic::AtomicBool,
+    state: std::sync::Mutex<PauseState>,
+}
+
+#[derive(Debug, Default)]
+struct PauseState {
+    /// When the current pause began (`None`: reading).
+    since: Option<std::time::Instant>,
+    /// Whether the current pause's line was printed.
+    reported: bool,
+    /// When the last "paused" line was printed.
+    last_line: Option<std::time::Instant>,
+    /// Pauses since the last "paused" line whose line was held back by the rate limit.
+    unreported: u64,
+    /// Time spent in pauses that ended, ns.
+    paused_ns: u128,
+}
+
+impl SinkGate {
+    /// A sink task's outcome: `ok` after a commit (or a probe transaction) succeeded, not `ok`
+    /// after a transaction or a connection attempt failed. `down` is the task's own state,
+    /// kept by the task and updated here, so the gate counts each task once.
+    pub fn report(&self, down: &mut bool, ok: bool) {
+        use std::sync::atomic::Ordering;
+        match (*down, ok) {
+            (false, false) => {
+                self.down.fetch_add(1, Ordering::SeqCst);
+            }
+            (true, true) => {
+                self.down.fetch_sub(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        *down = !ok;
+    }
+
+    /// Whether a sink task cannot commit now.
+    pub fn is_closed(&self) -> bool {
+        self.down.load(std::sync::atomic::Ordering::SeqCst) > 0
+    }
+
+    /// The spout's check at `now`: whether it must read nothing (a sink task cannot commit),
+    /// and the line to print on stderr, if one is due (a pause beginning, or the end of one
+    /// whose beginning was printed).
+    pub fn spout_check(&self, now: std::time::Instant) -> (bool, Option<String>) {
+        let closed = self.is_closed();
+        if !closed && !self.in_pause.load(std::sync::atomic::Ordering::Acquire) {
+            return (false, None);
+        }
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match (closed, s.since) {
+            (true, None) => {
+                s.since = Some(now);
+                self.in_pause
+                    .store(true, std::sync::atomic::Ordering::Release);
+                self.pauses
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let gap = std::time::Duration::from_millis(OUTAGE_REPORT_GAP_MS);
+                if s.last_line
+                    .is_some_and(|t| now.saturating_duration_since(t) < gap)
+                {
+                    s.reported = false;
+                    s.unreported += 1;
+                    return (true, None);
+                }
+                s.reported = true;
+                s.last_line = Some(now);
+                let left_out = match std::mem::take(&mut s.unreported) {
+                    0 => String::new(),
+                    1 => " (1 shorter pause since the last report was not reported)".to_string(),
+                    n => format!(" ({n} shorter pauses since the last report were not reported)"),
+                };
+                (
+                    true,
+                    Some(format!(
+                        "acker-run: spout paused: the sink cannot commit; reading no new entry \
+                         and re-reading no failed one until it commits again, so no delivery \
+                         counts toward --max-retries meanwhile (trees in flight may still time \
+                         out){left_out}"
+                    )),
+                )
+            }
+            (true, Some(_)) => (true, None),
+            (false, Some(since)) => {
+                s.since = None;
+                self.in_pause
+                    .store(false, std::sync::atomic::Ordering::Release);
+                let paused = now.saturating_duration_since(since);
+                s.paused_ns += paused.as_nanos();
+                let line = std::mem::take(&mut s.reported).then(|| {
+                    format!(
+                        "acker-run: spout resumed after {:.1} s: the sink commits again",
+                        paused.as_secs_f64()
+                    )
+                });
+                (false, line)
+            }
+            (false, None) => (false, None),
+        }
+    }
+
+    /// Pauses the spout began so far.
+    pub fn pauses(&self) -> u64 {
+        self.pauses.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Time the spout spent paused up to `now` (the current pause included), ms.
+    pub fn paused_ms(&self, now: std::time::Instant) -> u64 {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let current = s
+            .since
+            .map_or(0, |t| now.saturating_duration_since(t).as_nanos());
+        u64::try_from((s.paused_ns + current) / 1_000_000).unwrap_or(u64::MAX)
+    }
+
+    /// How long the current pause has lasted at `now`, `None` when the spout is reading.
+    pub fn paused_for(&self, now: std::time::Instant) -> Option<std::time::Duration> {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.since.map(|t| now.saturating_duration_since(t))
+    }
+}
+
 /// Parses a Redis stream entry id `<ms>-<seq>` into its two numbers (`None` for anything else,
 /// including numbers past `i64::MAX`).
 pub fn parse_entry_id(id: &str) -> Option<(i64, i64)> {
@@ -572,5 +716,57 @@ mod outage_tests {
                  connection attempts); resuming"
             )
         );
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// The gate closes while any sink task is down (each task counted once, however often it
+    /// fails) and opens when all are back; the spout's lines: one at a pause's start, one at its
+    /// end, a pause starting within 10 s of the last line held back (no resume line for it)
+    /// and counted in the next one; pauses and paused time counted.
+    #[test]
+    fn the_gate_counts_tasks_once_and_reports_pauses_rate_limited() {
+        let gate = SinkGate::default();
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let (mut a, mut b) = (false, false);
+        assert_eq!(gate.spout_check(at(0)), (false, None));
+        gate.report(&mut a, false);
+        gate.report(&mut a, false);
+        gate.report(&mut b, false);
+        let (paused, line) = gate.spout_check(at(10));
+        assert!(paused);
+        assert!(line.is_some_and(|l| l.starts_with("acker-run: spout paused: ")));
+        gate.report(&mut a, true);
+        assert_eq!(gate.spout_check(at(500)), (true, None), "task b still down");
+        gate.report(&mut b, true);
+        assert_eq!(
+            gate.spout_check(at(2_010)),
+            (
+                false,
+                Some("acker-run: spout resumed after 2.0 s: the sink commits again".into())
+            )
+        );
+        // A second pause 1 s later: within the 10 s gap, held back, and so is its end.
+        gate.report(&mut a, false);
+        assert_eq!(gate.spout_check(at(3_000)), (true, None));
+        gate.report(&mut a, true);
+        assert_eq!(gate.spout_check(at(3_500)), (false, None));
+        // A third, past the gap: reported, naming the one left out.
+        gate.report(&mut a, false);
+        let (_, line) = gate.spout_check(at(20_000));
+        assert!(
+            line.is_some_and(
+                |l| l.ends_with(" (1 shorter pause since the last report was not reported)")
+            ),
+            "third pause line"
+        );
+        assert_eq!(gate.pauses(), 3);
+        assert_eq!(gate.paused_ms(at(21_000)), 2_000 + 500 + 1_000);
+        assert_eq!(gate.paused_for(at(21_000)), Some(Duration::from_secs(1)));
     }
 }

@@ -71,8 +71,24 @@
 //! core thread (its acks, ticks and other executors) no longer than that; and it fails the
 //! oldest inputs while commits fail or after a wait ran out, until the writer reports again
 //! (their trees have timed out or soon will), which bounds memory during an outage; the spout replays them once the database
-//! is back. Each replay raises the entry's delivery count in Redis, so an outage longer than
-//! about `max_retries` message timeouts dead-letters entries.
+//! is back.
+//!
+//! Each replay raises the entry's delivery count in Redis, so a spout that kept re-reading
+//! failed entries during an outage dead-lettered healthy ones once an outage outlasted about
+//! `max_retries` backoffs and timeouts (new-user trials: PostgreSQL stopped for longer than
+//! that; two workers whose 64 sink tasks each exceeded `max_connections`, 4,003 entries
+//! dead-lettered). So with [`BatchSink::gate`] (the word count's at-least-once and exactly-once
+//! sinks) each writer reports whether it can commit to a [`super::SinkGate`] shared with the
+//! spout: a failed transaction or connection attempt closes it, and the spout reads no new entry
+//! and re-reads no failed one until every writer has committed again. A writer that cannot
+//! commit probes the server by itself each time its backoff has passed ([`BatchWriter::probe`]:
+//! the prune-mark read of every exactly-once transaction, in a transaction that commits), since
+//! no batch would come to it while the spout is paused. Trees in flight when the outage began
+//! still fail or time out (that delivery was counted already); an entry whose last allowed
+//! delivery was one of them is still dead-lettered. A connection refused because the server is
+//! full (SQLSTATE [`TOO_MANY_CONNECTIONS`]) is reported through [`FullLog`] ("PostgreSQL at URL
+//! is full") instead of the outage lines, and `acker-run wordcount` checks at start that the
+//! server has a connection free for each sink task ([`connection_room`]).
 //!
 //! ## Stopping
 //! A stopping sink task (`cleanup`) waits for its writer at most [`STOP_WRITER_MS`] (5 s), then
@@ -146,6 +162,9 @@ pub struct ConnectError {
     pub url: String,
     /// The client's error, with its causes.
     pub reason: String,
+    /// The server's SQLSTATE when it refused the connection (`53300`: too many clients),
+    /// `None` for a failure without one (connection refused, a timeout, a bad address).
+    pub sqlstate: Option<String>,
 }
 
 impl std::fmt::Display for ConnectError {
@@ -218,6 +237,7 @@ pub fn connect(url: &str) -> Result<Client, ConnectError> {
     let err = |reason: String| ConnectError {
         url: url.to_string(),
         reason,
+        sqlstate: None,
     };
     let mut config: postgres::Config = url.parse().map_err(|e| err(error_chain(&e)))?;
     if config.get_connect_timeout().is_none() {
@@ -246,7 +266,120 @@ pub fn connect(url: &str) -> Result<Client, ConnectError> {
             .map_err(err)?;
         }
     }
-    config.connect(NoTls).map_err(|e| err(error_chain(&e)))
+    config.connect(NoTls).map_err(|e| ConnectError {
+        sqlstate: e.code().map(|c| c.code().to_string()),
+        ..err(error_chain(&e))
+    })
+}
+
+/// SQLSTATE `too_many_connections`: the server refused a connection because it is full
+/// (`FATAL: sorry, too many clients already`, or its last slots are reserved for superusers).
+pub const TOO_MANY_CONNECTIONS: &str = "53300";
+
+/// What a worker's sink tasks need of PostgreSQL's connections, and what the server has free,
+/// as read at start by [`connection_room`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionRoom {
+    /// `max_connections`.
+    pub max_connections: i64,
+    /// Slots this role may not use: `superuser_reserved_connections` (and, from PostgreSQL 16,
+    /// `reserved_connections`) for a role that is not a superuser; 0 for a superuser.
+    pub reserved: i64,
+    /// Client connections open, the one that read this excluded.
+    pub in_use: i64,
+}
+
+impl ConnectionRoom {
+    /// Connections this role can still open: `max_connections - reserved - in_use` (at least 0).
+    pub fn free(&self) -> i64 {
+        (self.max_connections - self.reserved - self.in_use).max(0)
+    }
+}
+
+/// Reads on `client` how many more connections the server takes from this role (see
+/// [`ConnectionRoom`]): `SHOW max_connections`, the reserved slots, and the client backends in
+/// `pg_stat_activity` (this one excluded, as it is closed before the sink connects). Racy
+/// between workers starting at the same time: each sees the same free slots.
+///
+/// # Errors
+/// The database's error.
+pub fn connection_room(client: &mut Client) -> Result<ConnectionRoom, postgres::Error> {
+    let row = client.query_one(
+        "SELECT current_setting('max_connections')::bigint,
+                CASE WHEN current_setting('is_superuser') = 'on' THEN 0
+                     ELSE current_setting('superuser_reserved_connections')::bigint
+                        + coalesce(current_setting('reserved_connections', true)::bigint, 0)
+                END,
+                (SELECT count(*) FROM pg_stat_activity
+                 WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())::bigint",
+        &[],
+    )?;
+    Ok(ConnectionRoom {
+        max_connections: row.get(0),
+        reserved: row.get(1),
+        in_use: row.get(2),
+    })
+}
+
+/// Reports PostgreSQL refusing a sink task's connection because it is full (SQLSTATE
+/// [`TOO_MANY_CONNECTIONS`]) on stderr, instead of the "lost ... / is back" lines of an
+/// outage ([`super::OutageLog`]): the server is up, and other tasks' connections (made before,
+/// or at the same moment) are no sign that it is "back" (new-user trial: two workers with
+/// `--sink-tasks 64` against `max_connections` 100 printed "lost" and "is back after 0.0 s"
+/// lines). One line at the first refusal, and at most one more every
+/// [`super::OUTAGE_REPORT_GAP_MS`] while refusals go on. Shared by the sink tasks of a worker.
+#[derive(Debug)]
+pub struct FullLog {
+    url: String,
+    max_connections: std::sync::OnceLock<i64>,
+    state: std::sync::Mutex<(Option<Instant>, u64)>,
+}
+
+impl FullLog {
+    /// A log for the PostgreSQL at `url` (shown redacted).
+    pub fn new(url: &str) -> Self {
+        Self {
+            url: super::redact_password(url),
+            max_connections: std::sync::OnceLock::new(),
+            state: std::sync::Mutex::new((None, 0)),
+        }
+    }
+
+    /// The server's `max_connections`, read at start ([`connection_room`]), for the line (it
+    /// says "unknown" without); the first value given stays.
+    pub fn set_max_connections(&self, n: i64) {
+        let _ = self.max_connections.set(n);
+    }
+
+    /// A sink task's connection was refused at `now` with `reason` (the server's message).
+    /// Returns the line to print, if one is due.
+    pub fn refused(&self, now: Instant, reason: &str) -> Option<String> {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.1 += 1;
+        let gap = Duration::from_millis(super::OUTAGE_REPORT_GAP_MS);
+        if s.0.is_some_and(|t| now.saturating_duration_since(t) < gap) {
+            return None;
+        }
+        let refusals = std::mem::take(&mut s.1);
+        let again = if s.0.is_some() {
+            format!(" ({refusals} refused connection attempts since the last such line)")
+        } else {
+            String::new()
+        };
+        s.0 = Some(now);
+        let max = self
+            .max_connections
+            .get()
+            .map_or_else(|| "unknown".to_string(), |n| n.to_string());
+        Some(format!(
+            "acker-run: PostgreSQL at {} is full (too many clients; max_connections {max}): it \
+             refused a sink task's connection ({reason}){again}; the task retries with capped \
+             backoff (50 ms doubling to 2 s) and the spout reads nothing until every sink task \
+             can commit: lower --sink-tasks (in every worker), stop other clients or raise \
+             max_connections",
+            self.url
+        ))
+    }
 }
 
 /// An error with every cause behind it, `: `-separated: the client's own text alone is often
@@ -565,6 +698,16 @@ pub trait BatchWriter: Send + 'static {
     /// be made (for counting; state tied to the connection, such as prepared statements, must
     /// go with it).
     fn connection_lost(&mut self) {}
+
+    /// A transaction that shows whether the writer can commit again, run by a writer that
+    /// cannot ([`BatchSink::gate`]) while no batch comes (the spout reads nothing meanwhile).
+    /// Default: an empty transaction.
+    ///
+    /// # Errors
+    /// The database's error (the writer stays down and probes again after its backoff).
+    fn probe(&mut self, client: &mut Client) -> Result<(), postgres::Error> {
+        client.transaction()?.commit()
+    }
 }
 
 /// Batches handed to the writer thread and not yet returned, at most; a batch is everything
@@ -615,7 +758,7 @@ pub const STOP_WRITER_MS: u64 = 5_000;
 pub const STOP_CANCEL_MS: u64 = 1_000;
 
 /// What the writer thread reports for each transaction: how many queued batches it covered (in
-/// order) and whether it committed.
+/// order; 0 for a probe, [`BatchWriter::probe`]) and whether it committed.
 struct Done {
     batches: usize,
     committed: bool,
@@ -633,6 +776,13 @@ struct WriterThread<W: BatchWriter> {
     /// Shared with the sink: the cancel token of the current connection, and whether the sink
     /// stopped waiting (then no further transaction is attempted).
     stop: Arc<WriterStop>,
+    /// Where the writer reports whether it can commit ([`BatchSink::gate`]); with it, a writer
+    /// that cannot probes the server by itself.
+    gate: Option<Arc<super::SinkGate>>,
+    /// Whether the writer's last transaction or connection attempt failed (kept for the gate).
+    down: bool,
+    /// Where a connection refused for a full server is reported ([`BatchSink::report_full`]).
+    full: Option<Arc<FullLog>>,
 }
 
 /// What a stopping sink uses to end a blocked writer (see [`STOP_WRITER_MS`]).
@@ -670,6 +820,21 @@ impl<W: BatchWriter> WriterThread<W> {
         {
             eprintln!("{line}");
         }
+        self.dropped(now);
+    }
+
+    /// Whether the writer can commit: tells the gate (if any).
+    fn set_ok(&mut self, ok: bool) {
+        if let Some(g) = &self.gate {
+            g.report(&mut self.down, ok);
+        } else {
+            self.down = !ok;
+        }
+    }
+
+    /// The connection is gone (or was never made): the next attempt after the backoff.
+    fn dropped(&mut self, now: Instant) {
+        self.set_ok(false);
         self.writer.connection_lost();
         self.client = None;
         self.reconnect_at = Some(now + Duration::from_millis(self.backoff_ms));
@@ -679,6 +844,20 @@ impl<W: BatchWriter> WriterThread<W> {
     /// One transaction for `rows`: connects first when needed (no attempt before the backoff
     /// has passed). A panic in the writer counts as a lost connection, so the thread lives on.
     fn commit(&mut self, rows: &[W::Row]) -> bool {
+        self.attempt(|w, c| w.write(c, rows))
+    }
+
+    /// [`BatchWriter::probe`] as [`commit`](Self::commit) runs a write.
+    fn probe(&mut self) -> bool {
+        self.attempt(|w, c| w.probe(c))
+    }
+
+    /// Runs `f` (a transaction) as [`commit`](Self::commit) describes; reports the outcome to
+    /// the gate.
+    fn attempt(
+        &mut self,
+        f: impl FnOnce(&mut W, &mut Client) -> Result<(), postgres::Error>,
+    ) -> bool {
         let now = Instant::now();
         if self.stop.abandoned.load(Ordering::SeqCst) {
             return false;
@@ -699,6 +878,20 @@ impl<W: BatchWriter> WriterThread<W> {
                         eprintln!("{line}");
                     }
                 }
+                Err(e) if e.sqlstate.as_deref() == Some(TOO_MANY_CONNECTIONS) => {
+                    // The server is up and full: not an outage ("lost"/"back" lines) but a
+                    // refusal of this task's connection.
+                    match self.full.as_ref() {
+                        Some(log) => {
+                            if let Some(line) = log.refused(now, &e.reason) {
+                                eprintln!("{line}");
+                            }
+                            self.dropped(now);
+                        }
+                        None => self.lost(now, &e.reason, true),
+                    }
+                    return false;
+                }
                 Err(e) => {
                     self.lost(now, &e.reason, true);
                     return false;
@@ -709,10 +902,12 @@ impl<W: BatchWriter> WriterThread<W> {
             return false;
         };
         let writer = &mut self.writer;
-        let result =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| writer.write(client, rows)));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(writer, client)));
         match result {
-            Ok(Ok(())) => true,
+            Ok(Ok(())) => {
+                self.set_ok(true);
+                true
+            }
             Ok(Err(e)) => {
                 self.lost(now, &super::one_line_reason(&error_chain(&e), None), false);
                 false
@@ -725,9 +920,47 @@ impl<W: BatchWriter> WriterThread<W> {
     }
 
     /// Group commit: takes a batch, and every batch queued behind it, into one transaction, and
-    /// reports it; ends when the sink drops its sender (or stops listening).
+    /// reports it; ends when the sink drops its sender (or stops listening). With a gate, a
+    /// writer that cannot commit probes the server ([`BatchWriter::probe`]) whenever its
+    /// reconnect backoff has passed and no batch came meanwhile: the spout sends nothing while
+    /// the gate is closed, so no batch would come to find that the server is back.
     fn run(mut self, jobs: Receiver<Vec<W::Row>>, done: Sender<Done>) {
-        while let Ok(mut rows) = jobs.recv() {
+        loop {
+            let probing = self.down && self.gate.is_some();
+            let next = if probing && !self.stop.abandoned.load(Ordering::SeqCst) {
+                let wait = self
+                    .reconnect_at
+                    .map_or(Duration::ZERO, |t| {
+                        t.saturating_duration_since(Instant::now())
+                    })
+                    .max(Duration::from_millis(PROBE_MIN_WAIT_MS));
+                match jobs.recv_timeout(wait) {
+                    Ok(rows) => Some(rows),
+                    Err(RecvTimeoutError::Timeout) => {
+                        // A probe that committed tells the sink at once (no batch covered), so
+                        // that it applies back-pressure again instead of failing the inputs
+                        // the spout sends once it resumes (seen: a replayed entry failed at the
+                        // cap, its second delivery, and was dead-lettered).
+                        if self.probe()
+                            && done
+                                .send(Done {
+                                    batches: 0,
+                                    committed: true,
+                                })
+                                .is_err()
+                        {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => None,
+                }
+            } else {
+                jobs.recv().ok()
+            };
+            let Some(mut rows) = next else {
+                break;
+            };
             let mut batches = 1;
             while let Ok(more) = jobs.try_recv() {
                 rows.extend(more);
@@ -735,11 +968,17 @@ impl<W: BatchWriter> WriterThread<W> {
             }
             let committed = self.commit(&rows);
             if done.send(Done { batches, committed }).is_err() {
-                return;
+                break;
             }
         }
+        // A writer that ends (its sink stopped) holds the gate closed no longer.
+        self.set_ok(true);
     }
 }
+
+/// Least wait between two probes of a writer that cannot commit, ms (its reconnect backoff,
+/// 50 ms doubling to 2 s, sets the wait above this).
+const PROBE_MIN_WAIT_MS: u64 = 10;
 
 /// The executor's side of the writer thread.
 struct WriterHandle<R> {
@@ -794,6 +1033,10 @@ pub struct BatchSink<W: BatchWriter> {
     stop: Option<Arc<AtomicBool>>,
     /// Where the writer reports losing the server ([`BatchSink::report_outages`]).
     outage: Option<Arc<super::OutageLog>>,
+    /// Where the writer reports whether it can commit ([`BatchSink::gate`]).
+    gate: Option<Arc<super::SinkGate>>,
+    /// Where the writer reports a full server ([`BatchSink::report_full`]).
+    full: Option<Arc<FullLog>>,
 }
 
 /// The word-count sink bolt (see the module docs).
@@ -841,6 +1084,22 @@ impl BatchWriter for WordCountWriter {
         self.prepared = None;
         self.counters.errors.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// What every exactly-once transaction does first, in a transaction of its own: read and
+    /// share-lock the stream's prune mark (creating it if missing). A row lock and a commit
+    /// are written to the WAL, so this fails where a batch's commit would (a server down, in
+    /// recovery or read-only), not only where a connection cannot be made.
+    fn probe(&mut self, client: &mut Client) -> Result<(), postgres::Error> {
+        if self.prepared.is_none() {
+            self.prepared = Some(Prepared::new(client)?);
+        }
+        let Some(st) = self.prepared.as_ref() else {
+            unreachable!("prepared just above")
+        };
+        let mut tx = client.transaction()?;
+        tx.query(&st.mark, &[&self.stream])?;
+        tx.commit()
+    }
 }
 
 impl BatchSink<WordCountWriter> {
@@ -883,7 +1142,28 @@ impl<W: BatchWriter> BatchSink<W> {
             uncommitted: None,
             stop: None,
             outage: None,
+            gate: None,
+            full: None,
         }
+    }
+
+    /// Makes the writer report to `gate` whether it can commit (a failed transaction or
+    /// connection attempt closes it for this task, a committed one opens it again), and probe
+    /// the server by itself while it cannot ([`BatchWriter::probe`], each time its reconnect
+    /// backoff has passed). Share one gate among the sink tasks of a worker and give it to the
+    /// spout ([`super::redis_stream::RedisStreamSpout::pause_while`]), which then reads
+    /// nothing while a task cannot commit. Off by default.
+    pub fn gate(mut self, gate: Arc<super::SinkGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Makes the writer report a connection the server refused as full (SQLSTATE
+    /// [`TOO_MANY_CONNECTIONS`]) through `log` instead of as an outage; share one log among the
+    /// sink tasks of a worker. Off by default (reported as an outage).
+    pub fn report_full(mut self, log: Arc<FullLog>) -> Self {
+        self.full = Some(log);
+        self
     }
 
     /// Makes the writer report on stderr when it loses PostgreSQL and when it is back, through
@@ -954,6 +1234,9 @@ impl<W: BatchWriter> BatchSink<W> {
                 backoff_ms: 50,
                 outage: self.outage.clone(),
                 stop: stop.clone(),
+                gate: self.gate.clone(),
+                down: false,
+                full: self.full.clone(),
             };
             let thread = std::thread::Builder::new()
                 .name("acker-sink-writer".into())
@@ -972,6 +1255,8 @@ impl<W: BatchWriter> BatchSink<W> {
     /// Takes the outcome of `d`: acks (with a collector) or drops the inputs of committed
     /// batches, and puts those of a failed transaction back in front of the buffer.
     fn settle(&mut self, d: Done, mut c: Option<&mut OutputCollector<'_>>) {
+        // A report covering no batch is a probe's ([`WriterThread::run`]).
+        self.committing = d.committed;
         let mut failed = Vec::new();
         for _ in 0..d.batches {
             let Some(inputs) = self.queued.pop_front() else {
@@ -1330,6 +1615,9 @@ mod tests {
             backoff_ms: 50,
             outage: None,
             stop: stop.clone(),
+            gate: None,
+            down: false,
+            full: None,
         };
         let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
         let (done_tx, done) = channel();
@@ -1405,6 +1693,9 @@ mod tests {
             backoff_ms: 50,
             outage: None,
             stop: Arc::new(WriterStop::default()),
+            gate: None,
+            down: false,
+            full: None,
         };
         let (jobs, jobs_rx) = sync_channel(MAX_QUEUED_BATCHES);
         let (done_tx, done) = channel();

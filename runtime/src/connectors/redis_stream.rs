@@ -55,6 +55,10 @@
 //!   also reports done once a read finds no new entry, it has nothing in flight and the group has
 //!   no pending entry at all (so a dead worker's entries are claimed first).
 //!
+//! - **Sink down.** With [`RedisStreamSpout::pause_while`] (the word count's at-least-once and
+//!   exactly-once workers) the spout reads nothing while its worker's sink cannot commit: see
+//!   [`super::SinkGate`].
+//!
 //! The spout also emits an unanchored punctuation tuple on the `flush` stream every
 //! `flush_interval_ms` while it has trees in flight, so that sinks batching their writes commit
 //! a partial batch without waiting for more input (bolts get no ticks in this runtime).
@@ -666,6 +670,8 @@ pub struct RedisStreamSpout {
     done: bool,
     /// Reports losing Redis and getting it back on stderr.
     outage: super::OutageLog,
+    /// The worker's sink's gate ([`RedisStreamSpout::pause_while`]).
+    gate: Option<Arc<super::SinkGate>>,
 }
 
 impl RedisStreamSpout {
@@ -705,7 +711,19 @@ impl RedisStreamSpout {
             stop_quiet_since: None,
             done: false,
             outage: super::OutageLog::new("Redis", &url, OUTAGE_MEANWHILE),
+            gate: None,
         }
+    }
+
+    /// Makes the spout read nothing while `gate` is closed (a sink task cannot commit): no new
+    /// entry, no re-read of a failed one, no claim, and no emit of an entry read before, since
+    /// each would spend a delivery (toward `max_retries`) on a tree that cannot complete. Acks,
+    /// the flush punctuation and a stop go on as usual; the spout resumes once the gate opens,
+    /// and says on stderr when it pauses and resumes ([`super::SinkGate::spout_check`]). For
+    /// at-least-once and exactly-once (at-most-once's entries are acknowledged when read).
+    pub fn pause_while(mut self, gate: Arc<super::SinkGate>) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     fn con(&mut self, now: Instant) -> Option<&mut redis::Connection> {
@@ -1377,6 +1395,15 @@ impl Spout for RedisStreamSpout {
                 }
             }
             return;
+        }
+        if let Some(gate) = &self.gate {
+            let (paused, line) = gate.spout_check(now);
+            if let Some(line) = line {
+                eprintln!("{line}");
+            }
+            if paused {
+                return;
+            }
         }
         if !self.cfg.at_most_once && self.in_flight.len() >= self.cfg.max_in_flight {
             return;

@@ -114,8 +114,9 @@ pub struct ConnectorArgs {
     /// Inputs per sink transaction (1 to 100000); each sink task holds at most 16 x this many unacked inputs (MAX_HELD_BATCHES), then waits for its writer or fails the oldest.
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub sink_batch: u64,
-    /// PostgreSQL sink tasks in this worker (1 to 64, each holds one PostgreSQL connection;
-    /// the split bolt keeps one task per --cores). Default 1, whatever --cores: exactly-once's
+    /// PostgreSQL sink tasks in this worker (1 to 64, each holds one PostgreSQL connection:
+    /// the worker refuses to start, exit 2, when the server has fewer free, counting one more
+    /// for the exactly-once prune; the split bolt keeps one task per --cores). Default 1, whatever --cores: exactly-once's
     /// sink tasks contend on the entry records (every entry's words reach each sink task, so
     /// each task's transaction upserts the same `word_count_applied_entries` rows and waits
     /// for the other's commit: 2 tasks ran at half the rate of 1), and at-least-once measured
@@ -428,6 +429,43 @@ pub fn new_group_warning(
     ))
 }
 
+/// The refusal of a worker whose sink needs more PostgreSQL connections than the server has
+/// free ([`postgres_sink::connection_room`]): `sink_tasks` (one each) and, with `prune`
+/// (exactly-once), one more at a time for pruning the records. `None` when they fit. A worker
+/// that started anyway would have some sink tasks refused (`FATAL: sorry, too many clients
+/// already`) for as long as the others hold their connections (new-user trial: two workers
+/// with `--sink-tasks 64` against `max_connections` 100).
+pub fn too_few_connections(
+    pg_url: &str,
+    room: &postgres_sink::ConnectionRoom,
+    sink_tasks: usize,
+    prune: bool,
+) -> Option<String> {
+    let need = sink_tasks as i64 + i64::from(prune);
+    let free = room.free();
+    if free >= need {
+        return None;
+    }
+    let reserved = if room.reserved > 0 {
+        format!(", {} reserved for superusers", room.reserved)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "PostgreSQL at {} has {free} free connections (max_connections {}{reserved}, {} in use by \
+         other clients); this worker needs {need} (--sink-tasks {sink_tasks}{}): lower \
+         --sink-tasks or raise max_connections (or stop other clients); nothing was read",
+        super::redact_password(pg_url),
+        room.max_connections,
+        room.in_use,
+        if prune {
+            " + 1 for pruning the exactly-once records"
+        } else {
+            ""
+        }
+    ))
+}
+
 /// Runs the connector word count until stopped (SIGINT/SIGTERM) or, with `--drain`, until the
 /// stream is drained; prints a summary (JSON with `json`).
 ///
@@ -563,15 +601,26 @@ pub fn run(
     };
     let spout_counters = Arc::new(SpoutCounters::default());
     let sink_counters = Arc::new(SinkCounters::default());
+    // While the sink cannot commit, the spout reads nothing (at-least-once and exactly-once:
+    // each read would spend a delivery toward --max-retries on a tree that cannot complete).
+    let gate = (guarantee != Guarantee::AtMostOnce).then(|| Arc::new(super::SinkGate::default()));
+    let full_log = Arc::new(postgres_sink::FullLog::new(pg_url));
     // One sink task unless told (see `ConnectorArgs::sink_tasks` for why not --cores).
     let sink_tasks = args.sink_tasks.map_or(1, |n| n as usize);
 
     let mut b = TopologyBuilder::new();
     {
         let (cfg, counters, stop) = (cfg.clone(), spout_counters.clone(), stop.clone());
+        let gate = gate.clone();
         b.set_spout(
             "entries",
-            move || RedisStreamSpout::new(cfg.clone(), counters.clone(), stop.clone()),
+            move || {
+                let spout = RedisStreamSpout::new(cfg.clone(), counters.clone(), stop.clone());
+                match &gate {
+                    Some(g) => spout.pause_while(g.clone()),
+                    None => spout,
+                }
+            },
             1,
         )
         .output_fields(&["entry", "line"])
@@ -590,6 +639,7 @@ pub fn run(
         let batch = args.sink_batch as usize;
         let at_most_once = guarantee == Guarantee::AtMostOnce;
         let stop = stop.clone();
+        let (gate, full_log) = (gate.clone(), full_log.clone());
         // One log for every sink task: an outage is reported once per worker.
         let outage = Arc::new(super::OutageLog::new(
             "PostgreSQL",
@@ -605,7 +655,12 @@ pub fn run(
             move || {
                 let sink = PostgresSinkBolt::new(&url, &stream, mode, batch, counters.clone())
                     .stop_on(stop.clone())
-                    .report_outages(outage.clone());
+                    .report_outages(outage.clone())
+                    .report_full(full_log.clone());
+                let sink = match &gate {
+                    Some(g) => sink.gate(g.clone()),
+                    None => sink,
+                };
                 if at_most_once {
                     sink.commit_buffered_on_cleanup()
                         .count_uncommitted_on_cleanup(counters.clone())
@@ -647,6 +702,20 @@ pub fn run(
             )
         })?
         .unwrap_or(true);
+    // Room for the sink's connections (racy between workers starting together: each sees the
+    // same free slots; the gate keeps a run that then finds the server full from spending its
+    // entries' deliveries).
+    let room = postgres_sink::connection_room(&mut client).map_err(|e| {
+        format!(
+            "cannot read max_connections and the connections in use at {}: {}",
+            super::redact_password(pg_url),
+            postgres_sink::error_chain(&e)
+        )
+    })?;
+    full_log.set_max_connections(room.max_connections);
+    if let Some(m) = too_few_connections(pg_url, &room, sink_tasks, mode == SinkMode::ExactlyOnce) {
+        return Err(m.into());
+    }
     drop(client);
     let start = redis_stream::create_group(&mut con, stream, &args.group)
         .map_err(|e| group_start_error(&e, stream, &args.group, redis_url))?;
@@ -673,6 +742,7 @@ pub fn run(
         );
         let progress = Duration::from_secs(args.progress_secs);
         let exactly = mode == SinkMode::ExactlyOnce;
+        let gate = gate.clone();
         std::thread::spawn(move || {
             let (mut last_progress, mut last_prune) = (Instant::now(), Instant::now());
             let mut last_settled = settled(guarantee, &sc);
@@ -684,10 +754,19 @@ pub fn run(
                     let interval = now.duration_since(last_progress);
                     let rate = interval_rate(settled_now.saturating_sub(last_settled), interval);
                     (last_progress, last_settled) = (now, settled_now);
+                    let paused = gate.as_ref().and_then(|g| g.paused_for(now)).map_or_else(
+                        String::new,
+                        |d| {
+                            format!(
+                                "; spout paused for {:.0} s: the sink cannot commit",
+                                d.as_secs_f64()
+                            )
+                        },
+                    );
                     eprintln!(
                         "acker-run: read {} acked {} in flight {} replays {} claimed {} \
                          dead-lettered {} words applied {} ({:.0} entries/s settled over \
-                         the last {:.1} s)",
+                         the last {:.1} s{paused})",
                         sc.read.load(Ordering::Relaxed),
                         sc.acked.load(Ordering::Relaxed),
                         sc.in_flight.load(Ordering::Relaxed),
@@ -744,6 +823,10 @@ pub fn run(
             .unwrap_or(0);
         tasks.insert(info.component.clone(), (n + 1).into());
     }
+    let end = Instant::now();
+    let (pauses, paused_ms) = gate
+        .as_ref()
+        .map_or((0, 0), |g| (g.pauses(), g.paused_ms(end)));
     if json {
         let v = serde_json::json!({
             "guarantee": guarantee.name(),
@@ -766,6 +849,8 @@ pub fn run(
             "entries_per_sec": settled(guarantee, sc) as f64 / secs,
             "acked_per_sec": load(&sc.acked) as f64 / secs,
             "tasks": tasks,
+            "spout_pauses": pauses,
+            "spout_paused_ms": paused_ms,
         });
         writeln!(out, "{v}")?;
     } else {
@@ -789,6 +874,26 @@ pub fn run(
             load(&kc.commits),
             load(&sc.redis_errors),
             load(&kc.errors)
+        )?;
+        // What the JSON summary has beyond the lines above: the tasks, the records pruned and
+        // the spout's pauses.
+        let tasks_text = tasks
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let pruned_text = match (mode, pruned) {
+            (SinkMode::ExactlyOnce, Some(n)) => format!("records pruned {n}"),
+            (SinkMode::ExactlyOnce, None) => {
+                "records pruned unknown (the final prune did not finish)".to_string()
+            }
+            _ => "records pruned none (no exactly-once records)".to_string(),
+        };
+        writeln!(
+            out,
+            "tasks {tasks_text}; {pruned_text}; spout paused {pauses} times for {:.1} s while \
+             the sink could not commit",
+            paused_ms as f64 / 1e3
         )?;
         let rate = settled(guarantee, sc) as f64 / secs;
         if guarantee == Guarantee::AtMostOnce {
