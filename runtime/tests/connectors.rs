@@ -3008,11 +3008,76 @@ fn load_refused_by_redis_says_what_the_server_said_and_what_was_appended() {
     let _ = std::fs::remove_file(&input);
 }
 
+/// `acker-run load --input -` refused part way (OOM, `maxmemory` 1 MB above the memory in use):
+/// the standard input is gone, so the advice cannot be "run it again" or name a file: it says
+/// the input cannot be read again and how to resume by feeding the same lines minus the first
+/// K (`SOURCE | tail -n +K+1 | acker-run load --input - ...`), K being the stream's length
+/// (new-user trial: the advice suggested re-running with the same input).
+#[test]
+fn load_from_stdin_refused_part_way_says_how_to_resume() {
+    const N: usize = 60_000;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let mut con = redis_con(&ru);
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut con)
+        .expect("INFO memory");
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO memory");
+    let max = (used + (1 << 20)).to_string();
+    for (k, v) in [
+        ("maxmemory", max.as_str()),
+        ("maxmemory-policy", "noeviction"),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut con)
+            .expect("CONFIG SET");
+    }
+    // The process reads its whole standard input before it connects: the 400 KB are written
+    // while it reads them.
+    let input: String = (0..N).map(|i| format!("w{i}\n")).collect();
+    let (status, out, err) = Proc::spawn_with_stdin(
+        "acker-run load --input - past maxmemory",
+        &load_args("-", &ru, "big"),
+        input.as_bytes(),
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    let k = appended_of(&err, N);
+    let len: usize = redis::cmd("XLEN").arg("big").query(&mut con).expect("XLEN");
+    assert_eq!(k, len, "{err}");
+    assert!(k > 0 && k < N, "{err}");
+    assert!(err.contains(&format!("input lines 1 to {k})")), "{err}");
+    let said = format!(
+        ". The input was the standard input, which this run read to its end: it cannot be read \
+         again, and feeding the same lines again whole appends every line again (load is not \
+         idempotent). The server refused an entry, so a resume is refused the same way until \
+         the cause is fixed: Redis is out of memory (maxmemory): free memory in Redis or raise \
+         maxmemory (CONFIG SET maxmemory ...). Then, to append the rest once, produce the same \
+         lines again and skip the first {k} (`tail -n +{}`): SOURCE | tail -n +{} | acker-run \
+         load --input - --redis {ru} --stream big, where SOURCE is what fed this load (e.g. \
+         `cat FILE`)",
+        k + 1,
+        k + 1
+    );
+    assert!(err.contains(&said), "no\n{said}\nin:\n{err}");
+    assert!(!err.contains("running it again"), "{err}");
+    assert!(!err.contains(" - |"), "{err}");
+}
+
 /// A consumer group new on a stream another group has read starts at the stream's first entry
 /// (as Kafka's `auto.offset.reset=earliest`), and under exactly-once counts nothing: the
 /// records are per stream entry and database, not per group. The run says so on stderr with
 /// what to do (new-user trial: `--group other` ended with `words_applied` 0 and no word); the
-/// counts stay those of one pass, and a run of the first group again does not warn.
+/// counts stay those of one pass, and a run of the first group again does not warn. A worker
+/// starting on a group another worker has just created (no consumer yet) warns too.
 #[test]
 fn a_new_group_that_counts_nothing_is_warned_about() {
     let (redis, postgres) = servers();
@@ -3051,6 +3116,29 @@ fn a_new_group_that_counts_nothing_is_warned_about() {
     let (status, _, err) = Proc::spawn("first group again", &first).wait(Duration::from_secs(60));
     assert!(status.success(), "{err}");
     assert!(!err.contains("warning"), "{err}");
+    // A worker started at the same time as the one creating a group finds it created, with no
+    // consumer yet (here created just before, as that worker does): it reads from the first
+    // entry too and says so (new-user trial: only the creating worker warned).
+    let _: () = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("g")
+        .arg("third")
+        .arg("0")
+        .query(&mut redis_con(&ru))
+        .expect("XGROUP CREATE");
+    let mut third = worker_args(&ru, &pu, "g", "w");
+    third.extend(["--group", "third"]);
+    let (status, _, err) =
+        Proc::spawn("new group created by another worker", &third).wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    let said = format!(
+        "acker-run: warning: this run started on a new (no consumer had read from it yet: \
+         another worker had just created it) consumer group \"third\" on stream \"g\", which \
+         held {entries} entries; the group read them from the first entry, but {words} of their \
+         words were counted"
+    );
+    assert!(err.contains(&said), "no\n{said}\nin:\n{err}");
+    assert_eq!(db_counts(&pu), expected, "every word's count");
 }
 
 /// A run's own replays skipped by exactly-once are no words "counted before": one worker on a

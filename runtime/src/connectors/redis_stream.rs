@@ -437,6 +437,14 @@ pub struct GroupStart {
     pub stream_created: bool,
     /// The group did not exist: this call created it, at the stream's first entry.
     pub group_created: bool,
+    /// The group is new to this run: created by this call, or found with no consumer yet
+    /// (`XINFO GROUPS`' `consumers` 0: no worker has read from it; e.g. another worker started
+    /// at the same time created it a moment before). Such a group reads the stream from its
+    /// first entry for this worker too, so the warning about a new group
+    /// (`wordcount::new_group_warning`) concerns any worker that starts on it, not only the
+    /// one that created it (new-user trial: a second worker started with the first said
+    /// nothing).
+    pub group_fresh: bool,
     /// Entries in the stream when the group was looked at (`XLEN`).
     pub entries: u64,
 }
@@ -463,12 +471,15 @@ pub fn create_group(
     // Look before writing: XGROUP CREATE is a write, which a Redis at maxmemory with
     // noeviction refuses (OOM) even when the group exists (new-user trial: no worker could
     // start there).
-    if existed && group_exists(con, stream, group)? {
-        return Ok(GroupStart {
-            stream_created: false,
-            group_created: false,
-            entries,
-        });
+    if existed {
+        if let Some(consumers) = group_consumers(con, stream, group)? {
+            return Ok(GroupStart {
+                stream_created: false,
+                group_created: false,
+                group_fresh: consumers == 0,
+                entries,
+            });
+        }
     }
     let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
         .arg("CREATE")
@@ -485,21 +496,24 @@ pub fn create_group(
     Ok(GroupStart {
         stream_created: group_created && !existed,
         group_created,
+        // BUSYGROUP: another worker created it between the look and the create, a moment ago.
+        group_fresh: true,
         entries,
     })
 }
 
-/// Whether `stream` (which must exist) has consumer group `group` (`XINFO GROUPS`, a read).
-fn group_exists(
+/// The number of consumers of consumer group `group` on `stream` (which must exist), `None`
+/// when there is no such group (`XINFO GROUPS`, a read).
+fn group_consumers(
     con: &mut redis::Connection,
     stream: &str,
     group: &str,
-) -> redis::RedisResult<bool> {
+) -> redis::RedisResult<Option<i64>> {
     let groups: RV = redis::cmd("XINFO").arg("GROUPS").arg(stream).query(con)?;
     let RV::Array(groups) = groups else {
-        return Ok(false);
+        return Ok(None);
     };
-    Ok(groups.iter().any(|g| {
+    Ok(groups.iter().find_map(|g| {
         let pairs: Vec<(&RV, &RV)> = match g {
             RV::Array(kv) => kv
                 .chunks(2)
@@ -508,9 +522,14 @@ fn group_exists(
             RV::Map(kv) => kv.iter().map(|(k, v)| (k, v)).collect(),
             _ => Vec::new(),
         };
-        pairs.iter().any(|(k, v)| {
-            string(k).as_deref() == Some("name") && string(v).as_deref() == Some(group)
-        })
+        let field = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| string(k).as_deref() == Some(name))
+        };
+        let named = field("name").is_some_and(|(_, v)| string(v).as_deref() == Some(group));
+        // A group without a `consumers` field (not seen in Redis 7) counts as read from.
+        named.then(|| field("consumers").and_then(|(_, v)| int(v)).unwrap_or(1))
     }))
 }
 
