@@ -2829,6 +2829,199 @@ impl acker_runtime::BasicBolt for SlowEntryBolt {
     }
 }
 
+/// A spout that emits one unanchored tuple every 5 ms until `until` holds `n` entries: a
+/// heartbeat of the core thread it shares with other executors.
+struct BeatSpout {
+    next: Instant,
+    until: std::sync::Arc<std::sync::Mutex<HashMap<String, u32>>>,
+    n: usize,
+}
+
+impl acker_runtime::Spout for BeatSpout {
+    fn next_tuple(&mut self, c: &mut acker_runtime::SpoutOutputCollector<'_>) {
+        let now = Instant::now();
+        if now >= self.next {
+            self.next = now + Duration::from_millis(5);
+            let _ = c.emit(acker_runtime::values![0i64], None);
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.until.lock().unwrap().len() >= self.n
+    }
+}
+
+/// A bolt recording when each tuple reached it.
+struct BeatBolt(std::sync::Arc<std::sync::Mutex<Vec<Instant>>>);
+
+impl acker_runtime::BasicBolt for BeatBolt {
+    fn execute(
+        &mut self,
+        _input: &acker_runtime::Input,
+        _c: &mut acker_runtime::BasicOutputCollector<'_, '_>,
+    ) -> Result<(), acker_runtime::FailedException> {
+        self.0.lock().unwrap().push(Instant::now());
+        Ok(())
+    }
+}
+
+/// A frozen Redis mid-run (SIGSTOP for 3 s: connections accepted, nothing answered) does not
+/// hold the spout's core thread: on `cores 1` a heartbeat spout and its bolt, on the same core
+/// thread as the Redis spout and its (5 ms a tuple) bolt, keep running, no gap between two
+/// beats above 750 ms (their period is 5 ms), and the trees in flight keep completing. Before,
+/// each Redis command, and each reconnect's PING, waited its 2 s timeout on the core thread
+/// (measured here: 4 beats in the 3 s, the longest gap 2.02 s). After SIGCONT the run drains:
+/// every entry processed and acked exactly once by the server's count, nothing pending, nothing
+/// dead-lettered.
+#[test]
+fn a_frozen_redis_does_not_hold_the_core_thread() {
+    use acker_runtime::connectors::redis_stream::{
+        RedisSpoutConfig, RedisStreamSpout, SpoutCounters, FLUSH_STREAM,
+    };
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+    const N: usize = 1_000;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let mut con = redis_con(&ru);
+    let lines: Vec<String> = (0..N).map(|i| format!("entry {i}")).collect();
+    load_lines(&ru, "f", &lines);
+    let mut cfg = RedisSpoutConfig::new(&ru, "f", "a");
+    cfg.batch = 50;
+    cfg.max_in_flight = 200;
+    cfg.drain = true;
+    // A read sent as Redis froze is carried out when it wakes: its entries are pending under
+    // the consumer, never seen by it, until claimed (a tree takes at most 1 s here).
+    cfg.claim_after_ms = 3_000;
+    let counters = Arc::new(SpoutCounters::default());
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let beats = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut b = acker_runtime::TopologyBuilder::new();
+    {
+        let (counters, stop) = (counters.clone(), stop.clone());
+        b.set_spout(
+            "entries",
+            move || RedisStreamSpout::new(cfg.clone(), counters.clone(), stop.clone()),
+            1,
+        )
+        .output_fields(&["entry", "line"])
+        .output_stream(FLUSH_STREAM, &["flush"]);
+    }
+    {
+        let until = seen.clone();
+        b.set_spout(
+            "beat",
+            move || BeatSpout {
+                next: Instant::now(),
+                until: until.clone(),
+                n: N,
+            },
+            1,
+        )
+        .output_fields(&["beat"]);
+    }
+    {
+        let seen = seen.clone();
+        b.set_basic_bolt("slow", move || SlowEntryBolt(seen.clone()), 1)
+            .shuffle_grouping("entries");
+        let beats = beats.clone();
+        b.set_basic_bolt("beats", move || BeatBolt(beats.clone()), 1)
+            .shuffle_grouping("beat");
+    }
+    let topology = b.build().expect("topology");
+    let config = acker_runtime::Config {
+        num_ackers: 1,
+        message_timeout_ns: 30_000_000_000,
+        max_spout_pending: Some(201),
+        ..acker_runtime::Config::default()
+    };
+    let plan = topology.plan(&config).expect("plan");
+    let options = acker_runtime::shell::ShellOptions {
+        cores: Some(1),
+        pin_threads: false,
+        max_duration: Some(Duration::from_secs(90)),
+        ..acker_runtime::shell::ShellOptions::default()
+    };
+    let run = std::thread::spawn(move || acker_runtime::shell::run(&plan, &options).map(drop));
+    let t0 = Instant::now();
+    while seen.lock().unwrap().len() < 200 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for 200 entries at the bolt"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let longest_gap = |from: Instant, to: Instant| -> (usize, Duration) {
+        let mut times: Vec<Instant> = beats
+            .lock()
+            .unwrap()
+            .iter()
+            .copied()
+            .filter(|t| (from..to).contains(t))
+            .collect();
+        let n = times.len();
+        times.insert(0, from);
+        times.push(to);
+        let longest = times.windows(2).map(|w| w[1] - w[0]).max();
+        (n, longest.unwrap_or_default())
+    };
+    let normal_from = Instant::now();
+    std::thread::sleep(Duration::from_millis(500));
+    let (normal_beats, normal_gap) = longest_gap(normal_from, Instant::now());
+    let pid = redis.pid().expect("redis-server runs").to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .expect("run kill");
+        assert!(ok.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    let frozen_at = Instant::now();
+    let seen_at_freeze = seen.lock().unwrap().len();
+    std::thread::sleep(Duration::from_secs(3));
+    let seen_at_thaw = seen.lock().unwrap().len();
+    let thawed_at = Instant::now();
+    signal("-CONT");
+    let (frozen_beats, longest) = longest_gap(frozen_at, thawed_at);
+    eprintln!(
+        "0.5 s before the freeze: {normal_beats} beats, longest gap {normal_gap:?}; Redis frozen \
+         3 s: {frozen_beats} beats, longest gap {longest:?}; entries at the bolt \
+         {seen_at_freeze} -> {seen_at_thaw}"
+    );
+    let t1 = Instant::now();
+    while !run.is_finished() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(90),
+            "timed out after 90 s waiting for the run to drain after SIGCONT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.join().expect("the run's thread").expect("run");
+    assert!(
+        longest < Duration::from_millis(750),
+        "the core thread stood still for {longest:?} while Redis was frozen (beats every 5 ms)"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), N, "entries processed");
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(
+        twice.is_empty(),
+        "entries processed more than once: {twice:?}"
+    );
+    // An XACK sent as Redis froze is applied when it wakes, and sent again: the server does not
+    // count those twice (`acked` counts what its replies say).
+    let acked = counters.acked.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(acked <= N as u64, "acked {acked} of {N} entries");
+    assert_eq!(
+        pending_count(&mut con, "f"),
+        0,
+        "entries pending after the run"
+    );
+    assert!(dead_rows(&mut con, "f:dead").is_empty(), "dead letters");
+}
+
 /// The spout with a claim time far below how long its entries stay in flight (1 ms; the CLI
 /// refuses that, a library user may not): two spout tasks (consumers `a` and `b`) on one group
 /// keep taking each other's and their own entries in flight with `XAUTOCLAIM`. New-user trial
@@ -3017,11 +3210,76 @@ fn load_refused_by_redis_says_what_the_server_said_and_what_was_appended() {
     let _ = std::fs::remove_file(&input);
 }
 
+/// `acker-run load --input -` refused part way (OOM, `maxmemory` 1 MB above the memory in use):
+/// the standard input is gone, so the advice cannot be "run it again" or name a file: it says
+/// the input cannot be read again and how to resume by feeding the same lines minus the first
+/// K (`SOURCE | tail -n +K+1 | acker-run load --input - ...`), K being the stream's length
+/// (new-user trial: the advice suggested re-running with the same input).
+#[test]
+fn load_from_stdin_refused_part_way_says_how_to_resume() {
+    const N: usize = 60_000;
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let ru = redis.url();
+    let mut con = redis_con(&ru);
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut con)
+        .expect("INFO memory");
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO memory");
+    let max = (used + (1 << 20)).to_string();
+    for (k, v) in [
+        ("maxmemory", max.as_str()),
+        ("maxmemory-policy", "noeviction"),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut con)
+            .expect("CONFIG SET");
+    }
+    // The process reads its whole standard input before it connects: the 400 KB are written
+    // while it reads them.
+    let input: String = (0..N).map(|i| format!("w{i}\n")).collect();
+    let (status, out, err) = Proc::spawn_with_stdin(
+        "acker-run load --input - past maxmemory",
+        &load_args("-", &ru, "big"),
+        input.as_bytes(),
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    let k = appended_of(&err, N);
+    let len: usize = redis::cmd("XLEN").arg("big").query(&mut con).expect("XLEN");
+    assert_eq!(k, len, "{err}");
+    assert!(k > 0 && k < N, "{err}");
+    assert!(err.contains(&format!("input lines 1 to {k})")), "{err}");
+    let said = format!(
+        ". The input was the standard input, which this run read to its end: it cannot be read \
+         again, and feeding the same lines again whole appends every line again (load is not \
+         idempotent). The server refused an entry, so a resume is refused the same way until \
+         the cause is fixed: Redis is out of memory (maxmemory): free memory in Redis or raise \
+         maxmemory (CONFIG SET maxmemory ...). Then, to append the rest once, produce the same \
+         lines again and skip the first {k} (`tail -n +{}`): SOURCE | tail -n +{} | acker-run \
+         load --input - --redis {ru} --stream big, where SOURCE is what fed this load (e.g. \
+         `cat FILE`)",
+        k + 1,
+        k + 1
+    );
+    assert!(err.contains(&said), "no\n{said}\nin:\n{err}");
+    assert!(!err.contains("running it again"), "{err}");
+    assert!(!err.contains(" - |"), "{err}");
+}
+
 /// A consumer group new on a stream another group has read starts at the stream's first entry
 /// (as Kafka's `auto.offset.reset=earliest`), and under exactly-once counts nothing: the
 /// records are per stream entry and database, not per group. The run says so on stderr with
 /// what to do (new-user trial: `--group other` ended with `words_applied` 0 and no word); the
-/// counts stay those of one pass, and a run of the first group again does not warn.
+/// counts stay those of one pass, and a run of the first group again does not warn. A worker
+/// starting on a group another worker has just created (no consumer yet) warns too.
 #[test]
 fn a_new_group_that_counts_nothing_is_warned_about() {
     let (redis, postgres) = servers();
@@ -3060,6 +3318,29 @@ fn a_new_group_that_counts_nothing_is_warned_about() {
     let (status, _, err) = Proc::spawn("first group again", &first).wait(Duration::from_secs(60));
     assert!(status.success(), "{err}");
     assert!(!err.contains("warning"), "{err}");
+    // A worker started at the same time as the one creating a group finds it created, with no
+    // consumer yet (here created just before, as that worker does): it reads from the first
+    // entry too and says so (new-user trial: only the creating worker warned).
+    let _: () = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg("g")
+        .arg("third")
+        .arg("0")
+        .query(&mut redis_con(&ru))
+        .expect("XGROUP CREATE");
+    let mut third = worker_args(&ru, &pu, "g", "w");
+    third.extend(["--group", "third"]);
+    let (status, _, err) =
+        Proc::spawn("new group created by another worker", &third).wait(Duration::from_secs(60));
+    assert!(status.success(), "{err}");
+    let said = format!(
+        "acker-run: warning: this run started on a new (no consumer had read from it yet: \
+         another worker had just created it) consumer group \"third\" on stream \"g\", which \
+         held {entries} entries; the group read them from the first entry, but {words} of their \
+         words were counted"
+    );
+    assert!(err.contains(&said), "no\n{said}\nin:\n{err}");
+    assert_eq!(db_counts(&pu), expected, "every word's count");
 }
 
 /// A run's own replays skipped by exactly-once are no words "counted before": one worker on a

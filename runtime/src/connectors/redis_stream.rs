@@ -6,8 +6,14 @@
 //!   the spout maps it to the stream entry id (`<ms>-<seq>`) it came from, and the tuple carries
 //!   that entry id as its first field (`entry`), so downstream state can key by source position.
 //! - **Reads.** `XREADGROUP GROUP g c COUNT n STREAMS s >` without `BLOCK`: an empty stream
-//!   returns at once, so an idle stream never stalls acks, ticks or other executors on the core
-//!   thread; after an empty read the spout waits `idle_poll_ms` before reading again.
+//!   returns at once, so an idle stream never stalls acks; after an empty read the spout waits
+//!   `idle_poll_ms` before reading again.
+//! - **Its own thread.** Every Redis command of the spout (and each reconnect) runs on a thread
+//!   of its own, `redis-spout`, which reads into a queue the spout emits from on its core thread
+//!   and takes acks and fails through a channel: a frozen Redis (SIGSTOP), whose commands wait
+//!   their 2 s reply timeout, no longer holds the other executors of the core thread (ticks,
+//!   acks, sinks). The thread reads a new batch only when the queue is empty, as the spout did
+//!   on the core thread before, so it holds no more entries than it did.
 //! - **Acks.** `ack` → the entry id joins a batch sent as one `XACK s g id...` (at `batch` ids,
 //!   after `ack_delay_ms`, or on stop).
 //! - **Fail and timeout.** After a backoff (`retry_initial_ms`, doubling with each fail of the
@@ -70,7 +76,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::Value as RV;
@@ -441,6 +447,14 @@ pub struct GroupStart {
     pub stream_created: bool,
     /// The group did not exist: this call created it, at the stream's first entry.
     pub group_created: bool,
+    /// The group is new to this run: created by this call, or found with no consumer yet
+    /// (`XINFO GROUPS`' `consumers` 0: no worker has read from it; e.g. another worker started
+    /// at the same time created it a moment before). Such a group reads the stream from its
+    /// first entry for this worker too, so the warning about a new group
+    /// (`wordcount::new_group_warning`) concerns any worker that starts on it, not only the
+    /// one that created it (new-user trial: a second worker started with the first said
+    /// nothing).
+    pub group_fresh: bool,
     /// Entries in the stream when the group was looked at (`XLEN`).
     pub entries: u64,
 }
@@ -467,12 +481,15 @@ pub fn create_group(
     // Look before writing: XGROUP CREATE is a write, which a Redis at maxmemory with
     // noeviction refuses (OOM) even when the group exists (new-user trial: no worker could
     // start there).
-    if existed && group_exists(con, stream, group)? {
-        return Ok(GroupStart {
-            stream_created: false,
-            group_created: false,
-            entries,
-        });
+    if existed {
+        if let Some(consumers) = group_consumers(con, stream, group)? {
+            return Ok(GroupStart {
+                stream_created: false,
+                group_created: false,
+                group_fresh: consumers == 0,
+                entries,
+            });
+        }
     }
     let r: redis::RedisResult<RV> = redis::cmd("XGROUP")
         .arg("CREATE")
@@ -489,21 +506,24 @@ pub fn create_group(
     Ok(GroupStart {
         stream_created: group_created && !existed,
         group_created,
+        // BUSYGROUP: another worker created it between the look and the create, a moment ago.
+        group_fresh: true,
         entries,
     })
 }
 
-/// Whether `stream` (which must exist) has consumer group `group` (`XINFO GROUPS`, a read).
-fn group_exists(
+/// The number of consumers of consumer group `group` on `stream` (which must exist), `None`
+/// when there is no such group (`XINFO GROUPS`, a read).
+fn group_consumers(
     con: &mut redis::Connection,
     stream: &str,
     group: &str,
-) -> redis::RedisResult<bool> {
+) -> redis::RedisResult<Option<i64>> {
     let groups: RV = redis::cmd("XINFO").arg("GROUPS").arg(stream).query(con)?;
     let RV::Array(groups) = groups else {
-        return Ok(false);
+        return Ok(None);
     };
-    Ok(groups.iter().any(|g| {
+    Ok(groups.iter().find_map(|g| {
         let pairs: Vec<(&RV, &RV)> = match g {
             RV::Array(kv) => kv
                 .chunks(2)
@@ -512,9 +532,14 @@ fn group_exists(
             RV::Map(kv) => kv.iter().map(|(k, v)| (k, v)).collect(),
             _ => Vec::new(),
         };
-        pairs.iter().any(|(k, v)| {
-            string(k).as_deref() == Some("name") && string(v).as_deref() == Some(group)
-        })
+        let field = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| string(k).as_deref() == Some(name))
+        };
+        let named = field("name").is_some_and(|(_, v)| string(v).as_deref() == Some(group));
+        // A group without a `consumers` field (not seen in Redis 7) counts as read from.
+        named.then(|| field("consumers").and_then(|(_, v)| int(v)).unwrap_or(1))
     }))
 }
 
@@ -625,19 +650,83 @@ enum Phase {
     New,
 }
 
+/// Entries read and not emitted yet, and whether the spout is done: shared by the spout (on its
+/// core thread) and its Redis thread. The Redis thread holds the lock only to push or drain
+/// entries, never across a Redis command.
+#[derive(Default)]
+struct Shared {
+    ready: Mutex<VecDeque<(String, Arc<str>)>>,
+    done: AtomicBool,
+}
+
+impl Shared {
+    fn ready(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, Arc<str>)>> {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What the spout tells its Redis thread.
+enum ToRedis {
+    /// The tree of this entry completed.
+    Ack(String),
+    /// The tree of this entry failed or timed out.
+    Fail(String),
+    /// The ready queue ran empty: read more now.
+    Wake,
+    /// The spout closes: send the acks left, then end.
+    Close,
+}
+
+/// Longest the spout's `close` waits for its Redis thread to send the acks left, ms: a
+/// reconnect's 2 s PING plus the `XACK`'s 2 s reply timeout, and some slack.
+const CLOSE_WAIT_MS: u64 = 5_000;
+
 /// The spout (see the module docs). Emits `(entry, line)` on the default stream and `(flush)` on
 /// [`FLUSH_STREAM`].
+///
+/// Its Redis commands run on a thread of their own (named `redis-spout`), never on the core
+/// thread: a command waits up to its 2 s reply timeout and a reconnect up to its 2 s PING, and a
+/// frozen Redis (SIGSTOP) held every executor of the spout's core thread (bolts, ackers) for
+/// those 2 s at a time (measured: 4 beats of a 5 ms heartbeat in 3 s of freeze, gaps of 2.02 s;
+/// test `a_frozen_redis_does_not_hold_the_core_thread`). The core thread only emits the entries
+/// the Redis thread has read, through a queue whose lock is never held across a command, and
+/// passes acks and fails on through a channel: it never waits for Redis (except in `close`, at
+/// most [`CLOSE_WAIT_MS`], for the last acks).
 pub struct RedisStreamSpout {
     cfg: RedisSpoutConfig,
     counters: Arc<SpoutCounters>,
     stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+    /// The Redis side until its thread starts (first `next_tuple`).
+    side: Option<Box<Side>>,
+    to_side: Option<std::sync::mpsc::Sender<ToRedis>>,
+    /// Told (or dropped) when the Redis thread has ended.
+    side_ended: Option<std::sync::mpsc::Receiver<()>>,
+    next_msg_id: MessageId,
+    in_flight: HashMap<MessageId, String>,
+    next_flush: Instant,
+    unflushed: bool,
+    done: bool,
+    /// The worker's sink's gate ([`RedisStreamSpout::pause_while`]): no emit while closed.
+    gate: Option<Arc<super::SinkGate>>,
+}
+
+/// The spout's Redis side, on its own thread: the connection, reads, acks, retries, claims,
+/// dead letters, the stop's hand-back (see the module docs).
+struct Side {
+    cfg: RedisSpoutConfig,
+    counters: Arc<SpoutCounters>,
+    stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
     con: Option<redis::Connection>,
     reconnect_at: Option<Instant>,
     backoff_ms: u64,
+    /// Redis round trips and connection attempts made (to tell a step that did something).
+    attempts: u64,
     phase: Phase,
-    next_msg_id: MessageId,
-    in_flight: HashMap<MessageId, String>,
-    ready: VecDeque<(String, Arc<str>)>,
+    /// Trees in flight, as the spout last published them (`counters.in_flight`) before this
+    /// step read its messages.
+    in_flight: u64,
     /// Failed entries waiting for their retry backoff: (due, entry id), earliest first.
     retry: BinaryHeap<Reverse<(Instant, String)>>,
     /// Fails of each entry in this life of the spout (for the backoff; the retry limit is the
@@ -661,21 +750,19 @@ pub struct RedisStreamSpout {
     next_poll: Instant,
     next_claim: Instant,
     claim_cursor: String,
-    next_flush: Instant,
-    unflushed: bool,
     /// Entries to hand back on stop (see the module docs, **Stop**).
     hand_back: Vec<String>,
     /// When the spout first saw the stop flag with nothing in flight and no ack to send.
     stop_quiet_since: Option<Instant>,
-    done: bool,
     /// Reports losing Redis and getting it back on stderr.
     outage: super::OutageLog,
-    /// The worker's sink's gate ([`RedisStreamSpout::pause_while`]).
+    /// The worker's sink's gate ([`RedisStreamSpout::pause_while`]): no read while closed.
     gate: Option<Arc<super::SinkGate>>,
 }
 
 impl RedisStreamSpout {
-    /// A spout reading with `cfg`, counting into `counters`, stopping when `stop` is set.
+    /// A spout reading with `cfg`, counting into `counters`, stopping when `stop` is set. Its
+    /// Redis thread starts at the first `next_tuple`.
     pub fn new(cfg: RedisSpoutConfig, counters: Arc<SpoutCounters>, stop: Arc<AtomicBool>) -> Self {
         let now = Instant::now();
         let url = cfg.url.clone();
@@ -684,17 +771,18 @@ impl RedisStreamSpout {
         } else {
             Phase::OwnPending(None)
         };
-        Self {
-            cfg,
-            counters,
-            stop,
+        let shared = Arc::new(Shared::default());
+        let side = Side {
+            cfg: cfg.clone(),
+            counters: counters.clone(),
+            stop: stop.clone(),
+            shared: shared.clone(),
             con: None,
             reconnect_at: None,
             backoff_ms: 50,
+            attempts: 0,
             phase,
-            next_msg_id: 1,
-            in_flight: HashMap::new(),
-            ready: VecDeque::new(),
+            in_flight: 0,
             retry: BinaryHeap::new(),
             fails: HashMap::new(),
             deliveries: HashMap::new(),
@@ -705,32 +793,203 @@ impl RedisStreamSpout {
             next_poll: now,
             next_claim: now,
             claim_cursor: "0-0".to_string(),
-            next_flush: now,
-            unflushed: false,
             hand_back: Vec::new(),
             stop_quiet_since: None,
-            done: false,
             outage: super::OutageLog::new("Redis", &url, OUTAGE_MEANWHILE),
+            gate: None,
+        };
+        Self {
+            cfg,
+            counters,
+            stop,
+            shared,
+            side: Some(Box::new(side)),
+            to_side: None,
+            side_ended: None,
+            next_msg_id: 1,
+            in_flight: HashMap::new(),
+            next_flush: now,
+            unflushed: false,
+            done: false,
             gate: None,
         }
     }
 
-    /// Makes the spout read nothing while `gate` is closed (a sink task cannot commit): no new
-    /// entry, no re-read of a failed one, no claim, and no emit of an entry read before, since
-    /// each would spend a delivery (toward `max_retries`) on a tree that cannot complete. Acks,
-    /// the flush punctuation and a stop go on as usual; the spout resumes once the gate opens,
-    /// and says on stderr when it pauses and resumes ([`super::SinkGate::spout_check`]). For
-    /// at-least-once and exactly-once (at-most-once's entries are acknowledged when read).
+    /// Makes the spout read nothing while `gate` is closed (a sink task cannot commit): its
+    /// Redis thread reads no new entry, re-reads no failed one and claims none, and the core
+    /// thread emits no entry read before, since each would spend a delivery (toward
+    /// `max_retries`) on a tree that cannot complete. Acks, the flush punctuation and a stop
+    /// go on as usual; the spout resumes once the gate opens, and says on stderr when it pauses
+    /// and resumes ([`super::SinkGate::spout_check`]). For at-least-once and exactly-once
+    /// (at-most-once's entries are acknowledged when read). Call before the first `next_tuple`.
     pub fn pause_while(mut self, gate: Arc<super::SinkGate>) -> Self {
+        if let Some(side) = self.side.as_mut() {
+            side.gate = Some(gate.clone());
+        }
         self.gate = Some(gate);
         self
     }
 
+    /// Starts the Redis thread; false (said on stderr) if the system refused a thread.
+    fn start_side(&mut self) -> bool {
+        let Some(side) = self.side.take() else {
+            return self.to_side.is_some();
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("redis-spout".to_string())
+            .spawn(move || {
+                side.run(rx);
+                let _ = ended_tx.send(());
+            });
+        match spawned {
+            Ok(_) => {
+                self.to_side = Some(tx);
+                self.side_ended = Some(ended_rx);
+                true
+            }
+            Err(e) => {
+                eprintln!(
+                    "acker-run: cannot start the Redis spout's thread: {e}; the spout reads \
+                     nothing"
+                );
+                false
+            }
+        }
+    }
+
+    fn tell(&self, m: ToRedis) {
+        if let Some(tx) = &self.to_side {
+            let _ = tx.send(m);
+        }
+    }
+
+    /// Publishes the number of trees in flight, after the message about the tree that ended
+    /// (so that the Redis thread, which reads the count before its messages, never sees fewer
+    /// trees in flight without the message saying which ended).
+    fn publish_in_flight(&self) {
+        self.counters
+            .in_flight
+            .store(self.in_flight.len() as u64, Ordering::SeqCst);
+    }
+}
+
+impl Side {
+    /// The Redis thread: takes the spout's messages, then does one step of Redis work; waits
+    /// for a message (at most until some work falls due: [`Side::wait`]) when a step found
+    /// nothing to do. Ends on [`ToRedis::Close`]
+    /// (after sending the acks left) or when the spout is dropped.
+    fn run(mut self: Box<Self>, rx: std::sync::mpsc::Receiver<ToRedis>) {
+        use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+        loop {
+            // The count first, then the messages: a tree ended is in a message by then.
+            self.in_flight = self.counters.in_flight.load(Ordering::SeqCst);
+            loop {
+                match rx.try_recv() {
+                    Ok(ToRedis::Close) => return self.close(),
+                    Ok(m) => self.on(m),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
+            }
+            if self.step() {
+                continue;
+            }
+            match rx.recv_timeout(self.wait()) {
+                Ok(ToRedis::Close) => return self.close(),
+                Ok(m) => self.on(m),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        self.flush_acks(Instant::now());
+    }
+
+    /// How long the thread may wait for a message after a step that did nothing: until the
+    /// earliest of the next read, retry, claim, ack batch and reconnect falls due, at least
+    /// 1 ms and at most 10 ms (1 ms while stopping). A message (an ack, a fail, the ready queue
+    /// run empty) wakes it at once. Waking every 1 ms instead cost an idle worker about 0.1 CPU
+    /// s a second.
+    fn wait(&self) -> Duration {
+        let now = Instant::now();
+        if self.stop.load(Ordering::Relaxed) {
+            return Duration::from_millis(1);
+        }
+        let ack_due = self
+            .oldest_ack
+            .filter(|_| !self.acks.is_empty())
+            .map(|t| t + Duration::from_millis(self.cfg.ack_delay_ms));
+        let retry_due = self.retry.peek().map(|Reverse((t, _))| *t);
+        [
+            Some(self.next_poll),
+            Some(self.next_claim),
+            ack_due,
+            retry_due,
+            self.reconnect_at,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|t| t.saturating_duration_since(now))
+        .fold(Duration::from_millis(10), Duration::min)
+        // Work already due that the step could not do (the ready queue not empty, the trees in
+        // flight at their limit) waits for a message: no spinning.
+        .max(Duration::from_millis(1))
+    }
+
+    fn on(&mut self, m: ToRedis) {
+        match m {
+            ToRedis::Ack(id) => self.ack(id),
+            ToRedis::Fail(id) => self.fail(id),
+            ToRedis::Wake | ToRedis::Close => {}
+        }
+    }
+
+    fn ack(&mut self, id: String) {
+        if !self.fails.is_empty() {
+            self.fails.remove(&id);
+        }
+        self.deliveries.remove(&id);
+        if self.acks.is_empty() {
+            self.oldest_ack = Some(Instant::now());
+        }
+        self.acks.push(id);
+    }
+
+    fn fail(&mut self, id: String) {
+        if self.stop.load(Ordering::Relaxed) {
+            self.hand_back.push(id);
+        } else {
+            let fails = self.fails.entry(id.clone()).or_insert(0);
+            *fails = fails.saturating_add(1);
+            // At the last delivery --max-retries allows, the next step is the dead letter:
+            // no backoff before it (the server's count, checked again then, decides).
+            let limit = delivery_limit(self.cfg.max_retries);
+            let last = self.deliveries.get(&id).is_some_and(|d| *d >= limit);
+            let delay_ms = if last {
+                0
+            } else {
+                self.cfg.retry_delay_ms(*fails)
+            };
+            let due = Instant::now() + Duration::from_millis(delay_ms);
+            self.retry.push(Reverse((due, id)));
+        }
+    }
+
+    /// The connection (reconnecting after the backoff), `None` while Redis is down. A call that
+    /// returns a connection counts as a round trip in `attempts`.
     fn con(&mut self, now: Instant) -> Option<&mut redis::Connection> {
+        if self.con.is_some() {
+            self.attempts += 1;
+        }
         if self.con.is_none() {
             if self.reconnect_at.is_some_and(|t| now < t) {
                 return None;
             }
+            self.attempts += 1;
             match connect(&self.cfg.url)
                 .map_err(|e| e.reason)
                 .and_then(|mut c| {
@@ -882,6 +1141,7 @@ impl RedisStreamSpout {
         let n = delivered.len();
         self.counters.read.fetch_add(n as u64, Ordering::Relaxed);
         let mut bad = Vec::new();
+        let mut good = Vec::new();
         for e in delivered {
             let line = e
                 .fields
@@ -898,12 +1158,15 @@ impl RedisStreamSpout {
                     if !self.cfg.at_most_once {
                         self.deliveries.insert(e.id.clone(), e.deliveries);
                     }
-                    self.ready.push_back((e.id, l))
+                    good.push((e.id, l))
                 }
                 Some(Ok(_)) => bad.push((e.id, "malformed: bad entry id".to_string(), 1)),
                 Some(Err(_)) => bad.push((e.id, "malformed: line is not UTF-8".to_string(), 1)),
                 None => bad.push((e.id, "malformed: no `line` field".to_string(), 1)),
             }
+        }
+        if !good.is_empty() {
+            self.shared.ready().extend(good);
         }
         if !bad.is_empty() {
             self.counters
@@ -1308,71 +1571,50 @@ impl RedisStreamSpout {
     }
 
     fn idle(&self) -> bool {
-        self.in_flight.is_empty()
-            && self.ready.is_empty()
+        self.in_flight == 0
+            && self.shared.ready().is_empty()
             && self.retry.is_empty()
             && self.acks.is_empty()
     }
-}
 
-impl Spout for RedisStreamSpout {
-    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
-        if self.done {
-            return;
+    /// One step of Redis work, in the order the spout's `next_tuple` did it before it had this
+    /// thread: acks due, the stop's hand-back, retries due, own pending entries, claims, then a
+    /// read when the ready queue is empty. Whether it made a round trip or a connection attempt
+    /// (else the thread waits for a message, at most until some work falls due).
+    fn step(&mut self) -> bool {
+        if self.shared.done.load(Ordering::SeqCst) {
+            return false;
         }
+        let attempts = self.attempts;
         let now = Instant::now();
         let stopping = self.stop.load(Ordering::Relaxed);
-        // While stopping with trees in flight and no connection, the acks wait for the trees
-        // to end: a connection attempt to a frozen server blocks the core thread (ticks, the
-        // trees' timeouts) for its 2 s timeout; the attempts come after, bounded by
-        // STOP_HAND_BACK_MS.
-        let stop_waits = stopping && self.con.is_none() && !self.in_flight.is_empty();
+        let ready_empty = self.shared.ready().is_empty();
         if !self.acks.is_empty()
-            && !stop_waits
             && (stopping
                 || self.acks.len() >= self.cfg.batch
                 || self.oldest_ack.is_some_and(|t| {
                     now.duration_since(t) >= Duration::from_millis(self.cfg.ack_delay_ms)
                 })
-                || self.ready.is_empty())
+                || ready_empty)
         {
             self.flush_acks(now);
-        }
-        if now >= self.next_flush && (stopping || self.unflushed || !self.in_flight.is_empty()) {
-            self.unflushed = false;
-            self.next_flush = now + Duration::from_millis(self.cfg.flush_interval_ms);
-            let _ = c.emit_stream(FLUSH_STREAM, values![0i64], None);
-            return;
         }
         if stopping {
             if !self.cfg.at_most_once {
                 self.hand_back
                     .extend(self.retry.drain().map(|Reverse((_, id))| id));
-                self.hand_back
-                    .extend(self.ready.drain(..).map(|(id, _)| id));
+                let ready: Vec<String> = self.shared.ready().drain(..).map(|(id, _)| id).collect();
+                self.hand_back.extend(ready);
+            } else if !self.shared.ready().is_empty() {
+                // At-most-once: the spout emits what was read before stopping.
+                return self.attempts != attempts;
             }
-            if self.cfg.at_most_once {
-                // Entries read with NOACK are acknowledged already and never delivered again:
-                // emit what was read before stopping, then one last flush punctuation.
-                if let Some((id, line)) = self.ready.pop_front() {
-                    match c.emit(values![id.as_str(), line.clone()], None) {
-                        Ok(_) => self.unflushed = true,
-                        Err(_) => self.ready.push_front((id, line)),
-                    }
-                    return;
-                }
-                if self.unflushed {
-                    self.unflushed = false;
-                    let _ = c.emit_stream(FLUSH_STREAM, values![0i64], None);
-                    return;
-                }
-            }
-            if self.in_flight.is_empty() {
+            if self.in_flight == 0 {
                 // The trees ended: from here the acks still unsent and the hand-back get at
                 // most STOP_HAND_BACK_MS (Redis may be down: the stop must not wait for it).
                 let since = *self.stop_quiet_since.get_or_insert(now);
                 if self.acks.is_empty() && self.hand_back(now) {
-                    self.done = true;
+                    self.shared.done.store(true, Ordering::SeqCst);
                 } else if now.duration_since(since) >= Duration::from_millis(STOP_HAND_BACK_MS) {
                     eprintln!(
                         "acker-run: stop: Redis at {} did not answer for {} s after the trees \
@@ -1391,9 +1633,91 @@ impl Spout for RedisStreamSpout {
                         self.cfg.batch,
                         self.cfg.consumer
                     );
-                    self.done = true;
+                    self.shared.done.store(true, Ordering::SeqCst);
                 }
             }
+            return self.attempts != attempts;
+        }
+        if self.gate.as_ref().is_some_and(|g| g.is_closed()) {
+            // The sink cannot commit: no read, re-read or claim (see `pause_while`).
+            return self.attempts != attempts;
+        }
+        if !self.cfg.at_most_once && self.in_flight >= self.cfg.max_in_flight as u64 {
+            return self.attempts != attempts;
+        }
+        if !ready_empty {
+            return self.attempts != attempts;
+        }
+        if self
+            .retry
+            .peek()
+            .is_some_and(|Reverse((due, _))| *due <= now)
+        {
+            self.retry_failed(now);
+            return self.attempts != attempts;
+        }
+        if let Phase::OwnPending(after) = std::mem::replace(&mut self.phase, Phase::New) {
+            self.own_pending(after, now);
+            return self.attempts != attempts;
+        }
+        if now >= self.next_claim && !self.cfg.at_most_once && self.claim_idle(now) > 0 {
+            return true;
+        }
+        if now < self.next_poll {
+            return self.attempts != attempts;
+        }
+        if self.read_new(now) == Some(0) {
+            self.next_poll = now + Duration::from_millis(self.cfg.idle_poll_ms);
+            if self.cfg.drain
+                && self.idle()
+                && (self.cfg.at_most_once || self.group_pending(now) == Some(0))
+            {
+                self.shared.done.store(true, Ordering::SeqCst);
+            }
+        }
+        self.attempts != attempts
+    }
+}
+
+impl Spout for RedisStreamSpout {
+    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+        if self.done {
+            return;
+        }
+        if !self.start_side() {
+            self.done = true;
+            return;
+        }
+        let now = Instant::now();
+        let stopping = self.stop.load(Ordering::Relaxed);
+        if now >= self.next_flush && (stopping || self.unflushed || !self.in_flight.is_empty()) {
+            self.unflushed = false;
+            self.next_flush = now + Duration::from_millis(self.cfg.flush_interval_ms);
+            let _ = c.emit_stream(FLUSH_STREAM, values![0i64], None);
+            return;
+        }
+        if stopping && self.cfg.at_most_once {
+            // Entries read with NOACK are acknowledged already and never delivered again:
+            // emit what was read before stopping, then one last flush punctuation.
+            let next = self.shared.ready().pop_front();
+            if let Some((id, line)) = next {
+                match c.emit(values![id.as_str(), line.clone()], None) {
+                    Ok(_) => self.unflushed = true,
+                    Err(_) => self.shared.ready().push_front((id, line)),
+                }
+                return;
+            }
+            if self.unflushed {
+                self.unflushed = false;
+                let _ = c.emit_stream(FLUSH_STREAM, values![0i64], None);
+                return;
+            }
+        }
+        if self.shared.done.load(Ordering::SeqCst) {
+            self.done = true;
+            return;
+        }
+        if stopping {
             return;
         }
         if let Some(gate) = &self.gate {
@@ -1408,105 +1732,57 @@ impl Spout for RedisStreamSpout {
         if !self.cfg.at_most_once && self.in_flight.len() >= self.cfg.max_in_flight {
             return;
         }
-        if let Some((id, line)) = self.ready.pop_front() {
-            if self.cfg.at_most_once {
-                match c.emit(values![id.as_str(), line.clone()], None) {
-                    Ok(_) => self.unflushed = true,
-                    Err(_) => self.ready.push_front((id, line)),
-                }
-                return;
+        // The lock is held across the emit (no Redis command needs it meanwhile), so that the
+        // Redis thread never sees the entry neither ready nor in flight.
+        let mut ready = self.shared.ready();
+        let Some((id, line)) = ready.pop_front() else {
+            return;
+        };
+        let emptied = ready.is_empty();
+        if self.cfg.at_most_once {
+            match c.emit(values![id.as_str(), line.clone()], None) {
+                Ok(_) => self.unflushed = true,
+                Err(_) => ready.push_front((id, line)),
             }
+        } else {
             let msg_id = self.next_msg_id;
             match c.emit(values![id.as_str(), line.clone()], Some(msg_id)) {
                 Ok(_) => {
                     self.next_msg_id += 1;
                     self.in_flight.insert(msg_id, id);
-                    self.counters
-                        .in_flight
-                        .store(self.in_flight.len() as u64, Ordering::Relaxed);
+                    self.publish_in_flight();
                 }
-                Err(_) => self.ready.push_front((id, line)),
+                Err(_) => ready.push_front((id, line)),
             }
-            return;
         }
-        if self
-            .retry
-            .peek()
-            .is_some_and(|Reverse((due, _))| *due <= now)
-        {
-            self.retry_failed(now);
-            return;
-        }
-        if let Phase::OwnPending(after) = std::mem::replace(&mut self.phase, Phase::New) {
-            self.own_pending(after, now);
-            return;
-        }
-        if now >= self.next_claim && !self.cfg.at_most_once && self.claim_idle(now) > 0 {
-            return;
-        }
-        if now < self.next_poll {
-            return;
-        }
-        if self.read_new(now) == Some(0) {
-            self.next_poll = now + Duration::from_millis(self.cfg.idle_poll_ms);
-            if self.cfg.drain
-                && self.idle()
-                && (self.cfg.at_most_once || self.group_pending(now) == Some(0))
-            {
-                self.done = true;
-            }
+        let emptied = emptied && ready.is_empty();
+        drop(ready);
+        if emptied {
+            self.tell(ToRedis::Wake);
         }
     }
 
     fn ack(&mut self, msg_id: MessageId) {
         if let Some(id) = self.in_flight.remove(&msg_id) {
-            if !self.fails.is_empty() {
-                self.fails.remove(&id);
-            }
-            self.deliveries.remove(&id);
-            self.counters
-                .in_flight
-                .store(self.in_flight.len() as u64, Ordering::Relaxed);
-            if self.acks.is_empty() {
-                self.oldest_ack = Some(Instant::now());
-            }
-            self.acks.push(id);
-            // Only on a live connection: a reconnect here (Redis down or frozen) blocked the
-            // core thread up to 2 s for each ack (new-user trial: a stop took 30 s and more;
-            // `next_tuple` sends them once Redis is back).
-            if self.acks.len() >= self.cfg.batch && self.con.is_some() {
-                self.flush_acks(Instant::now());
-            }
+            self.tell(ToRedis::Ack(id));
+            self.publish_in_flight();
         }
     }
 
     fn fail(&mut self, msg_id: MessageId) {
         if let Some(id) = self.in_flight.remove(&msg_id) {
-            self.counters
-                .in_flight
-                .store(self.in_flight.len() as u64, Ordering::Relaxed);
-            if self.stop.load(Ordering::Relaxed) {
-                self.hand_back.push(id);
-            } else {
-                let fails = self.fails.entry(id.clone()).or_insert(0);
-                *fails = fails.saturating_add(1);
-                // At the last delivery --max-retries allows, the next step is the dead letter:
-                // no backoff before it (the server's count, checked again then, decides).
-                let limit = delivery_limit(self.cfg.max_retries);
-                let last = self.deliveries.get(&id).is_some_and(|d| *d >= limit);
-                let delay_ms = if last {
-                    0
-                } else {
-                    self.cfg.retry_delay_ms(*fails)
-                };
-                let due = Instant::now() + Duration::from_millis(delay_ms);
-                self.retry.push(Reverse((due, id)));
-            }
+            self.tell(ToRedis::Fail(id));
+            self.publish_in_flight();
         }
     }
 
+    /// Lets the Redis thread send the acks left, waiting for it at most [`CLOSE_WAIT_MS`].
     fn close(&mut self) {
-        self.flush_acks(Instant::now());
+        self.tell(ToRedis::Close);
+        if let Some(ended) = self.side_ended.take() {
+            let _ = ended.recv_timeout(Duration::from_millis(CLOSE_WAIT_MS));
+        }
+        self.to_side = None;
     }
 
     fn is_done(&self) -> bool {

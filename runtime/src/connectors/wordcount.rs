@@ -390,8 +390,10 @@ pub fn created_stream_warning(stream: &str, redis_url: &str, drain: bool) -> Str
     )
 }
 
-/// The warning for a run that created its consumer group on a stream holding entries and then
-/// skipped words already counted (`duplicates` > 0), `None` otherwise. A new group reads the
+/// The warning for a run that created its consumer group on a stream holding entries, or
+/// started on one no consumer had read from yet (another worker started with it had just
+/// created it: [`redis_stream::GroupStart::group_fresh`]), and then skipped words already
+/// counted (`duplicates` > 0), `None` otherwise. A new group reads the
 /// stream from its first entry ([`redis_stream::create_group`]), but the exactly-once records
 /// are keyed by stream entry, not by group: entries another group (or an earlier run) counted
 /// into the same database are skipped, so a new group on a stream another group has read
@@ -409,16 +411,24 @@ pub fn new_group_warning(
     applied: u64,
     duplicates: u64,
 ) -> Option<String> {
-    if !start.group_created || !counted_before || start.entries == 0 || duplicates == 0 {
+    if !start.group_fresh || !counted_before || start.entries == 0 || duplicates == 0 {
         return None;
     }
+    // Any worker that starts on a new group says it, not only the one that created it: one
+    // started at the same time found it created, with no consumer yet (new-user trial).
+    let how = if start.group_created {
+        "this run created"
+    } else {
+        "this run started on a new (no consumer had read from it yet: another worker had just \
+         created it)"
+    };
     let what = if applied == 0 {
         "so this run counted nothing".to_string()
     } else {
         format!("so this run counted only the other {applied} words")
     };
     Some(format!(
-        "acker-run: warning: this run created consumer group {group:?} on stream {stream:?}, \
+        "acker-run: warning: {how} consumer group {group:?} on stream {stream:?}, \
          which held {} entries; the group read them from the first entry, but {duplicates} of \
          their words were counted in word_counts at {} before (by another group or an earlier \
          run) and were skipped, {what}: exactly-once counts each stream entry once per \
@@ -1142,11 +1152,7 @@ pub fn load_stopped(
     let upto = appended
         .checked_sub(1)
         .map_or(0, |i| lines.get(i).map_or(0, |l| l.0));
-    let file = if input == Path::new("-") {
-        "INPUT".to_string()
-    } else {
-        input.display().to_string()
-    };
+    let stdin = input == Path::new("-");
     let mut m = if appended == 0 {
         format!(
             "{why}: appended 0 of {} entries to {stream} before the stop (the server \
@@ -1176,11 +1182,27 @@ pub fn load_stopped(
         ),
         None => " To append the rest once".to_string(),
     };
+    let url = super::redact_password(url);
+    if stdin {
+        // The standard input was read to its end and is gone: "run it again" cannot work, and
+        // a resume must feed the same lines again minus those appended (new-user trial: the
+        // advice read as if the input could be given again as it was).
+        m.push_str(&format!(
+            ". The input was the standard input, which this run read to its end: it cannot be \
+             read again, and feeding the same lines again whole appends every line again (load \
+             is not idempotent).{then}, produce the same lines again and skip the first {upto} \
+             (`tail -n +{}`): SOURCE | tail -n +{} | acker-run load --input - --redis {url} \
+             --stream {stream}, where SOURCE is what fed this load (e.g. `cat FILE`)",
+            upto + 1,
+            upto + 1,
+        ));
+        return m;
+    }
     m.push_str(&format!(
         ". Load is not idempotent: running it again appends every line again.{then}: tail -n \
-         +{} {file} | acker-run load --input - --redis {} --stream {stream}",
+         +{} {} | acker-run load --input - --redis {url} --stream {stream}",
         upto + 1,
-        super::redact_password(url)
+        input.display(),
     ));
     m
 }
