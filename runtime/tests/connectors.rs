@@ -2871,7 +2871,9 @@ impl acker_runtime::BasicBolt for BeatBolt {
 /// A frozen Redis mid-run (SIGSTOP for 3 s: connections accepted, nothing answered) does not
 /// hold the spout's core thread: on `cores 1` a heartbeat spout and its bolt, on the same core
 /// thread as the Redis spout and its (5 ms a tuple) bolt, keep running, no gap between two
-/// beats above 750 ms (their period is 5 ms), and the trees in flight keep completing. Before,
+/// beats above 1.5 s (their period is 5 ms; measured 0.25 s, as without a freeze, that test bolt's
+/// work; the bound stays under the 2 s a blocking command held the thread, with room for a CI
+/// machine running two connector tests at once), and the trees in flight keep completing. Before,
 /// each Redis command, and each reconnect's PING, waited its 2 s timeout on the core thread
 /// (measured here: 4 beats in the 3 s, the longest gap 2.02 s). After SIGCONT the run drains:
 /// every entry processed and acked exactly once by the server's count, nothing pending, nothing
@@ -3003,7 +3005,7 @@ fn a_frozen_redis_does_not_hold_the_core_thread() {
     }
     run.join().expect("the run's thread").expect("run");
     assert!(
-        longest < Duration::from_millis(750),
+        longest < Duration::from_millis(1_500),
         "the core thread stood still for {longest:?} while Redis was frozen (beats every 5 ms)"
     );
     let seen = seen.lock().unwrap();
