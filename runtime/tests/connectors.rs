@@ -3775,6 +3775,56 @@ fn a_worker_needing_more_connections_than_postgres_has_free_is_refused_before_re
     assert_eq!(db_counts(&pu), expected, "every word's count");
 }
 
+/// The start check for a role that is not a superuser and cannot read other sessions' details
+/// (new-user trial: such a role saw other roles' sessions in `pg_stat_activity` with
+/// `backend_type` NULL, counted none of them, passed the check and stayed paused, its sink
+/// connections refused, for 279 s): `max_connections` 8, 3 slots reserved for superusers, 3
+/// held by `postgres` sessions, so the role has 2 free and a worker with `--sink-tasks 2`
+/// (needing 3) is refused with exit 2, saying 2 free, before it reads anything.
+#[test]
+fn a_role_that_cannot_see_other_sessions_is_refused_when_postgres_is_full() {
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let postgres = PostgresServer::start_with(&[("max_connections", "8")])
+        .unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}"));
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut admin = postgres::Client::connect(&pu, postgres::NoTls).expect("connect as postgres");
+    admin
+        .batch_execute("CREATE ROLE acker_user LOGIN")
+        .expect("CREATE ROLE");
+    admin
+        .batch_execute("CREATE DATABASE acker_db OWNER acker_user")
+        .expect("CREATE DATABASE");
+    // The admin session and two more: 3 of the 5 slots a non-superuser may use.
+    let hogs: Vec<postgres::Client> = (0..2)
+        .map(|_| postgres::Client::connect(&pu, postgres::NoTls).expect("hold a connection"))
+        .collect();
+    let user_url = format!(
+        "postgresql://acker_user@127.0.0.1:{}/acker_db",
+        postgres.port()
+    );
+    load_first_lines(&ru, "few", 100);
+    let mut con = redis_con(&ru);
+    xgroup_create(&mut con, "few", "acker-wordcount").expect("XGROUP CREATE");
+    let mut args = worker_args(&ru, &user_url, "few", "w");
+    args.extend(["--sink-tasks", "2"]);
+    let (status, out, err) =
+        Proc::spawn("worker as acker_user", &args).wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{out}\n{err}");
+    let prefix = format!("acker-run: error: PostgreSQL at {user_url} has 2 free connections ");
+    assert!(err.starts_with(&prefix), "{err}");
+    assert!(
+        err.ends_with(
+            "this worker needs 3 (--sink-tasks 2 + 1 for pruning the exactly-once records): \
+             lower --sink-tasks or raise max_connections (or stop other clients); nothing was \
+             read\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(pending_count(&mut con, "few"), 0);
+    drop(hogs);
+    drop(admin);
+}
+
 /// PostgreSQL full mid-run (`max_connections` 8, every free slot taken by other sessions once
 /// the worker has started, before its sink tasks connect): the refusals (SQLSTATE 53300, "too
 /// many clients") are reported as "PostgreSQL at URL is full (too many clients;

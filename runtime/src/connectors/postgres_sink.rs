@@ -301,6 +301,16 @@ impl ConnectionRoom {
 /// `pg_stat_activity` (this one excluded, as it is closed before the sink connects). Racy
 /// between workers starting at the same time: each sees the same free slots.
 ///
+/// A role that is neither a superuser nor a member of `pg_read_all_stats` sees other roles'
+/// sessions in `pg_stat_activity` with `backend_type` NULL (PostgreSQL hides it with their
+/// query), so such rows count as clients when they are connected to a database (`datid` set;
+/// the server's own processes, checkpointer, WAL writer and the like, have none). Before, only
+/// `backend_type = 'client backend'` counted, and such a role saw 0 connections in use: a
+/// new-user trial's worker passed the check against a server whose last free slots were
+/// taken, and stayed paused, its sink refused, for 279 s. The count can now be high by the
+/// autovacuum and parallel workers running at that moment (a refusal a little early, never a
+/// start that cannot connect).
+///
 /// # Errors
 /// The database's error.
 pub fn connection_room(client: &mut Client) -> Result<ConnectionRoom, postgres::Error> {
@@ -311,7 +321,9 @@ pub fn connection_room(client: &mut Client) -> Result<ConnectionRoom, postgres::
                         + coalesce(current_setting('reserved_connections', true)::bigint, 0)
                 END,
                 (SELECT count(*) FROM pg_stat_activity
-                 WHERE backend_type = 'client backend' AND pid <> pg_backend_pid())::bigint",
+                 WHERE pid <> pg_backend_pid()
+                   AND (backend_type = 'client backend'
+                        OR (backend_type IS NULL AND datid IS NOT NULL)))::bigint",
         &[],
     )?;
     Ok(ConnectionRoom {
