@@ -679,7 +679,7 @@ enum ToRedis {
 
 /// Longest the spout's `close` waits for its Redis thread to send the acks left, ms: a
 /// reconnect's 2 s PING plus the `XACK`'s 2 s reply timeout, and some slack.
-const CLOSE_WAIT_MS: u64 = 5_000;
+pub const CLOSE_WAIT_MS: u64 = 5_000;
 
 /// The spout (see the module docs). Emits `(entry, line)` on the default stream and `(flush)` on
 /// [`FLUSH_STREAM`].
