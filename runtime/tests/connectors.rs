@@ -1961,9 +1961,7 @@ fn a_missing_stream_warns_and_a_dead_lettered_run_reports_its_rate() {
     let before = lines[lines.len().saturating_sub(2)];
     let pruned = before
         .strip_prefix("tasks entries 1, sink 1, split 1; records pruned ")
-        .and_then(|r| {
-            r.strip_suffix("; spout paused 0 times for 0.0 s while the sink could not commit")
-        })
+        .and_then(|r| r.strip_suffix("; spout never paused"))
         .unwrap_or_else(|| panic!("the tasks line: {out}"));
     assert!(pruned.parse::<u64>().is_ok(), "records pruned: {out}");
 }

@@ -899,12 +899,15 @@ pub fn run(
             }
             _ => "records pruned none (no exactly-once records)".to_string(),
         };
-        writeln!(
-            out,
-            "tasks {tasks_text}; {pruned_text}; spout paused {pauses} times for {:.1} s while \
-             the sink could not commit",
-            paused_ms as f64 / 1e3
-        )?;
+        let paused_s = paused_ms as f64 / 1e3;
+        let pauses_text = match pauses {
+            0 => "spout never paused".to_string(),
+            1 => format!("spout paused once for {paused_s:.1} s while the sink could not commit"),
+            k => format!(
+                "spout paused {k} times for {paused_s:.1} s while the sink could not commit"
+            ),
+        };
+        writeln!(out, "tasks {tasks_text}; {pruned_text}; {pauses_text}")?;
         let rate = settled(guarantee, sc) as f64 / secs;
         if guarantee == Guarantee::AtMostOnce {
             writeln!(
