@@ -3165,27 +3165,7 @@ fn load_refused_by_redis_says_what_the_server_said_and_what_was_appended() {
     );
     // maxmemory 1 MB above what the server uses now (the private server's append-only file
     // buffers already take more than 1 MB): some round trips fit, then OOM.
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query(&mut con)
-        .expect("INFO memory");
-    let used: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("used_memory in INFO memory");
-    let max = (used + (1 << 20)).to_string();
-    for (k, v) in [
-        ("maxmemory", max.as_str()),
-        ("maxmemory-policy", "noeviction"),
-    ] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(k)
-            .arg(v)
-            .query(&mut con)
-            .expect("CONFIG SET");
-    }
+    maxmemory_above_use(&mut con, 1 << 20);
     let (status, out, err) = Proc::spawn(
         "acker-run load past maxmemory",
         &load_args(path, &ru, "big"),
@@ -3214,6 +3194,32 @@ fn load_refused_by_redis_says_what_the_server_said_and_what_was_appended() {
     let _ = std::fs::remove_file(&input);
 }
 
+/// Sets the server's `maxmemory` to `extra_bytes` above the memory it uses now, with
+/// `noeviction`, so that writes past it are refused with OOM.
+fn maxmemory_above_use(con: &mut redis::Connection, extra_bytes: u64) {
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(con)
+        .expect("INFO memory");
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO memory");
+    let max = (used + extra_bytes).to_string();
+    for (k, v) in [
+        ("maxmemory", max.as_str()),
+        ("maxmemory-policy", "noeviction"),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(con)
+            .expect("CONFIG SET");
+    }
+}
+
 /// `acker-run load --input -` refused part way (OOM, `maxmemory` 1 MB above the memory in use):
 /// the standard input is gone, so the advice cannot be "run it again" or name a file: it says
 /// the input cannot be read again and how to resume by feeding the same lines minus the first
@@ -3225,27 +3231,7 @@ fn load_from_stdin_refused_part_way_says_how_to_resume() {
     let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
     let ru = redis.url();
     let mut con = redis_con(&ru);
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query(&mut con)
-        .expect("INFO memory");
-    let used: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("used_memory in INFO memory");
-    let max = (used + (1 << 20)).to_string();
-    for (k, v) in [
-        ("maxmemory", max.as_str()),
-        ("maxmemory-policy", "noeviction"),
-    ] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(k)
-            .arg(v)
-            .query(&mut con)
-            .expect("CONFIG SET");
-    }
+    maxmemory_above_use(&mut con, 1 << 20);
     // The process reads its whole standard input before it connects: the 400 KB are written
     // while it reads them.
     let input: String = (0..N).map(|i| format!("w{i}\n")).collect();
