@@ -3828,8 +3828,8 @@ fn a_full_postgres_mid_run_is_reported_as_full_and_dead_letters_nothing() {
     let (ru, pu) = (redis.url(), postgres.url());
     let mut args = worker_args(&ru, &pu, "busy", "w");
     args.retain(|a| *a != "--drain");
-    args = set_arg(args, "--timeout-secs", "2");
-    args = set_arg(args, "--claim-after-ms", "4000");
+    args = set_arg(args, "--timeout-secs", "15");
+    args = set_arg(args, "--claim-after-ms", "30000");
     args.extend([
         "--max-retries",
         "1",
