@@ -2867,6 +2867,31 @@ impl acker_runtime::BasicBolt for BeatBolt {
     }
 }
 
+/// The plan and shell options of the in-process Redis-spout topologies built in `b` (one
+/// acker, a 30 s message timeout, 201 trees pending at most, unpinned on `cores` threads, the
+/// run bounded by `limit`).
+fn slow_entries_plan(
+    b: acker_runtime::TopologyBuilder,
+    cores: usize,
+    limit: Duration,
+) -> (acker_runtime::Plan, acker_runtime::shell::ShellOptions) {
+    let topology = b.build().expect("topology");
+    let config = acker_runtime::Config {
+        num_ackers: 1,
+        message_timeout_ns: 30_000_000_000,
+        max_spout_pending: Some(201),
+        ..acker_runtime::Config::default()
+    };
+    let plan = topology.plan(&config).expect("plan");
+    let options = acker_runtime::shell::ShellOptions {
+        cores: Some(cores),
+        pin_threads: false,
+        max_duration: Some(limit),
+        ..acker_runtime::shell::ShellOptions::default()
+    };
+    (plan, options)
+}
+
 /// A frozen Redis mid-run (SIGSTOP for 3 s: connections accepted, nothing answered) does not
 /// hold the spout's core thread: on `cores 1` a heartbeat spout and its bolt, on the same core
 /// thread as the Redis spout and its (5 ms a tuple) bolt, keep running, no gap between two
@@ -2933,20 +2958,7 @@ fn a_frozen_redis_does_not_hold_the_core_thread() {
         b.set_basic_bolt("beats", move || BeatBolt(beats.clone()), 1)
             .shuffle_grouping("beat");
     }
-    let topology = b.build().expect("topology");
-    let config = acker_runtime::Config {
-        num_ackers: 1,
-        message_timeout_ns: 30_000_000_000,
-        max_spout_pending: Some(201),
-        ..acker_runtime::Config::default()
-    };
-    let plan = topology.plan(&config).expect("plan");
-    let options = acker_runtime::shell::ShellOptions {
-        cores: Some(1),
-        pin_threads: false,
-        max_duration: Some(Duration::from_secs(90)),
-        ..acker_runtime::shell::ShellOptions::default()
-    };
+    let (plan, options) = slow_entries_plan(b, 1, Duration::from_secs(90));
     let run = std::thread::spawn(move || acker_runtime::shell::run(&plan, &options).map(drop));
     let t0 = Instant::now();
     while seen.lock().unwrap().len() < 200 {
@@ -3082,20 +3094,7 @@ fn a_claim_time_below_the_tree_time_dead_letters_no_healthy_entry() {
         b.set_basic_bolt("slow", move || SlowEntryBolt(seen.clone()), 1)
             .shuffle_grouping("entries");
     }
-    let topology = b.build().expect("topology");
-    let config = acker_runtime::Config {
-        num_ackers: 1,
-        message_timeout_ns: 30_000_000_000,
-        max_spout_pending: Some(201),
-        ..acker_runtime::Config::default()
-    };
-    let plan = topology.plan(&config).expect("plan");
-    let options = acker_runtime::shell::ShellOptions {
-        cores: Some(2),
-        pin_threads: false,
-        max_duration: Some(Duration::from_secs(60)),
-        ..acker_runtime::shell::ShellOptions::default()
-    };
+    let (plan, options) = slow_entries_plan(b, 2, Duration::from_secs(60));
     let t0 = Instant::now();
     acker_runtime::shell::run(&plan, &options).expect("run");
     assert!(
