@@ -244,11 +244,7 @@ impl OutageLog {
             }
             s.reported = true;
             s.last_line = Some(now);
-            let left_out = match std::mem::take(&mut s.unreported) {
-                0 => String::new(),
-                1 => " (1 shorter outage since the last report was not reported)".to_string(),
-                n => format!(" ({n} shorter outages since the last report were not reported)"),
-            };
+            let left_out = left_out(std::mem::take(&mut s.unreported), "outage");
             if s.refused {
                 return Some(format!(
                     "acker-run: {} at {} refused a command: {} (the connection was up); \
@@ -298,6 +294,16 @@ impl OutageLog {
     /// Whether an outage is going on (a failure not yet followed by a connection).
     pub fn is_down(&self) -> bool {
         self.state().down_since.is_some()
+    }
+}
+
+/// The note a rate-limited line adds for the `n` shorter events of kind `what` (`"outage"`,
+/// `"pause"`) left out since the last such line: empty for none.
+fn left_out(n: u64, what: &str) -> String {
+    match n {
+        0 => String::new(),
+        1 => format!(" (1 shorter {what} since the last report was not reported)"),
+        n => format!(" ({n} shorter {what}s since the last report were not reported)"),
     }
 }
 
@@ -390,11 +396,7 @@ impl SinkGate {
                 }
                 s.reported = true;
                 s.last_line = Some(now);
-                let left_out = match std::mem::take(&mut s.unreported) {
-                    0 => String::new(),
-                    1 => " (1 shorter pause since the last report was not reported)".to_string(),
-                    n => format!(" ({n} shorter pauses since the last report were not reported)"),
-                };
+                let left_out = left_out(std::mem::take(&mut s.unreported), "pause");
                 (
                     true,
                     Some(format!(
