@@ -6,25 +6,33 @@
 #   fuzz/campaign.sh --shard k/n ...            (the same: campaign.sh hands --shard/--target on)
 #
 # Targets (each mutates only its own files, and runs the tests that judge them):
-#   core       acker-core/src/*.rs (not planted.rs, which only the planted-bugs feature compiles);
-#              test command `cargo test -p acker-core --release` (every unit, model, gap,
-#              scenario, linearizability and stress test; ACKER_LINEARIZABILITY_SECS=2). Then a
-#              second pass for the shared.rs mutants the first pass missed: the loom suite
-#              (RUSTFLAGS="--cfg loom", LOOM_MAX_PREEMPTIONS=3, `--test loom`). A mutant is missed
-#              only if both passes miss it.
-#   executors  runtime/src/executor/*.rs; `cargo test -p acker-runtime --release
-#              --no-default-features` (no connectors: no servers needed; every unit and
-#              integration test of the runtime, 8 s a mutant on top of a ~60 s incremental build,
-#              so the whole suite is kept: nothing is left out of what counts as caught).
-#   oracles    sim/src/oracle.rs; `cargo test -p acker-sim --release`.
+#   core       acker-core/src/*.rs (not planted.rs, which only the planted-bugs feature compiles).
+#              Three passes; a mutant is missed only if all three miss it:
+#              quick  every test binary of acker-core but the two time-bound stress tests
+#                     (shared_stress, shared_slot_reuse_stress; ACKER_LINEARIZABILITY_SECS=1),
+#                     timeout MUTANTS_QUICK_TIMEOUT (default 60 s; the baseline takes ~10 s);
+#              whole  the quick pass's survivors against `cargo test -p acker-core` (every unit,
+#                     model, gap, scenario, linearizability and stress test;
+#                     ACKER_LINEARIZABILITY_SECS=2). A mutant a quick test fails is failed by the
+#                     whole suite too (it holds the quick tests), so caught stays caught;
+#              loom   the shared.rs survivors against the loom suite (RUSTFLAGS="--cfg loom",
+#                     LOOM_MAX_PREEMPTIONS=3, `--test loom`).
+#   executors  runtime/src/executor/*.rs; `cargo test -p acker-runtime --no-default-features`
+#              (no connectors: no servers needed; every unit and integration test of the
+#              runtime, 8 s a mutant on top of the incremental build, so the whole suite is
+#              kept: nothing is left out of what counts as caught).
+#   oracles    sim/src/oracle.rs; `cargo test -p acker-sim`.
 #
+# Builds use the profile `mutants` (workspace Cargo.toml: the release profile's code, opt-level
+# 3, without debug info, incremental): about twice as fast to rebuild as `--release`.
 # Each run first builds the dependencies in cargo-mutants' scratch copy (~2 min) and runs the
 # unmutated baseline. --shard k/n (0-based k, round-robin) runs every n-th mutant, so shards
-# are alike in mix; one job (-j1, the machine is shared), test timeout MUTANTS_TIMEOUT (default
-# 180 s), build timeout MUTANTS_BUILD_TIMEOUT (default 600 s). Results:
-# fuzz/work/mutants/TARGET-K-of-N/ (cargo-mutants' mutants.out: outcomes.json, caught.txt,
-# missed.txt, timeout.txt, unviable.txt) and one summary line: caught, missed, timeout,
-# unviable, score = caught / (caught + missed). Needs
+# are alike in mix; MUTANTS_JOBS jobs (default 1: the machine is shared), test timeout
+# MUTANTS_TIMEOUT (default 180 s), build timeout MUTANTS_BUILD_TIMEOUT (default 600 s). Results:
+# fuzz/work/mutants/TARGET-K-of-N/ (one cargo-mutants output per pass: PASS/mutants.out with
+# outcomes.json, caught.txt, missed.txt, timeout.txt, unviable.txt), missed.txt (missed by
+# every pass) and one summary line: caught, missed, timeout, unviable, score = caught /
+# (caught + missed). Needs
 # cargo-mutants (`cargo install cargo-mutants --locked`). Exit status: 0 when it ran (missed
 # mutants are results, not errors), 2 on bad use or if cargo-mutants failed to run.
 set -uo pipefail
@@ -33,11 +41,13 @@ root=$(cd "$here/.." && pwd)
 target=core
 shard=0/1
 list=0
+part=all
 while [[ $# -gt 0 ]]; do
     case $1 in
     --target) target=${2:-}; shift 2 ;;
     --shard) shard=${2:-}; shift 2 ;;
     --list) list=1; shift ;;
+    --part) part=${2:-}; shift 2 ;;
     *) echo "mutants.sh: unknown argument '$1' (see the header of fuzz/mutants.sh)" >&2; exit 2 ;;
     esac
 done
@@ -49,51 +59,106 @@ if ! cargo mutants --version >/dev/null 2>&1; then
     echo "mutants.sh: cargo-mutants is not installed (cargo install cargo-mutants --locked)" >&2
     exit 2
 fi
-common=(--shard "$shard" --sharding round-robin -j 1 --timeout "${MUTANTS_TIMEOUT:-180}"
-    --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}" --cargo-arg=--release)
+jobs=${MUTANTS_JOBS:-1}
+# Profile `mutants` (workspace Cargo.toml): release code (opt-level 3) without debug info, with
+# incremental builds: an acker-core mutant builds in ~9 s instead of ~18 s with `--release`.
+base=(--shard "$shard" --sharding round-robin -j "$jobs" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}")
+common=("${base[@]}" --profile mutants)
 case $target in
 core) args=(-p acker-core -f 'acker-core/src/*.rs' -e acker-core/src/planted.rs) ;;
 executors) args=(-p acker-runtime -f 'runtime/src/executor/*.rs' --cargo-arg=--no-default-features) ;;
 oracles) args=(-p acker-sim -f sim/src/oracle.rs) ;;
 *) echo "mutants.sh: --target must be core, executors or oracles, got '$target'" >&2; exit 2 ;;
 esac
+if [[ ! $part =~ ^(all|single|shared)$ ]] || [[ $part != all && $target != core ]]; then
+    echo "mutants.sh: --part must be all, single or shared, and single/shared only with --target core, got '$part'" >&2
+    exit 2
+fi
 cd "$root" || exit 2
 if [[ $list == 1 ]]; then
     cargo mutants "${args[@]}" "${common[@]}" --list
     exit $?
 fi
 out=$here/work/mutants/$target-${shard/\//-of-}
+[[ $part == all ]] || out=$out-$part
 mkdir -p "$out"
 export ACKER_LINEARIZABILITY_SECS=${ACKER_LINEARIZABILITY_SECS:-2}
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC') cargo mutants ${args[*]} ${common[*]}" | tee "$out/command.txt"
-cargo mutants "${args[@]}" "${common[@]}" -o "$out/pass1"
-rc=$?
-# cargo-mutants: 0 all caught, 2 some missed, 3 some timed out; 1 and 4 are failures to run.
-if [[ $rc -eq 1 || $rc -eq 4 ]]; then
-    echo "mutants.sh: cargo-mutants failed (exit $rc), see $out/pass1" >&2
-    exit 2
-fi
-m=$out/pass1/mutants.out
-cp "$m/missed.txt" "$out/missed.txt"
-if [[ $target == core ]] && grep -q '^acker-core/src/shared.rs:' "$m/missed.txt"; then
-    # Second pass: the loom suite over the shared.rs mutants the first pass missed.
-    re=$(grep '^acker-core/src/shared.rs:' "$m/missed.txt" |
-        sed 's/[][\.*^$(){}+?|]/\\&/g' | paste -sd'|')
-    echo "# loom pass over $(grep -c '^acker-core/src/shared.rs:' "$m/missed.txt") missed shared.rs mutant(s)" |
-        tee -a "$out/command.txt"
-    RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo mutants -p acker-core \
-        -f acker-core/src/shared.rs -F "^($re)\$" -j 1 --timeout "${MUTANTS_TIMEOUT:-180}" \
-        --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}" --cargo-arg=--release \
-        --cargo-test-arg=--test=loom -o "$out/loom"
-    # Missed in the end: missed by the first pass and not caught by loom.
-    grep -vxF -f "$out/loom/mutants.out/caught.txt" "$m/missed.txt" >"$out/missed.txt" || true
+# The exact-name filter for cargo-mutants (-F) that selects the mutants listed in file $1.
+names_re() { sed 's/[][\.*^$(){}+?|]/\\&/g' "$1" | paste -sd'|'; }
+# One cargo-mutants pass; dies (exit 2) if cargo-mutants failed to run.
+run_pass() {
+    local name=$1; shift
+    echo "# pass $name: cargo mutants $*" | tee -a "$out/command.txt"
+    cargo mutants "$@" -o "$out/$name"
+    local rc=$?
+    # cargo-mutants: 0 all caught, 2 some missed, 3 some timed out; 1 and 4 are failures to run.
+    if [[ $rc -eq 1 || $rc -eq 4 ]]; then
+        echo "mutants.sh: cargo-mutants failed (exit $rc), see $out/$name" >&2
+        exit 2
+    fi
+}
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') target $target, shard $shard, $jobs job(s)" | tee "$out/command.txt"
+if [[ $target == core ]]; then
+    # First passes ("quick"): a mutant a quick test fails is failed by the whole suite too (it
+    # holds the quick tests), so caught stays caught and only the survivors need the rest.
+    # Every file but shared.rs: unit, gap, model and scenario tests, built at opt-level 0
+    # (profile mutants-o0: the same code, overflow checks and debug assertions off as in
+    # release; ~2 s a build, ~1 s of tests).
+    first=()
+    if [[ $part != shared ]]; then
+        run_pass quick "${args[@]}" -e acker-core/src/shared.rs "${base[@]}" --profile mutants-o0 \
+            --timeout "${MUTANTS_QUICK_TIMEOUT:-30}" --cargo-test-arg=--lib \
+            --cargo-test-arg=--test=gaps --cargo-test-arg=--test=model --cargo-test-arg=--test=scenarios
+        first+=(quick)
+    fi
+    if [[ $part != single ]]; then
+        # shared.rs: the model comparison and the linearizability check for 1 s, at
+        # opt-level 3 (the model comparison takes ~6 s there, ~90 s at opt-level 0).
+        ACKER_LINEARIZABILITY_SECS=1 run_pass quick-shared -p acker-core -f acker-core/src/shared.rs \
+            "${common[@]}" --timeout "${MUTANTS_QUICK_TIMEOUT:-30}" --cargo-test-arg=--test=shared_model \
+            --cargo-test-arg=--test=shared_linearizable
+        first+=(quick-shared)
+    fi
+    for p in "${first[@]}"; do cat "$out/$p/mutants.out/missed.txt"; done >"$out/missed.txt"
+    if [[ -s $out/missed.txt ]]; then
+        # Pass "whole": the survivors against every unit, model, gap, scenario,
+        # linearizability and stress test (`cargo test -p acker-core`, as CI runs them).
+        run_pass whole "${args[@]}" -F "^($(names_re "$out/missed.txt"))\$" -j "$jobs" \
+            --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}" --profile mutants \
+            --timeout "${MUTANTS_TIMEOUT:-180}"
+        cp "$out/whole/mutants.out/missed.txt" "$out/missed.txt"
+    fi
+    if grep -q '^acker-core/src/shared.rs:' "$out/missed.txt"; then
+        # Pass "loom": the loom suite over the shared.rs mutants the whole suite missed.
+        grep '^acker-core/src/shared.rs:' "$out/missed.txt" >"$out/missed-shared.txt"
+        RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 run_pass loom -p acker-core \
+            -f acker-core/src/shared.rs -F "^($(names_re "$out/missed-shared.txt"))\$" -j 1 \
+            --timeout "${MUTANTS_TIMEOUT:-180}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}" \
+            --cargo-arg=--release --cargo-test-arg=--test=loom
+        # Missed in the end: missed by the whole suite and not caught by loom.
+        grep -vxF -f "$out/loom/mutants.out/caught.txt" "$out/missed.txt" >"$out/missed-final.txt" || true
+        mv "$out/missed-final.txt" "$out/missed.txt"
+    fi
+else
+    run_pass pass1 "${args[@]}" "${common[@]}" --timeout "${MUTANTS_TIMEOUT:-180}"
+    first=(pass1)
+    cp "$out/pass1/mutants.out/missed.txt" "$out/missed.txt"
 fi
 # Non-empty lines of a file (0 if it is empty or absent: grep -c prints 0 and fails then).
 n() { local c; c=$(grep -c . "$1" 2>/dev/null); echo "${c:-0}"; }
 missed=$(n "$out/missed.txt")
-caught=$(( $(n "$m/caught.txt") + $(n "$m/missed.txt") - missed ))
-timeout=$(n "$m/timeout.txt")
-unviable=$(n "$m/unviable.txt")
+# Every mutant of the shard is in exactly one first pass's lists; the later passes only re-judge
+# missed ones, so a mutant they catch or time out leaves "missed" for "caught" or "timeout".
+timeout=0 first_total=0 unviable=0
+for p in quick quick-shared whole loom pass1; do
+    timeout=$(( timeout + $(n "$out/$p/mutants.out/timeout.txt") ))
+done
+for p in "${first[@]}"; do
+    o=$out/$p/mutants.out
+    first_total=$(( first_total + $(n "$o/caught.txt") + $(n "$o/missed.txt") + $(n "$o/timeout.txt") ))
+    unviable=$(( unviable + $(n "$o/unviable.txt") ))
+done
+caught=$(( first_total - missed - timeout ))
 score=$(awk -v c="$caught" -v m="$missed" 'BEGIN { if (c + m) printf "%.1f %%", 100 * c / (c + m); else print "n/a" }')
 echo "$target shard $shard: caught $caught, missed $missed, timeout $timeout, unviable $unviable, score $score (caught / (caught + missed); missed list: $out/missed.txt)" |
     tee "$out/summary.txt"
