@@ -310,10 +310,20 @@ fn same_behaviour(script: Script) -> bool {
     true
 }
 
+/// Scripts the differential test runs: 5,000 (300 in a debug build), or `ACKER_MODEL_CASES` if
+/// set (the mutation campaign's quick pass, `fuzz/mutants.sh`, runs 500; the mutants that
+/// survive it meet the full count).
+fn cases() -> u64 {
+    std::env::var("ACKER_MODEL_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) { 300 } else { 5_000 })
+}
+
 #[test]
 fn same_decisions_as_the_single_owner_table() {
     QuickCheck::new()
-        .tests(if cfg!(debug_assertions) { 300 } else { 5_000 })
+        .tests(cases())
         .quickcheck(same_behaviour as fn(Script) -> bool);
     use std::sync::atomic::Ordering::Relaxed;
     let (overflowed, filled) = (OVERFLOWED.load(Relaxed), FILLED.load(Relaxed));
