@@ -264,3 +264,119 @@ fn a_reset_of_an_unknown_root_is_ignored_and_counted_once() {
     assert_eq!(timed_out, vec![2]);
     assert_eq!((s.len(), s.ignored(), s.timed_out()), (0, 2, 1));
 }
+
+// Found by the whole-file mutation campaign of 2026-12-02 (fuzz/README.md).
+
+/// Every error's text, exactly: a user sees them in logs and in `acker-run`'s messages (each
+/// `Display` replaced by an empty `Ok(())` survived every other test).
+#[test]
+fn every_error_says_what_went_wrong() {
+    use acker_core::{AnchorError, ConfigError, PendingError, SlotsLengthMismatch, TableError};
+    let anchor = [
+        (
+            AnchorError::TooManyRoots,
+            "anchored emit would belong to too many tuple trees",
+        ),
+        (AnchorError::TrackerFull, "too many open (unacked) inputs"),
+        (AnchorError::AlreadyAcked, "input tuple already acked"),
+        (AnchorError::AlreadyFailed, "input tuple already failed"),
+        (
+            AnchorError::InputClosed,
+            "input tuple already acked or failed",
+        ),
+        (
+            AnchorError::UnknownInput,
+            "input handle not issued by this tracker",
+        ),
+    ];
+    for (e, text) in anchor {
+        assert_eq!(e.to_string(), text);
+    }
+    assert_eq!(
+        PendingError::MaxSpoutPending { msg_id: 7u32 }.to_string(),
+        "max spout pending reached"
+    );
+    assert_eq!(
+        PendingError::<u32>::Config.to_string(),
+        "invalid spout pending config: max spout pending must be in 1..=slots and the timeout non-zero"
+    );
+    let config = [
+        (ConfigError::ZeroCapacity, "acker table storage has no slot"),
+        (
+            ConfigError::CapacityTooLarge,
+            "acker table storage has more than u32::MAX slots",
+        ),
+        (
+            ConfigError::ZeroTimeout,
+            "message timeout must be at least 1 ns",
+        ),
+        (
+            ConfigError::LengthMismatch(SlotsLengthMismatch {
+                roots: 4,
+                ack_vals: 3,
+                metas: 4,
+            }),
+            "shared acker table arrays differ in length: 4 roots, 3 ack vals, 4 metas",
+        ),
+    ];
+    for (e, text) in config {
+        assert_eq!(e.to_string(), text);
+    }
+    let table = [
+        (TableError::Full, "acker table is full"),
+        (TableError::ZeroRoot, "root id 0 is not a valid root"),
+        (
+            TableError::DuplicateInit,
+            "second init for a root already initialised",
+        ),
+    ];
+    for (e, text) in table {
+        assert_eq!(e.to_string(), text);
+    }
+}
+
+/// A handle is judged by its slot's generation: older than the slot's means the input closed and
+/// the slot was reused (`InputClosed`); newer means the handle is not this tracker's
+/// (`UnknownInput`), however many generations newer (`%` for `/` in the half-range test made a
+/// handle two generations newer "closed").
+#[test]
+fn a_handle_newer_than_its_slot_is_unknown_and_an_older_one_closed() {
+    let mut a: InputTracker<2, Vec<InputSlot<2>>> =
+        InputTracker::new(vec![InputSlot::default(); 1], 1).unwrap();
+    let anchors = Anchors::<2>::spout(11, 12);
+    let first = a.receive(&anchors).unwrap();
+    a.ack(first).unwrap();
+    for _ in 0..4 {
+        let h = a.receive(&anchors).unwrap();
+        a.ack(h).unwrap();
+    }
+    let newest = a.receive(&anchors).unwrap();
+    assert_eq!(a.ack(first), Err(acker_core::AnchorError::InputClosed));
+    let mut b: InputTracker<2, Vec<InputSlot<2>>> =
+        InputTracker::new(vec![InputSlot::default(); 1], 1).unwrap();
+    let fresh = b.receive(&anchors).unwrap();
+    assert_eq!(b.ack(newest), Err(acker_core::AnchorError::UnknownInput));
+    assert_eq!(b.fail(newest), Err(acker_core::AnchorError::UnknownInput));
+    // Nothing changed in `b`: its own input is still open and acks once.
+    assert_eq!(b.open_inputs(), 1);
+    assert!(b.ack(fresh).is_ok());
+    assert_eq!(b.ack(fresh), Err(acker_core::AnchorError::AlreadyAcked));
+}
+
+/// The acker index's fold (`h ^ (h >> 32)`) reaches the result only when the acker count is
+/// large; pinned there too (`|` for `^` gave the same index for every small count).
+#[test]
+fn acker_index_folds_the_high_half_in_with_xor() {
+    assert_eq!(
+        acker_core::acker_index(1, usize::MAX),
+        Some(15_485_907_387_905_278_762)
+    );
+    assert_eq!(
+        acker_core::acker_index(42, usize::MAX),
+        Some(4_772_067_658_700_574_813)
+    );
+    assert_eq!(
+        acker_core::acker_index(0xDEAD_BEEF, 1 << 40),
+        Some(669_777_843_381)
+    );
+}

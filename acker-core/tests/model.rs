@@ -5,8 +5,9 @@
 use std::collections::BTreeSet;
 
 use acker_core::{
-    AckerMessage, AckerTable, AnchorError, Anchors, Decision, IdGenerator, InputHandle, InputSlot,
-    InputTracker, RootId, Slot, TableError, TaskId,
+    AckerMessage, AckerTable, AnchorError, Anchors, Completed, Decision, IdGenerator, InputHandle,
+    InputSlot, InputTracker, PendingError, PendingSlot, RootId, Slot, SpoutConfig, SpoutEmit,
+    SpoutPending, TableError, TaskId,
 };
 use hashbrown::HashMap;
 use quickcheck::{QuickCheck, TestResult};
@@ -482,4 +483,202 @@ fn apply_batch_reading_ahead_equals_model() {
         }
     }
     assert!(decided > 2_000, "only {decided} decisions over the batches");
+}
+
+/// What a spout's pending set must answer, kept in a plain map: root → (message id, emit time,
+/// epoch of the emit or last reset), with Storm's rule that a tuple times out once the clock is
+/// two timeout periods past the period of its emit or last reset.
+struct PendingModel {
+    map: HashMap<RootId, (u32, u64, u64)>,
+    max_pending: usize,
+    timeout_ns: u64,
+    clock_epoch: u64,
+    ignored: u64,
+    timed_out: u64,
+}
+
+/// `SpoutPending` against [`PendingModel`] under random emits, completions, fails, resets and
+/// ticks, at every load up to a full table (its linear probing wraps past the end, and removals
+/// shift entries back across it): every returned message id, latency, error and init XOR, and
+/// after each call `len`, `is_empty`, `is_full`, `contains` (of pending, finished and unknown
+/// roots), `ignored` and `timed_out`. (Mutation campaign: a `find` that matched any root, and a
+/// backward shift that compared the wrong way, survived the other tests.)
+#[test]
+fn spout_pending_equals_model() {
+    const T_NS: u64 = 1_000;
+    for (case, (slots, max_pending)) in [(16, 16), (37, 30), (64, 20), (2, 2), (1, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(100 + case as u64);
+        let mut pending: SpoutPending<u32, Vec<PendingSlot<u32>>> = SpoutPending::new(
+            vec![PendingSlot::default(); slots],
+            SpoutConfig {
+                spout_task: 5,
+                num_ackers: 1,
+                max_spout_pending: max_pending,
+                message_timeout_ns: Some(T_NS),
+                seed: rng.next_u64(),
+            },
+        )
+        .unwrap();
+        let mut model = PendingModel {
+            map: HashMap::new(),
+            max_pending,
+            timeout_ns: T_NS,
+            clock_epoch: 0,
+            ignored: 0,
+            timed_out: 0,
+        };
+        let mut finished: Vec<RootId> = Vec::new();
+        let mut now = 0u64;
+        let mut next_msg = 0u32;
+        let (mut completions, mut timeouts) = (0, 0);
+        for step in 0..20_000 {
+            let at = format!("case {case} ({slots} slots, max {max_pending}), step {step}");
+            // A root to answer for: mostly a pending one, else a finished or an unknown one.
+            let live: Vec<RootId> = {
+                let mut v: Vec<RootId> = model.map.keys().copied().collect();
+                v.sort_unstable();
+                v
+            };
+            let pick = |rng: &mut Xoshiro256PlusPlus| -> RootId {
+                match rng.next_u64() % 10 {
+                    0 if !finished.is_empty() => {
+                        finished[(rng.next_u64() % finished.len() as u64) as usize]
+                    }
+                    1 => rng.next_u64() | 1,
+                    _ if !live.is_empty() => live[(rng.next_u64() % live.len() as u64) as usize],
+                    _ => rng.next_u64() | 1,
+                }
+            };
+            match rng.next_u64() % 12 {
+                0..=4 => {
+                    next_msg += 1;
+                    let mut copies = vec![0u64; (rng.next_u64() % 4) as usize];
+                    let got = pending.emit(Some(next_msg), &mut copies, now);
+                    if model.map.len() == model.max_pending {
+                        assert_eq!(
+                            got,
+                            Err(PendingError::MaxSpoutPending { msg_id: next_msg }),
+                            "{at}"
+                        );
+                    } else {
+                        let Ok(SpoutEmit::Tracked { root, init }) = got else {
+                            panic!("{at}: expected a tracked emit, got {got:?}");
+                        };
+                        assert!(
+                            root != 0 && !model.map.contains_key(&root),
+                            "{at}: root {root:#x} reused"
+                        );
+                        assert!(copies.iter().all(|&c| c != 0), "{at}: a zero edge id");
+                        let xor = copies.iter().fold(0, |a, &c| a ^ c);
+                        assert_eq!(
+                            init,
+                            AckerMessage::Init {
+                                root,
+                                xor,
+                                spout_task: 5
+                            },
+                            "{at}"
+                        );
+                        model.map.insert(root, (next_msg, now, now / T_NS));
+                    }
+                }
+                5..=7 => {
+                    let root = pick(&mut rng);
+                    let want = match model.map.remove(&root) {
+                        Some((msg_id, emit_ns, _)) => {
+                            finished.push(root);
+                            completions += 1;
+                            Some(Completed {
+                                msg_id,
+                                complete_latency_ns: now - emit_ns,
+                            })
+                        }
+                        None => {
+                            model.ignored += 1;
+                            None
+                        }
+                    };
+                    assert_eq!(
+                        pending.completed(root, now),
+                        want,
+                        "{at}: completed({root:#x})"
+                    );
+                }
+                8 => {
+                    let root = pick(&mut rng);
+                    let want = match model.map.remove(&root) {
+                        Some((msg_id, _, _)) => {
+                            finished.push(root);
+                            Some(msg_id)
+                        }
+                        None => {
+                            model.ignored += 1;
+                            None
+                        }
+                    };
+                    assert_eq!(pending.failed(root), want, "{at}: failed({root:#x})");
+                }
+                9 => {
+                    let root = pick(&mut rng);
+                    let want = match model.map.get_mut(&root) {
+                        Some(e) => {
+                            e.2 = now / T_NS;
+                            true
+                        }
+                        None => {
+                            model.ignored += 1;
+                            false
+                        }
+                    };
+                    assert_eq!(pending.reset(root, now), want, "{at}: reset({root:#x})");
+                }
+                _ => {
+                    now += rng.next_u64() % (T_NS / 2);
+                    model.clock_epoch = model.clock_epoch.max(now / model.timeout_ns);
+                    let mut want: Vec<u32> = Vec::new();
+                    let clock = model.clock_epoch;
+                    model.map.retain(|root, (msg_id, _, epoch)| {
+                        let out = clock >= *epoch + 2;
+                        if out {
+                            want.push(*msg_id);
+                            finished.push(*root);
+                        }
+                        !out
+                    });
+                    model.timed_out += want.len() as u64;
+                    timeouts += want.len();
+                    let mut got: Vec<u32> = pending.tick(now).collect();
+                    want.sort_unstable();
+                    got.sort_unstable();
+                    assert_eq!(got, want, "{at}: timed out at {now} ns");
+                }
+            }
+            assert_eq!(pending.len(), model.map.len(), "{at}: len");
+            assert_eq!(pending.is_empty(), model.map.is_empty(), "{at}: is_empty");
+            assert_eq!(
+                pending.is_full(),
+                model.map.len() == max_pending,
+                "{at}: is_full"
+            );
+            assert_eq!(pending.ignored(), model.ignored, "{at}: ignored");
+            assert_eq!(pending.timed_out(), model.timed_out, "{at}: timed_out");
+            for root in live.iter().chain(finished.iter().rev().take(8)) {
+                assert_eq!(
+                    pending.contains(*root),
+                    model.map.contains_key(root),
+                    "{at}: contains({root:#x})"
+                );
+            }
+            if finished.len() > 64 {
+                finished.drain(..32);
+            }
+        }
+        assert!(
+            completions > 1_000 && timeouts >= 5,
+            "case {case}: {completions} completions, {timeouts} timeouts"
+        );
+    }
 }
