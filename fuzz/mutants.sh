@@ -3,6 +3,9 @@
 # simulator's oracles. Not part of CI (a full campaign takes hours on the 2-core machine).
 #
 #   fuzz/mutants.sh [--target core|executors|oracles] [--shard k/n] [--list]
+#   fuzz/mutants.sh --target core [--part all|single|shared]    (single: every file but shared.rs)
+#   fuzz/mutants.sh --target core --names FILE   (exactly the mutants named in FILE, one a line as
+#                   in missed.txt, against the whole suite and loom: "is it caught now?")
 #   fuzz/campaign.sh --shard k/n ...            (the same: campaign.sh hands --shard/--target on)
 #
 # Targets (each mutates only its own files, and runs the tests that judge them):
@@ -44,12 +47,14 @@ target=core
 shard=0/1
 list=0
 part=all
+names=
 while [[ $# -gt 0 ]]; do
     case $1 in
     --target) target=${2:-}; shift 2 ;;
     --shard) shard=${2:-}; shift 2 ;;
     --list) list=1; shift ;;
     --part) part=${2:-}; shift 2 ;;
+    --names) names=${2:-}; shift 2 ;;
     *) echo "mutants.sh: unknown argument '$1' (see the header of fuzz/mutants.sh)" >&2; exit 2 ;;
     esac
 done
@@ -72,6 +77,10 @@ executors) args=(-p acker-runtime -f 'runtime/src/executor/*.rs' --cargo-arg=--n
 oracles) args=(-p acker-sim -f sim/src/oracle.rs) ;;
 *) echo "mutants.sh: --target must be core, executors or oracles, got '$target'" >&2; exit 2 ;;
 esac
+if [[ -n $names && ( $target != core || ! -s $names ) ]]; then
+    echo "mutants.sh: --names takes a non-empty file of mutant names (as in missed.txt), with --target core" >&2
+    exit 2
+fi
 if [[ ! $part =~ ^(all|single|shared)$ ]] || [[ $part != all && $target != core ]]; then
     echo "mutants.sh: --part must be all, single or shared, and single/shared only with --target core, got '$part'" >&2
     exit 2
@@ -83,6 +92,7 @@ if [[ $list == 1 ]]; then
 fi
 out=$here/work/mutants/$target-${shard/\//-of-}
 [[ $part == all ]] || out=$out-$part
+[[ -z $names ]] || out=$here/work/mutants/$target-names-$(basename "$names" .txt)
 mkdir -p "$out"
 export ACKER_LINEARIZABILITY_SECS=${ACKER_LINEARIZABILITY_SECS:-2}
 # The exact-name filter for cargo-mutants (-F) that selects the mutants listed in file $1.
@@ -107,13 +117,16 @@ if [[ $target == core ]]; then
     # (profile mutants-o0: the same code, overflow checks and debug assertions off as in
     # release; ~2 s a build, ~1 s of tests).
     first=()
-    if [[ $part != shared ]]; then
+    if [[ -n $names ]]; then
+        # --names: no quick pass; exactly these mutants go to the whole suite (and loom).
+        :
+    elif [[ $part != shared ]]; then
         run_pass quick "${args[@]}" -e acker-core/src/shared.rs "${base[@]}" --profile mutants-o0 \
             --timeout "${MUTANTS_QUICK_TIMEOUT:-30}" --cargo-test-arg=--lib \
             --cargo-test-arg=--test=gaps --cargo-test-arg=--test=model --cargo-test-arg=--test=scenarios
         first+=(quick)
     fi
-    if [[ $part != single ]]; then
+    if [[ -z $names && $part != single ]]; then
         # shared.rs: the model comparison (500 scripts instead of 5,000) and the
         # linearizability check for 1 s, at opt-level 3 (the model comparison's 5,000 scripts
         # take ~6 s there, ~90 s at opt-level 0).
@@ -122,7 +135,11 @@ if [[ $target == core ]]; then
             --cargo-test-arg=--test=shared_linearizable
         first+=(quick-shared)
     fi
-    for p in "${first[@]}"; do cat "$out/$p/mutants.out/missed.txt"; done >"$out/missed.txt"
+    if [[ -n $names ]]; then
+        grep . "$names" >"$out/missed.txt"
+    else
+        for p in "${first[@]}"; do cat "$out/$p/mutants.out/missed.txt"; done >"$out/missed.txt"
+    fi
     if [[ -s $out/missed.txt ]]; then
         # Pass "whole": the survivors against every unit, model, gap, scenario,
         # linearizability and stress test (`cargo test -p acker-core`, as CI runs them).
@@ -161,6 +178,7 @@ for p in "${first[@]}"; do
     first_total=$(( first_total + $(n "$o/caught.txt") + $(n "$o/missed.txt") + $(n "$o/timeout.txt") ))
     unviable=$(( unviable + $(n "$o/unviable.txt") ))
 done
+[[ -z $names ]] || first_total=$(n "$names")
 caught=$(( first_total - missed - timeout ))
 score=$(awk -v c="$caught" -v m="$missed" 'BEGIN { if (c + m) printf "%.1f %%", 100 * c / (c + m); else print "n/a" }')
 echo "$target shard $shard: caught $caught, missed $missed, timeout $timeout, unviable $unviable, score $score (caught / (caught + missed); missed list: $out/missed.txt)" |
