@@ -380,3 +380,32 @@ fn acker_index_folds_the_high_half_in_with_xor() {
         Some(669_777_843_381)
     );
 }
+
+/// `is_empty` follows the live roots, and `first_bucket` (for an engine that prefetches) is the
+/// 4 slots of a root's first bucket, where a new root in an empty table goes; empty for root 0
+/// (`is_empty -> true` and `==` for `!=` in `first_bucket`'s root-0 check survived).
+#[test]
+fn is_empty_and_first_bucket_describe_the_table() {
+    let mut table = AckerTable::new(vec![Slot::EMPTY; 64], T).unwrap();
+    assert!(table.is_empty());
+    let root: RootId = 0x1234_5678_9ABC_DEF1;
+    assert!(table.first_bucket(root).iter().all(|s| *s == Slot::EMPTY));
+    assert_eq!(table.first_bucket(root).len(), 4);
+    assert!(table.first_bucket(0).is_empty());
+    assert_eq!(table.init(root, 0b101, SPOUT_TASK), Ok(Decision::Pending));
+    assert!(!table.is_empty());
+    assert_eq!(table.len(), 1);
+    let occupied = table
+        .first_bucket(root)
+        .iter()
+        .filter(|s| **s != Slot::EMPTY)
+        .count();
+    assert_eq!(occupied, 1, "the new root is in its first bucket");
+    assert_eq!(
+        table.ack(root, 0b101),
+        Ok(Decision::Completed {
+            spout_task: SPOUT_TASK
+        })
+    );
+    assert!(table.is_empty());
+}
