@@ -20,7 +20,7 @@
 #                     model, gap, scenario, linearizability and stress test;
 #                     ACKER_LINEARIZABILITY_SECS=2). A mutant a quick test fails is failed by the
 #                     whole suite too (it holds the quick tests), so caught stays caught;
-#              loom   the shared.rs survivors against the loom suite (RUSTFLAGS="--cfg loom",
+#              loom   the shared.rs and sync.rs survivors against the loom suite (RUSTFLAGS="--cfg loom",
 #                     LOOM_MAX_PREEMPTIONS=3, `--test loom`).
 #   executors  runtime/src/executor/*.rs; `cargo test -p acker-runtime --no-default-features`
 #              (no connectors: no servers needed; every unit and integration test of the
@@ -148,11 +148,11 @@ if [[ $target == core ]]; then
             --timeout "${MUTANTS_TIMEOUT:-180}"
         cp "$out/whole/mutants.out/missed.txt" "$out/missed.txt"
     fi
-    if grep -q '^acker-core/src/shared.rs:' "$out/missed.txt"; then
-        # Pass "loom": the loom suite over the shared.rs mutants the whole suite missed.
-        grep '^acker-core/src/shared.rs:' "$out/missed.txt" >"$out/missed-shared.txt"
+    if grep -qE '^acker-core/src/(shared|sync)\.rs:' "$out/missed.txt"; then
+        # Pass "loom": the loom suite over the shared.rs and sync.rs mutants the whole suite missed.
+        grep -E '^acker-core/src/(shared|sync)\.rs:' "$out/missed.txt" >"$out/missed-shared.txt"
         RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 run_pass loom -p acker-core \
-            -f acker-core/src/shared.rs -F "^($(names_re "$out/missed-shared.txt"))\$" -j 1 \
+            -f acker-core/src/shared.rs -f acker-core/src/sync.rs -F "^($(names_re "$out/missed-shared.txt"))\$" -j 1 \
             --timeout "${MUTANTS_TIMEOUT:-180}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}" \
             --cargo-arg=--release --cargo-test-arg=--test=loom
         # Missed in the end: missed by the whole suite and not caught by loom.
