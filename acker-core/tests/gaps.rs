@@ -409,3 +409,29 @@ fn is_empty_and_first_bucket_describe_the_table() {
     );
     assert!(table.is_empty());
 }
+
+/// The shared table reports the timeout it was given, and its `Debug` shows capacity, live
+/// count, timeout and epoch (`message_timeout_ns -> 0` and an empty `Debug` survived).
+#[test]
+fn the_shared_table_reports_its_timeout_and_shows_its_state() {
+    use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
+    use acker_core::SharedAckerTable;
+    let slots = |n: usize| {
+        SharedSlots::new(
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>(),
+        )
+        .unwrap()
+    };
+    for timeout_ns in [1, 7_000_000_123, T, u64::MAX] {
+        let table = SharedAckerTable::new(slots(8), timeout_ns).unwrap();
+        assert_eq!(table.message_timeout_ns(), timeout_ns);
+    }
+    let table = SharedAckerTable::new(slots(100), T).unwrap();
+    assert_eq!(table.init(77, 5, SPOUT_TASK), Ok(Decision::Pending));
+    assert_eq!(
+        format!("{table:?}"),
+        format!("SharedAckerTable {{ capacity: 100, len: 1, timeout_ns: {T}, epoch: 0 }}")
+    );
+}
