@@ -109,7 +109,8 @@ run_pass() {
         exit 2
     fi
 }
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC') target $target, shard $shard, $jobs job(s)" | tee "$out/command.txt"
+what="shard $shard"; [[ $part == all ]] || what="$what, part $part"; [[ -z $names ]] || what="the mutants named in $names"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') target $target, $what, $jobs job(s)" | tee "$out/command.txt"
 if [[ $target == core ]]; then
     # First passes ("quick"): a mutant a quick test fails is failed by the whole suite too (it
     # holds the quick tests), so caught stays caught and only the survivors need the rest.
