@@ -182,5 +182,5 @@ done
 [[ -z $names ]] || first_total=$(n "$names")
 caught=$(( first_total - missed - timeout ))
 score=$(awk -v c="$caught" -v m="$missed" 'BEGIN { if (c + m) printf "%.1f %%", 100 * c / (c + m); else print "n/a" }')
-echo "$target shard $shard: caught $caught, missed $missed, timeout $timeout, unviable $unviable, score $score (caught / (caught + missed); missed list: $out/missed.txt)" |
+echo "$target, $what: caught $caught, missed $missed, timeout $timeout, unviable $unviable, score $score (caught / (caught + missed); missed list: $out/missed.txt)" |
     tee "$out/summary.txt"
