@@ -23,7 +23,7 @@ set -uo pipefail
 
 case ${1:-} in
 mutants) shift; exec "$(dirname "$0")/mutants.sh" "$@" ;;
---shard | --target) exec "$(dirname "$0")/mutants.sh" "$@" ;;
+--shard | --target | --part | --names | --list) exec "$(dirname "$0")/mutants.sh" "$@" ;;
 esac
 
 here=$(cd "$(dirname "$0")" && pwd)

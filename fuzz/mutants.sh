@@ -48,14 +48,17 @@ shard=0/1
 list=0
 part=all
 names=
+die() { echo "mutants.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
     case $1 in
-    --target) target=${2:-}; shift 2 ;;
-    --shard) shard=${2:-}; shift 2 ;;
+    --target | --shard | --part | --names)
+        [[ $# -ge 2 ]] || die "$1 needs a value (see the header of fuzz/mutants.sh)"
+        case $1 in
+        --target) target=$2 ;; --shard) shard=$2 ;; --part) part=$2 ;; --names) names=$2 ;;
+        esac
+        shift 2 ;;
     --list) list=1; shift ;;
-    --part) part=${2:-}; shift 2 ;;
-    --names) names=${2:-}; shift 2 ;;
-    *) echo "mutants.sh: unknown argument '$1' (see the header of fuzz/mutants.sh)" >&2; exit 2 ;;
+    *) die "unknown argument '$1' (see the header of fuzz/mutants.sh)" ;;
     esac
 done
 if [[ ! $shard =~ ^([0-9]+)/([1-9][0-9]*)$ ]] || (( BASH_REMATCH[1] >= BASH_REMATCH[2] )); then
@@ -72,18 +75,22 @@ jobs=${MUTANTS_JOBS:-1}
 base=(--shard "$shard" --sharding round-robin -j "$jobs" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}")
 common=("${base[@]}" --profile mutants)
 case $target in
-core) args=(-p acker-core -f 'acker-core/src/*.rs' -e acker-core/src/planted.rs) ;;
+core) args=(-p acker-core -f 'acker-core/src/*.rs' -e acker-core/src/planted.rs)
+    [[ $part != single ]] || args+=(-e acker-core/src/shared.rs)
+    [[ $part != shared ]] || args=(-p acker-core -f acker-core/src/shared.rs) ;;
 executors) args=(-p acker-runtime -f 'runtime/src/executor/*.rs' --cargo-arg=--no-default-features) ;;
 oracles) args=(-p acker-sim -f sim/src/oracle.rs) ;;
 *) echo "mutants.sh: --target must be core, executors or oracles, got '$target'" >&2; exit 2 ;;
 esac
-if [[ -n $names && ( $target != core || ! -s $names ) ]]; then
-    echo "mutants.sh: --names takes a non-empty file of mutant names (as in missed.txt), with --target core" >&2
-    exit 2
+if [[ -n $names ]]; then
+    [[ $target == core ]] || die "--names works with --target core only, got --target $target"
+    [[ -f $names && -r $names ]] || die "--names: '$names' is not a readable file"
+    grep -q '[^[:space:]]' "$names" || die "--names: '$names' names no mutant (it is empty or blank)"
+    [[ $part == all && $shard == 0/1 && $list == 0 ]] ||
+        die "--names runs exactly the named mutants: it takes no --part, --shard or --list"
 fi
 if [[ ! $part =~ ^(all|single|shared)$ ]] || [[ $part != all && $target != core ]]; then
-    echo "mutants.sh: --part must be all, single or shared, and single/shared only with --target core, got '$part'" >&2
-    exit 2
+    die "--part must be all, single or shared, and single/shared only with --target core, got '$part'"
 fi
 cd "$root" || exit 2
 if [[ $list == 1 ]]; then
@@ -93,6 +100,8 @@ fi
 out=$here/work/mutants/$target-${shard/\//-of-}
 [[ $part == all ]] || out=$out-$part
 [[ -z $names ]] || out=$here/work/mutants/$target-names-$(basename "$names" .txt)
+# A fresh output folder: results of an earlier run of the same shard must not be counted again.
+rm -rf "$out"
 mkdir -p "$out"
 export ACKER_LINEARIZABILITY_SECS=${ACKER_LINEARIZABILITY_SECS:-2}
 # The exact-name filter for cargo-mutants (-F) that selects the mutants listed in file $1.
@@ -137,7 +146,17 @@ if [[ $target == core ]]; then
         first+=(quick-shared)
     fi
     if [[ -n $names ]]; then
-        grep . "$names" >"$out/missed.txt"
+        # The names without surrounding blanks, one a line.
+        sed 's/^[[:space:]]*//; s/[[:space:]]*$//' "$names" | grep . >"$out/missed.txt"
+        # Every name must be a mutant of today's sources (line numbers go stale).
+        cargo mutants "${args[@]}" --list >"$out/list.txt" 2>/dev/null ||
+            die "cargo mutants --list failed (run it by hand to see why)"
+        if unmatched=$(grep -vxF -f "$out/list.txt" "$out/missed.txt"); then
+            echo "mutants.sh: --names: no mutant of today's sources has these names (stale line" \
+                "numbers? take names from \`fuzz/mutants.sh --target core --list\`):" >&2
+            echo "$unmatched" | sed 's/^/  /' >&2
+            exit 2
+        fi
     else
         for p in "${first[@]}"; do cat "$out/$p/mutants.out/missed.txt"; done >"$out/missed.txt"
     fi
@@ -147,6 +166,7 @@ if [[ $target == core ]]; then
         run_pass whole "${args[@]}" -F "^($(names_re "$out/missed.txt"))\$" -j "$jobs" \
             --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}" --profile mutants \
             --timeout "${MUTANTS_TIMEOUT:-180}"
+        [[ -z $names ]] || first=(whole)
         cp "$out/whole/mutants.out/missed.txt" "$out/missed.txt"
     fi
     if grep -qE '^acker-core/src/(shared|sync)\.rs:' "$out/missed.txt"; then
@@ -156,8 +176,10 @@ if [[ $target == core ]]; then
             -f acker-core/src/shared.rs -f acker-core/src/sync.rs -F "^($(names_re "$out/missed-shared.txt"))\$" -j 1 \
             --timeout "${MUTANTS_TIMEOUT:-180}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-600}" \
             --cargo-arg=--release --cargo-test-arg=--test=loom
-        # Missed in the end: missed by the whole suite and not caught by loom.
-        grep -vxF -f "$out/loom/mutants.out/caught.txt" "$out/missed.txt" >"$out/missed-final.txt" || true
+        # Missed in the end: missed by the whole suite and neither caught by loom nor timed out
+        # under it (a timeout is counted apart).
+        cat "$out/loom/mutants.out/caught.txt" "$out/loom/mutants.out/timeout.txt" >"$out/loom-detected.txt"
+        grep -vxF -f "$out/loom-detected.txt" "$out/missed.txt" >"$out/missed-final.txt" || true
         mv "$out/missed-final.txt" "$out/missed.txt"
     fi
 else
@@ -179,7 +201,6 @@ for p in "${first[@]}"; do
     first_total=$(( first_total + $(n "$o/caught.txt") + $(n "$o/missed.txt") + $(n "$o/timeout.txt") ))
     unviable=$(( unviable + $(n "$o/unviable.txt") ))
 done
-[[ -z $names ]] || first_total=$(n "$names")
 caught=$(( first_total - missed - timeout ))
 score=$(awk -v c="$caught" -v m="$missed" 'BEGIN { if (c + m) printf "%.1f %%", 100 * c / (c + m); else print "n/a" }')
 echo "$target, $what: caught $caught, missed $missed, timeout $timeout, unviable $unviable, score $score (caught / (caught + missed); missed list: $out/missed.txt)" |
