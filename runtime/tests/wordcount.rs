@@ -230,6 +230,10 @@ fn cli_default_run_and_human_output() {
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("top 10:"), "{s}");
+    assert!(
+        s.contains("(200000 lines holding words), 1 core, 1 acker(s)"),
+        "{s}"
+    );
     assert!(s.contains("200000 acked, 0 failed, 0 timed out"), "{s}");
     assert!(s.contains("complete latency: p50"), "{s}");
 }
