@@ -435,3 +435,39 @@ fn the_shared_table_reports_its_timeout_and_shows_its_state() {
         format!("SharedAckerTable {{ capacity: 100, len: 1, timeout_ns: {T}, epoch: 0 }}")
     );
 }
+
+/// `home_slot` (diagnostics, and tests that need colliding roots) is the first slot of a root's
+/// first bucket: a multiple of the bucket width inside the table, spread over the table for
+/// spread roots, and the same for the same root (`home_slot -> 0` survived).
+#[test]
+fn the_shared_table_home_slot_is_a_spread_bucket_start() {
+    use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
+    use acker_core::SharedAckerTable;
+    let n = 4096;
+    let table = SharedAckerTable::new(
+        SharedSlots::new(
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
+            (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>(),
+        )
+        .unwrap(),
+        T,
+    )
+    .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for k in 1..=1_000u64 {
+        let root = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let home = table.home_slot(root);
+        assert!(
+            home < n && home % 4 == 0,
+            "root {root:#x}: home slot {home}"
+        );
+        assert_eq!(table.home_slot(root), home);
+        seen.insert(home);
+    }
+    assert!(
+        seen.len() > 500,
+        "1,000 roots share only {} home slots",
+        seen.len()
+    );
+}
