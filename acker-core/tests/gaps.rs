@@ -414,21 +414,12 @@ fn is_empty_and_first_bucket_describe_the_table() {
 /// count, timeout and epoch (`message_timeout_ns -> 0` and an empty `Debug` survived).
 #[test]
 fn the_shared_table_reports_its_timeout_and_shows_its_state() {
-    use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
-    use acker_core::SharedAckerTable;
-    let slots = |n: usize| {
-        SharedSlots::new(
-            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
-            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
-            (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>(),
-        )
-        .unwrap()
-    };
+    use acker_core::{SharedAckerTable, SharedArrays};
     for timeout_ns in [1, 7_000_000_123, T, u64::MAX] {
-        let table = SharedAckerTable::new(slots(8), timeout_ns).unwrap();
+        let table = SharedAckerTable::new(SharedArrays::<8>::arrays(), timeout_ns).unwrap();
         assert_eq!(table.message_timeout_ns(), timeout_ns);
     }
-    let table = SharedAckerTable::new(slots(100), T).unwrap();
+    let table = SharedAckerTable::new(SharedArrays::<100>::arrays(), T).unwrap();
     assert_eq!(table.init(77, 5, SPOUT_TASK), Ok(Decision::Pending));
     assert_eq!(
         format!("{table:?}"),
@@ -441,25 +432,16 @@ fn the_shared_table_reports_its_timeout_and_shows_its_state() {
 /// spread roots, and the same for the same root (`home_slot -> 0` survived).
 #[test]
 fn the_shared_table_home_slot_is_a_spread_bucket_start() {
-    use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
-    use acker_core::SharedAckerTable;
-    let n = 4096;
-    let table = SharedAckerTable::new(
-        SharedSlots::new(
-            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
-            (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>(),
-            (0..n).map(|_| AtomicU32::new(0)).collect::<Vec<_>>(),
-        )
-        .unwrap(),
-        T,
-    )
-    .unwrap();
+    use acker_core::{SharedAckerTable, SharedArrays};
+    const N: usize = 4096;
+    let storage = SharedArrays::<N>::arrays();
+    let table = SharedAckerTable::new(&storage, T).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     for k in 1..=1_000u64 {
         let root = k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let home = table.home_slot(root);
         assert!(
-            home < n && home % 4 == 0,
+            home < N && home.is_multiple_of(4),
             "root {root:#x}: home slot {home}"
         );
         assert_eq!(table.home_slot(root), home);

@@ -490,8 +490,6 @@ fn apply_batch_reading_ahead_equals_model() {
 /// two timeout periods past the period of its emit or last reset.
 struct PendingModel {
     map: HashMap<RootId, (u32, u64, u64)>,
-    max_pending: usize,
-    timeout_ns: u64,
     clock_epoch: u64,
     ignored: u64,
     timed_out: u64,
@@ -524,8 +522,6 @@ fn spout_pending_equals_model() {
         .unwrap();
         let mut model = PendingModel {
             map: HashMap::new(),
-            max_pending,
-            timeout_ns: T_NS,
             clock_epoch: 0,
             ignored: 0,
             timed_out: 0,
@@ -557,7 +553,7 @@ fn spout_pending_equals_model() {
                     next_msg += 1;
                     let mut copies = vec![0u64; (rng.next_u64() % 4) as usize];
                     let got = pending.emit(Some(next_msg), &mut copies, now);
-                    if model.map.len() == model.max_pending {
+                    if model.map.len() == max_pending {
                         assert_eq!(
                             got,
                             Err(PendingError::MaxSpoutPending { msg_id: next_msg }),
@@ -637,7 +633,7 @@ fn spout_pending_equals_model() {
                 }
                 _ => {
                     now += rng.next_u64() % (T_NS / 2);
-                    model.clock_epoch = model.clock_epoch.max(now / model.timeout_ns);
+                    model.clock_epoch = model.clock_epoch.max(now / T_NS);
                     let mut want: Vec<u32> = Vec::new();
                     let clock = model.clock_epoch;
                     model.map.retain(|root, (msg_id, _, epoch)| {
