@@ -453,3 +453,186 @@ fn the_shared_table_home_slot_is_a_spread_bucket_start() {
         seen.len()
     );
 }
+
+/// A root id pattern: its name, and the `k`-th root id (`k` from 0).
+type RootPattern = (&'static str, fn(u64) -> RootId);
+
+/// Root id patterns a caller may use: sequential ids, ids spread over all 64 bits, and random
+/// ids below 2^30 (as from a generator of 32-bit ids).
+const ROOT_PATTERNS: [RootPattern; 3] = [
+    ("sequential", |k| k + 1),
+    ("spread", |k| {
+        (k + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
+    }),
+    ("below 2^30", |k| {
+        ((k + 1).wrapping_mul(0xD1B5_4A32_D192_ED03) >> 34) | 1
+    }),
+];
+
+/// The single-owner table keeps every root in one of its two buckets up to 85 % load, whether
+/// roots arrive by init (the fast path, which moves one resident when both buckets are full) or
+/// by an ack before the init (the general path, whose cuckoo search goes two moves deep): no
+/// overflow entry, so no lookup of an absent root scans the table. Its first overflow entry
+/// comes at 88–98 % load for these roots and sizes (module docs: "only in a nearly full table").
+/// Then every root is found and completes. (Mutation campaign: cuckoo moves that never happen or
+/// go one move deep kept every decision right and only overflowed early.)
+#[test]
+fn the_table_has_no_overflow_entry_at_85_percent_load() {
+    for capacity in [1_000usize, 1_024, 4_096, 10_007] {
+        for (pattern, root) in ROOT_PATTERNS {
+            for by_ack in [false, true] {
+                let what = format!("capacity {capacity}, {pattern} roots, by ack {by_ack}");
+                let mut table = AckerTable::new(vec![Slot::EMPTY; capacity], T).unwrap();
+                let n = capacity as u64 * 85 / 100;
+                for k in 0..n {
+                    let r = root(k);
+                    if by_ack {
+                        assert_eq!(table.ack(r, k + 1), Ok(Decision::Pending), "{what}");
+                        assert_eq!(
+                            table.init(r, 0, SPOUT_TASK),
+                            Ok(Decision::Pending),
+                            "{what}"
+                        );
+                    } else {
+                        assert_eq!(
+                            table.init(r, k + 1, SPOUT_TASK),
+                            Ok(Decision::Pending),
+                            "{what}"
+                        );
+                    }
+                }
+                assert_eq!(table.len(), n as usize, "{what}");
+                assert_eq!(table.overflow_len(), 0, "{what}");
+                for k in 0..n {
+                    assert_eq!(
+                        table.ack(root(k), k + 1),
+                        Ok(Decision::Completed {
+                            spout_task: SPOUT_TASK
+                        }),
+                        "{what}, root {k}"
+                    );
+                }
+                assert!(table.is_empty(), "{what}");
+            }
+        }
+    }
+}
+
+/// The shared table keeps every root in its two buckets up to 60 % load (it does not move
+/// residents; its first overflow entry comes at 67–96 % load for these roots and sizes), so its
+/// second bucket must be spread independently of the first: a second bucket that is always the
+/// same, always the next one, or out of the table would overflow early or fail. Then every root is
+/// found and completes. (Mutation campaign: the shared table's second-bucket mix.)
+#[test]
+fn the_shared_table_has_no_overflow_entry_at_60_percent_load() {
+    use acker_core::shared::{AtomicU32, AtomicU64};
+    use acker_core::{SharedAckerTable, SharedSlots};
+    for capacity in [1_000usize, 1_024, 4_096, 10_007] {
+        for (pattern, root) in ROOT_PATTERNS {
+            let what = format!("capacity {capacity}, {pattern} roots");
+            let slots = SharedSlots::new(
+                (0..capacity)
+                    .map(|_| AtomicU64::new(0))
+                    .collect::<Box<[_]>>(),
+                (0..capacity)
+                    .map(|_| AtomicU64::new(0))
+                    .collect::<Box<[_]>>(),
+                (0..capacity)
+                    .map(|_| AtomicU32::new(0))
+                    .collect::<Box<[_]>>(),
+            )
+            .unwrap();
+            let table = SharedAckerTable::new(slots, T).unwrap();
+            let n = capacity as u64 * 60 / 100;
+            for k in 0..n {
+                assert_eq!(
+                    table.init(root(k), k + 1, SPOUT_TASK),
+                    Ok(Decision::Pending),
+                    "{what}"
+                );
+            }
+            assert_eq!(table.len(), n as usize, "{what}");
+            assert_eq!(table.overflow_len(), 0, "{what}");
+            for k in 0..n {
+                assert_eq!(
+                    table.ack(root(k), k + 1),
+                    Ok(Decision::Completed {
+                        spout_task: SPOUT_TASK
+                    }),
+                    "{what}, root {k}"
+                );
+            }
+            assert!(table.is_empty(), "{what}");
+        }
+    }
+}
+
+/// With no overflow entry, a lookup of an absent root reads its two buckets only, never the whole
+/// table: 200,000 lookups of absent roots in a half-full table of 2^20 slots take milliseconds
+/// (a scan of the table each would take minutes, past the 10 s bound). (Mutation campaign: the
+/// overflow scan run also at `overflow_len() == 0` kept every result and only slowed lookups.)
+#[test]
+fn an_absent_root_is_looked_up_in_its_two_buckets_only() {
+    bounded("200,000 absent lookups in a 2^20-slot table", || {
+        const N: usize = 1 << 20;
+        let mut table = AckerTable::new(vec![Slot::EMPTY; N], T).unwrap();
+        let root = |k: u64| (k + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for k in 0..(N / 2) as u64 {
+            assert_eq!(table.init(root(k), 1, SPOUT_TASK), Ok(Decision::Pending));
+        }
+        assert_eq!(table.overflow_len(), 0);
+        for k in 0..200_000u64 {
+            assert_eq!(table.get(root(N as u64 + k)), None);
+        }
+        assert_eq!(table.get(root(7)).map(|e| e.ack_val), Some(1));
+    });
+}
+
+/// Every root works in the smallest bucketed shared tables (just over `LINEAR_MAX_CAPACITY`
+/// slots: 9 and 10 buckets), where about one root in `buckets²` has both raw bucket choices equal
+/// to the first or the last bucket and its second bucket must wrap round inside the table:
+/// 20,000 roots of each pattern, 40 live at a time, each initialised and completed. (Mutation
+/// campaign: a second bucket past the last one, or before the first, for exactly those roots.)
+#[test]
+fn every_root_works_in_the_smallest_bucketed_shared_tables() {
+    use acker_core::shared::{AtomicU32, AtomicU64, LINEAR_MAX_CAPACITY};
+    use acker_core::{SharedAckerTable, SharedSlots};
+    for capacity in [LINEAR_MAX_CAPACITY + 8, LINEAR_MAX_CAPACITY + 20] {
+        for (pattern, root) in ROOT_PATTERNS {
+            let what = format!("capacity {capacity}, {pattern} roots");
+            let slots = SharedSlots::new(
+                (0..capacity)
+                    .map(|_| AtomicU64::new(0))
+                    .collect::<Box<[_]>>(),
+                (0..capacity)
+                    .map(|_| AtomicU64::new(0))
+                    .collect::<Box<[_]>>(),
+                (0..capacity)
+                    .map(|_| AtomicU32::new(0))
+                    .collect::<Box<[_]>>(),
+            )
+            .unwrap();
+            let table = SharedAckerTable::new(slots, T).unwrap();
+            const LIVE: u64 = 40;
+            for k in 0..20_000 + LIVE {
+                if k < 20_000 {
+                    assert_eq!(
+                        table.init(root(k), k + 1, SPOUT_TASK),
+                        Ok(Decision::Pending),
+                        "{what}, root {k}"
+                    );
+                }
+                if let Some(old) = k.checked_sub(LIVE) {
+                    assert_eq!(
+                        table.ack(root(old), old + 1),
+                        Ok(Decision::Completed {
+                            spout_task: SPOUT_TASK
+                        }),
+                        "{what}, root {old}"
+                    );
+                }
+            }
+            assert!(table.is_empty(), "{what}");
+        }
+    }
+}
