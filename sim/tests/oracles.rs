@@ -55,6 +55,16 @@ fn each_guarantee_checks_what_it_promises_with_counts_and_first_positions() {
         check_end(Guarantee::AtLeastOnce, 4, &late),
         [Violation::Lost { count: 3, first: 1 }]
     );
+    // The first duplicated position is the smallest one written more than once, not the first
+    // one written at all (mutation campaign: `c >= 1` for `c > 1` reported position 0 here).
+    let mut dup_later = SinkStore::new(3, false);
+    for o in [0, 1, 2, 1] {
+        dup_later.write(o);
+    }
+    assert_eq!(
+        check_end(Guarantee::ExactlyOnce, 3, &dup_later),
+        [Violation::Duplicated { count: 1, first: 1 }]
+    );
 }
 
 #[test]
