@@ -1566,7 +1566,16 @@ impl Engine {
             match point {
                 None => {
                     if let Some(exec) = self.tasks[t].exec.as_mut() {
-                        exec.handle(std::mem::replace(&mut self.slab[i], VACANT), now, out);
+                        // Control messages (5 of the 6 messages of a tree) are read in place: a
+                        // few words copied instead of the whole 144-byte `Message`, and the slot
+                        // keeps them (they own nothing to drop). Tuples move out into `handle`.
+                        match &self.slab[i] {
+                            Message::Acker(m) => exec.handle_acker(*m, out),
+                            Message::Notice(n) => exec.handle_notice(*n, now),
+                            _ => {
+                                exec.handle(std::mem::replace(&mut self.slab[i], VACANT), now, out)
+                            }
+                        }
                     } else {
                         self.slab[i] = VACANT;
                     }

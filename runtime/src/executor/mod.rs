@@ -13,6 +13,9 @@
 //!
 //! - [`Executor::handle`]`(message, now_ns, outbox)`: one message in; whatever the executor wants
 //!   sent is appended to `outbox` as [`Envelope`](crate::Envelope)s addressed by task id;
+//!   [`Executor::handle_acker`] and [`Executor::handle_notice`] do the same for an acker message
+//!   or a notice without a whole [`Message`] (a shell holding the message by reference copies a
+//!   few words instead of 144 bytes);
 //! - [`Executor::next_tuple`]`(now_ns, outbox)`: for spouts, calls the user's `next_tuple` once if
 //!   [`Executor::can_emit`] (max spout pending not reached); a no-op for bolts and ackers;
 //! - [`Executor::shutdown`]: calls `close` / `cleanup`.
@@ -152,7 +155,7 @@ impl Executor {
     /// [`handle`](Self::handle) for an acker message (a shell's control lane calls it without
     /// building a whole [`Message`]).
     #[inline]
-    pub(crate) fn handle_acker(&mut self, m: AckerMessage, out: &mut Outbox) {
+    pub fn handle_acker(&mut self, m: AckerMessage, out: &mut Outbox) {
         match self {
             Executor::Acker(e) => e.acker_message(m, out),
             Executor::Spout(e) => e.counters.ignored += 1,
@@ -174,7 +177,7 @@ impl Executor {
     /// nothing is sent. The thread-per-core shell passes the time the notice was *sent* as
     /// `now_ns`, so that complete latency ends when the acker's notice left for the spout.
     #[inline]
-    pub(crate) fn handle_notice(&mut self, n: Notice, now_ns: u64) {
+    pub fn handle_notice(&mut self, n: Notice, now_ns: u64) {
         match self {
             Executor::Spout(e) => e.notice(n, now_ns),
             Executor::Bolt(e) => e.state.counters.ignored += 1,
