@@ -459,6 +459,7 @@ impl Outbox {
     }
 
     /// Removes and yields the recorded tracked emits, oldest first (none when not recording).
+    #[inline]
     pub fn take_tracked_emits(&mut self) -> std::vec::Drain<'_, (MessageId, u64)> {
         self.tracked_emits.drain(..)
     }
@@ -493,10 +494,21 @@ impl Outbox {
         self.envelopes.drain(..)
     }
 
-    /// The waiting envelopes, for a shell that moves out only what it needs (then calls
-    /// [`clear`](Self::clear)).
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [Envelope] {
+    /// The waiting envelopes, oldest first (`len()` of them), for a shell that moves out only
+    /// what each message needs (a control message is a few words; a tuple can be taken with
+    /// `mem::replace`, leaving a [`Message::Tick`], which owns nothing to drop) and then calls
+    /// [`clear_envelopes`](Self::clear_envelopes): no whole envelope is copied out, as
+    /// [`drain`](Self::drain) copies each.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [Envelope] {
         &mut self.envelopes
+    }
+
+    /// Drops every waiting envelope (what [`as_slice`](Self::as_slice) shows); split-off
+    /// messages stay until [`clear`](Self::clear).
+    #[inline]
+    pub fn clear_envelopes(&mut self) {
+        self.envelopes.clear();
     }
 
     /// Drops every waiting envelope, and the split-off acker messages if `acker`, the split-off

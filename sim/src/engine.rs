@@ -1739,17 +1739,47 @@ impl Engine {
             return;
         }
         let acker = self.tasks[t].kind == TaskKind::Acker;
-        for env in out.drain() {
-            let mut msg = env.message;
+        // In place, not through a `Drain` (which copied each whole 152-byte envelope out): a
+        // control message is copied into its slot as its few words, a tuple moved with
+        // `mem::replace` (leaving a `Tick`, nothing to drop for `clear_envelopes`).
+        for env in out.as_mut_slice() {
+            let i = self.alloc_slot(task, env.dest);
+            self.slab[i] = match &mut env.message {
+                Message::Acker(m) => Message::Acker(*m),
+                Message::Notice(n) => Message::Notice(*n),
+                m => std::mem::replace(m, VACANT),
+            };
             if self.bug_armed && acker {
-                if let Message::Notice(Notice::Failed { root }) = msg {
+                if let Message::Notice(Notice::Failed { root }) = self.slab[i] {
                     // The planted bug: report the first failed tree as completed.
                     self.bug_armed = false;
-                    msg = Message::Notice(Notice::Completed { root });
+                    self.slab[i] = Message::Notice(Notice::Completed { root });
                 }
             }
-            let idx = self.store(task, env.dest, msg);
-            self.send(idx);
+            self.send(i as u32);
+        }
+        out.clear_envelopes();
+    }
+
+    /// A free slab slot for a message sent by task `from` to task `dest`, marked live (its
+    /// message is written by the caller; a new slot holds [`VACANT`] until then).
+    #[inline(always)]
+    fn alloc_slot(&mut self, from: TaskId, dest: TaskId) -> usize {
+        let meta = SlotMeta {
+            from,
+            dest,
+            live: true,
+        };
+        match self.free.pop() {
+            Some(i) => {
+                self.slab_meta[i as usize] = meta;
+                i as usize
+            }
+            None => {
+                self.slab.push(VACANT);
+                self.slab_meta.push(meta);
+                self.slab.len() - 1
+            }
         }
     }
 
