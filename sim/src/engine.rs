@@ -1744,11 +1744,12 @@ impl Engine {
         // `mem::replace` (leaving a `Tick`, nothing to drop for `clear_envelopes`).
         for env in out.as_mut_slice() {
             let i = self.alloc_slot(task, env.dest);
-            self.slab[i] = match &mut env.message {
-                Message::Acker(m) => Message::Acker(*m),
-                Message::Notice(n) => Message::Notice(*n),
-                m => std::mem::replace(m, VACANT),
-            };
+            let slot = &mut self.slab[i];
+            match &mut env.message {
+                Message::Acker(m) => *slot = Message::Acker(*m),
+                Message::Notice(n) => *slot = Message::Notice(*n),
+                m => *slot = std::mem::replace(m, VACANT),
+            }
             if self.bug_armed && acker {
                 if let Message::Notice(Notice::Failed { root }) = self.slab[i] {
                     // The planted bug: report the first failed tree as completed.
