@@ -1743,7 +1743,8 @@ impl Engine {
         // control message is copied into its slot as its few words, a tuple moved with
         // `mem::replace` (leaving a `Tick`, nothing to drop for `clear_envelopes`).
         for env in out.as_mut_slice() {
-            let i = self.alloc_slot(task, env.dest);
+            let dest = env.dest;
+            let i = self.alloc_slot(task, dest);
             let slot = &mut self.slab[i];
             match &mut env.message {
                 Message::Acker(m) => *slot = Message::Acker(*m),
@@ -1757,7 +1758,7 @@ impl Engine {
                     self.slab[i] = Message::Notice(Notice::Completed { root });
                 }
             }
-            self.send(i as u32);
+            self.send_live(i as u32, task, dest);
         }
         out.clear_envelopes();
     }
@@ -1808,6 +1809,13 @@ impl Engine {
         if !live {
             return;
         }
+        self.send_live(idx, from, dest);
+    }
+
+    /// [`send`](Self::send) for a slot known to be live, holding a message from task `from` to
+    /// task `dest` (its [`SlotMeta`], not read again: `after_step` has just written it).
+    #[inline(always)]
+    fn send_live(&mut self, idx: u32, from: TaskId, dest: TaskId) {
         let msg = &self.slab[idx as usize];
         // Observed on the link, outside the executors: root ids are 64-bit random per emit (as
         // Storm's), so an init for a root id already initialized means an executor reused its
