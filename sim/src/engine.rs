@@ -1568,13 +1568,20 @@ impl Engine {
                     if let Some(exec) = self.tasks[t].exec.as_mut() {
                         // Control messages (5 of the 6 messages of a tree) are read in place: a
                         // few words copied instead of the whole 144-byte `Message`, and the slot
-                        // keeps them (they own nothing to drop). Tuples move out into `handle`.
+                        // keeps them (they own nothing to drop).
                         match &self.slab[i] {
                             Message::Acker(m) => exec.handle_acker(*m, out),
                             Message::Notice(n) => exec.handle_notice(*n, now),
-                            _ => {
-                                exec.handle(std::mem::replace(&mut self.slab[i], VACANT), now, out)
+                            Message::Tuple(_) => {
+                                // Moved out as the bare tuple (120 bytes), straight into the
+                                // bolt's path, not as a `Message` through `handle`'s dispatch.
+                                if let Message::Tuple(tuple) =
+                                    std::mem::replace(&mut self.slab[i], VACANT)
+                                {
+                                    exec.handle_tuple(tuple, now, out);
+                                }
                             }
+                            Message::Tick => exec.handle(Message::Tick, now, out),
                         }
                     } else {
                         self.slab[i] = VACANT;

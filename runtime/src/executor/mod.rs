@@ -13,9 +13,9 @@
 //!
 //! - [`Executor::handle`]`(message, now_ns, outbox)`: one message in; whatever the executor wants
 //!   sent is appended to `outbox` as [`Envelope`](crate::Envelope)s addressed by task id;
-//!   [`Executor::handle_acker`] and [`Executor::handle_notice`] do the same for an acker message
-//!   or a notice without a whole [`Message`] (a shell holding the message by reference copies a
-//!   few words instead of 144 bytes);
+//!   [`Executor::handle_tuple`], [`Executor::handle_acker`] and [`Executor::handle_notice`] do
+//!   the same for a tuple, an acker message or a notice without a whole [`Message`] (a shell
+//!   holding the message by reference copies a few words instead of 144 bytes);
 //! - [`Executor::next_tuple`]`(now_ns, outbox)`: for spouts, calls the user's `next_tuple` once if
 //!   [`Executor::can_emit`] (max spout pending not reached); a no-op for bolts and ackers;
 //! - [`Executor::shutdown`]: calls `close` / `cleanup`.
@@ -131,7 +131,7 @@ impl Executor {
 
     /// [`handle`](Self::handle) for a data tuple.
     #[inline]
-    pub(crate) fn handle_tuple(&mut self, tuple: Tuple, now_ns: u64, out: &mut Outbox) {
+    pub fn handle_tuple(&mut self, tuple: Tuple, now_ns: u64, out: &mut Outbox) {
         // The bolt's case first and alone: with the other arms in the same match, the tuple was
         // copied to the stack once more before the dispatch (for their drop).
         if let Executor::Bolt(e) = self {
