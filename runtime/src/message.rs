@@ -458,6 +458,20 @@ impl Outbox {
         }
     }
 
+    /// The recorded tracked emits, oldest first (none when not recording), for a shell that
+    /// reads them in place and then calls [`clear_tracked_emits`](Self::clear_tracked_emits)
+    /// (no `Drain` built and dropped, as [`take_tracked_emits`](Self::take_tracked_emits) does).
+    #[inline]
+    pub fn tracked_emits(&self) -> &[(MessageId, u64)] {
+        &self.tracked_emits
+    }
+
+    /// Forgets the recorded tracked emits.
+    #[inline]
+    pub fn clear_tracked_emits(&mut self) {
+        self.tracked_emits.clear();
+    }
+
     /// Removes and yields the recorded tracked emits, oldest first (none when not recording).
     #[inline]
     pub fn take_tracked_emits(&mut self) -> std::vec::Drain<'_, (MessageId, u64)> {

@@ -1676,10 +1676,13 @@ impl Engine {
     /// Hands the spout's tracked emits and callbacks of its last step to the oracles.
     fn observe_spout(&mut self, task: TaskId, out: &mut Outbox) {
         let now = self.now;
-        let mut emits = 0u64;
-        for (msg_id, _root) in out.take_tracked_emits() {
-            self.watch.emit(task, msg_id, now);
-            emits += 1;
+        let tracked = out.tracked_emits();
+        let emits = tracked.len() as u64;
+        if emits > 0 {
+            for &(msg_id, _root) in tracked {
+                self.watch.emit(task, msg_id, now);
+            }
+            out.clear_tracked_emits();
         }
         if self.callbacks.any.load(Ordering::Acquire) {
             let mut log = lock(&self.callbacks.entries);
