@@ -1800,14 +1800,9 @@ impl Engine {
     /// Stores `msg`, sent by task `from` to task `dest`, in a free slab slot; returns its index.
     #[inline(always)]
     fn store(&mut self, from: TaskId, dest: TaskId, msg: Message) -> u32 {
-        store_in(
-            &mut self.slab,
-            &mut self.slab_meta,
-            &mut self.free,
-            from,
-            dest,
-            msg,
-        )
+        let i = self.alloc_slot(from, dest);
+        self.slab[i] = msg;
+        i as u32
     }
 
     /// Sends the message in slab slot `idx` (from its task to its destination): puts it on its
@@ -2073,36 +2068,6 @@ impl Engine {
                     );
                 }
             }
-        }
-    }
-}
-
-/// Stores `msg`, sent by task `from` to task `dest`, in a free slot of the slab (`slab` and
-/// `slab_meta` side by side, `free` the indices of free slots); returns its index.
-#[inline(always)]
-fn store_in(
-    slab: &mut Vec<Message>,
-    slab_meta: &mut Vec<SlotMeta>,
-    free: &mut Vec<u32>,
-    from: TaskId,
-    dest: TaskId,
-    msg: Message,
-) -> u32 {
-    let meta = SlotMeta {
-        from,
-        dest,
-        live: true,
-    };
-    match free.pop() {
-        Some(i) => {
-            slab[i as usize] = msg;
-            slab_meta[i as usize] = meta;
-            i
-        }
-        None => {
-            slab.push(msg);
-            slab_meta.push(meta);
-            (slab.len() - 1) as u32
         }
     }
 }
