@@ -290,3 +290,41 @@ fn ids_far_apart_and_in_sequence_are_all_kept() {
     assert_eq!(a.iter().map(|(id, _)| id).collect::<Vec<_>>(), sorted);
     assert!(a.iter().all(|(_, c)| *c == cb(1, 1, 0)));
 }
+
+/// Emits and callbacks for a task that is no spout (a bolt's) are ignored, not counted against any
+/// spout, and a spout with no message id has empty callbacks. (Mutation campaign:
+/// `SpoutCallbacks::is_empty -> false`.)
+#[test]
+fn a_task_that_is_no_spout_is_ignored_and_a_quiet_spout_has_no_callbacks() {
+    let mut b = TopologyBuilder::new();
+    b.set_basic_bolt("x", || acker_runtime::bolts::NullBolt, 2)
+        .shuffle_grouping("a");
+    b.set_spout("a", || Idle, 1).output_fields(&["n"]);
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let task_of = |component: &str| {
+        plan.tasks()
+            .iter()
+            .find(|t| t.component == component)
+            .map(|t| t.task)
+            .unwrap()
+    };
+    let (bolt, spout) = (task_of("x"), task_of("a"));
+    let mut w = Watch::new(&plan, &["a".to_string()], Some(100));
+    assert!(w.callbacks()["a"].is_empty());
+    w.emit(bolt, 1, 0);
+    w.callback(bolt, 1, true, 10);
+    w.callback(bolt, 2, false, 10);
+    assert_eq!(w.outstanding(), 0);
+    assert_eq!(
+        (w.callbacks()["a"].len(), w.callbacks()["a"].is_empty()),
+        (0, true)
+    );
+    assert_eq!(w.check_end(1_000), []);
+    w.emit(spout, 1, 0);
+    w.callback(spout, 1, true, 10);
+    assert_eq!(
+        (w.callbacks()["a"].len(), w.callbacks()["a"].is_empty()),
+        (1, false)
+    );
+    assert_eq!(w.check_end(1_000), []);
+}
