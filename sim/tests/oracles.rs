@@ -327,4 +327,16 @@ fn a_task_that_is_no_spout_is_ignored_and_a_quiet_spout_has_no_callbacks() {
         (1, false)
     );
     assert_eq!(w.check_end(1_000), []);
+    // Message ids are the user's: the largest ones work too (they are kept apart from the
+    // small sequential ones; mutation campaign: `i + len` for `i - len` in that choice wrapped
+    // round and indexed past the end).
+    for id in [u64::MAX, u64::MAX - 1] {
+        w.emit(spout, id, 20);
+        w.callback(spout, id, true, 30);
+    }
+    let a = &w.callbacks()["a"];
+    assert_eq!(a.len(), 3);
+    assert_eq!(a.get(u64::MAX), Some(&cb(1, 1, 0)));
+    assert_eq!(a.get(u64::MAX - 1), Some(&cb(1, 1, 0)));
+    assert_eq!(w.check_end(1_000), []);
 }
