@@ -433,7 +433,9 @@ impl Watch {
         }
     }
 
-    /// Spout `task` got `ack(msg_id)` (`acked`) or `fail(msg_id)` at `now_ns`.
+    /// Spout `task` got `ack(msg_id)` (`acked`) or `fail(msg_id)` at `now_ns`. A callback for a
+    /// message id with no undecided emit is a [`CallbackError`] violation, kept while fewer than
+    /// 100 violations are held (a spout gone wrong cannot fill memory with them).
     pub fn callback(&mut self, task: TaskId, msg_id: MessageId, acked: bool, now_ns: u64) {
         let i = match self.slot.get(task as usize) {
             Some(&i) if (i as usize) < self.spouts.len() => i as usize,

@@ -340,3 +340,35 @@ fn a_task_that_is_no_spout_is_ignored_and_a_quiet_spout_has_no_callbacks() {
     assert_eq!(a.get(u64::MAX - 1), Some(&cb(1, 1, 0)));
     assert_eq!(w.check_end(1_000), []);
 }
+
+/// The callbacks of one message id emitted by two tasks of one component are summed, field by
+/// field, whichever task's come first. (Mutation campaign: the merge subtracted the second task's
+/// fails.)
+#[test]
+fn callbacks_of_one_id_on_two_tasks_of_a_component_are_summed() {
+    let mut w = watch();
+    for (task, at) in [(0, 0), (0, 1), (1, 2), (1, 3)] {
+        w.emit(task, 5, at);
+    }
+    w.callback(0, 5, true, 10);
+    w.callback(0, 5, false, 10);
+    w.callback(1, 5, false, 10);
+    w.callback(1, 5, false, 10);
+    assert_eq!(w.callbacks()["a"].get(5), Some(&cb(4, 1, 3)));
+}
+
+/// At most 100 callback errors are kept (a spout gone wrong would otherwise fill memory with
+/// them); the 101st and later are dropped. (Mutation campaign: `<=` for `<` kept 101.)
+#[test]
+fn at_most_100_callback_errors_are_kept() {
+    let mut w = watch();
+    for id in 0..150 {
+        w.callback(2, 1_000 + id, true, 0);
+    }
+    let v = w.check_end(0);
+    assert_eq!(v.len(), 100);
+    assert_eq!(
+        v[99],
+        Violation::Callback(CallbackError::Unknown { msg_id: 1_099 })
+    );
+}
