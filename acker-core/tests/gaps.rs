@@ -469,6 +469,46 @@ const ROOT_PATTERNS: [RootPattern; 3] = [
     }),
 ];
 
+/// A shared table over boxed arrays.
+type BoxedSharedTable = acker_core::SharedAckerTable<
+    acker_core::SharedSlots<
+        Box<[acker_core::shared::AtomicU64]>,
+        Box<[acker_core::shared::AtomicU64]>,
+        Box<[acker_core::shared::AtomicU32]>,
+    >,
+>;
+
+/// A shared table of `capacity` slots over boxed arrays, message timeout `T`.
+fn boxed_shared_table(capacity: usize) -> BoxedSharedTable {
+    use acker_core::shared::{AtomicU32, AtomicU64};
+    let slots = acker_core::SharedSlots::new(
+        (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+        (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+        (0..capacity).map(|_| AtomicU32::new(0)).collect(),
+    )
+    .unwrap();
+    acker_core::SharedAckerTable::new(slots, T).unwrap()
+}
+
+/// Acks root `root(k)` with `k + 1` for every `k` in `0..n` through `ack`: each must complete
+/// its tree (spout task [`SPOUT_TASK`]).
+fn complete_all(
+    what: &str,
+    n: u64,
+    root: fn(u64) -> RootId,
+    mut ack: impl FnMut(RootId, u64) -> Result<Decision, acker_core::TableError>,
+) {
+    for k in 0..n {
+        assert_eq!(
+            ack(root(k), k + 1),
+            Ok(Decision::Completed {
+                spout_task: SPOUT_TASK
+            }),
+            "{what}, root {k}"
+        );
+    }
+}
+
 /// The single-owner table keeps every root in one of its two buckets up to 85 % load, whether
 /// roots arrive by init (the fast path, which moves one resident when both buckets are full) or
 /// by an ack before the init (the general path, whose cuckoo search goes two moves deep): no
@@ -503,15 +543,7 @@ fn the_table_has_no_overflow_entry_at_85_percent_load() {
                 }
                 assert_eq!(table.len(), n as usize, "{what}");
                 assert_eq!(table.overflow_len(), 0, "{what}");
-                for k in 0..n {
-                    assert_eq!(
-                        table.ack(root(k), k + 1),
-                        Ok(Decision::Completed {
-                            spout_task: SPOUT_TASK
-                        }),
-                        "{what}, root {k}"
-                    );
-                }
+                complete_all(&what, n, root, |r, x| table.ack(r, x));
                 assert!(table.is_empty(), "{what}");
             }
         }
@@ -525,24 +557,10 @@ fn the_table_has_no_overflow_entry_at_85_percent_load() {
 /// found and completes. (Mutation campaign: the shared table's second-bucket mix.)
 #[test]
 fn the_shared_table_has_no_overflow_entry_at_60_percent_load() {
-    use acker_core::shared::{AtomicU32, AtomicU64};
-    use acker_core::{SharedAckerTable, SharedSlots};
     for capacity in [1_000usize, 1_024, 4_096, 10_007] {
         for (pattern, root) in ROOT_PATTERNS {
             let what = format!("capacity {capacity}, {pattern} roots");
-            let slots = SharedSlots::new(
-                (0..capacity)
-                    .map(|_| AtomicU64::new(0))
-                    .collect::<Box<[_]>>(),
-                (0..capacity)
-                    .map(|_| AtomicU64::new(0))
-                    .collect::<Box<[_]>>(),
-                (0..capacity)
-                    .map(|_| AtomicU32::new(0))
-                    .collect::<Box<[_]>>(),
-            )
-            .unwrap();
-            let table = SharedAckerTable::new(slots, T).unwrap();
+            let table = boxed_shared_table(capacity);
             let n = capacity as u64 * 60 / 100;
             for k in 0..n {
                 assert_eq!(
@@ -553,15 +571,7 @@ fn the_shared_table_has_no_overflow_entry_at_60_percent_load() {
             }
             assert_eq!(table.len(), n as usize, "{what}");
             assert_eq!(table.overflow_len(), 0, "{what}");
-            for k in 0..n {
-                assert_eq!(
-                    table.ack(root(k), k + 1),
-                    Ok(Decision::Completed {
-                        spout_task: SPOUT_TASK
-                    }),
-                    "{what}, root {k}"
-                );
-            }
+            complete_all(&what, n, root, |r, x| table.ack(r, x));
             assert!(table.is_empty(), "{what}");
         }
     }
@@ -595,24 +605,11 @@ fn an_absent_root_is_looked_up_in_its_two_buckets_only() {
 /// campaign: a second bucket past the last one, or before the first, for exactly those roots.)
 #[test]
 fn every_root_works_in_the_smallest_bucketed_shared_tables() {
-    use acker_core::shared::{AtomicU32, AtomicU64, LINEAR_MAX_CAPACITY};
-    use acker_core::{SharedAckerTable, SharedSlots};
+    use acker_core::shared::LINEAR_MAX_CAPACITY;
     for capacity in [LINEAR_MAX_CAPACITY + 8, LINEAR_MAX_CAPACITY + 20] {
         for (pattern, root) in ROOT_PATTERNS {
             let what = format!("capacity {capacity}, {pattern} roots");
-            let slots = SharedSlots::new(
-                (0..capacity)
-                    .map(|_| AtomicU64::new(0))
-                    .collect::<Box<[_]>>(),
-                (0..capacity)
-                    .map(|_| AtomicU64::new(0))
-                    .collect::<Box<[_]>>(),
-                (0..capacity)
-                    .map(|_| AtomicU32::new(0))
-                    .collect::<Box<[_]>>(),
-            )
-            .unwrap();
-            let table = SharedAckerTable::new(slots, T).unwrap();
+            let table = boxed_shared_table(capacity);
             const LIVE: u64 = 40;
             for k in 0..20_000 + LIVE {
                 if k < 20_000 {
