@@ -58,7 +58,8 @@ while [[ $# -gt 0 ]]; do
         esac
         shift 2 ;;
     --list) list=1; shift ;;
-    *) die "unknown argument '$1' (see the header of fuzz/mutants.sh)" ;;
+    -h | --help) sed -n '2,/^set -uo/{/^set -uo/d; s/^# \{0,1\}//; p}' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see fuzz/mutants.sh --help)" ;;
     esac
 done
 if [[ ! $shard =~ ^([0-9]+)/([1-9][0-9]*)$ ]] || (( BASH_REMATCH[1] >= BASH_REMATCH[2] )); then

@@ -344,7 +344,8 @@ pub struct Outbox {
     local: LocalAcks,
     split: bool,
     /// `(message id, root)` of every tracked spout emit since the last
-    /// [`take_tracked_emits`](Self::take_tracked_emits), when recording (see
+    /// [`take_tracked_emits`](Self::take_tracked_emits) or
+    /// [`clear_tracked_emits`](Self::clear_tracked_emits), when recording (see
     /// [`record_tracked_emits`](Self::record_tracked_emits)); empty when not recording.
     tracked_emits: Vec<(MessageId, u64)>,
     recording: bool,
@@ -512,7 +513,9 @@ impl Outbox {
     /// what each message needs (a control message is a few words; a tuple can be taken with
     /// `mem::replace`, leaving a [`Message::Tick`], which owns nothing to drop) and then calls
     /// [`clear_envelopes`](Self::clear_envelopes): no whole envelope is copied out, as
-    /// [`drain`](Self::drain) copies each.
+    /// [`drain`](Self::drain) copies each. After taking messages out this way, clear; do not
+    /// [`drain`](Self::drain) or deliver the envelopes (a taken tuple's envelope now holds a
+    /// `Tick` addressed to the tuple's destination).
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [Envelope] {
         &mut self.envelopes

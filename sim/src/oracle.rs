@@ -435,7 +435,8 @@ impl Watch {
 
     /// Spout `task` got `ack(msg_id)` (`acked`) or `fail(msg_id)` at `now_ns`. A callback for a
     /// message id with no undecided emit is a [`CallbackError`] violation, kept while fewer than
-    /// 100 violations are held (a spout gone wrong cannot fill memory with them).
+    /// 100 violations are held (the list of violations stays short; each message id called back
+    /// still gets its per-id entry, so memory grows with the distinct ids, as with emits).
     pub fn callback(&mut self, task: TaskId, msg_id: MessageId, acked: bool, now_ns: u64) {
         let i = match self.slot.get(task as usize) {
             Some(&i) if (i as usize) < self.spouts.len() => i as usize,
