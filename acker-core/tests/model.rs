@@ -537,7 +537,9 @@ fn fast_inits_at_high_load_equal_model_across_epochs() {
         }
         // Complete a third of the live roots at once, so the next epoch's inits come to a table
         // with free slots and nothing expired.
-        let live: Vec<(RootId, u64)> = model.map.iter().map(|(&r, e)| (r, e.ack_val)).collect();
+        // In root order, not the map's (randomly seeded) order, so every run is the same run.
+        let mut live: Vec<(RootId, u64)> = model.map.iter().map(|(&r, e)| (r, e.ack_val)).collect();
+        live.sort_unstable();
         for (root, ack_val) in live.into_iter().filter(|(r, _)| r % 3 == 0) {
             let m = AckerMessage::Ack { root, xor: ack_val };
             assert_eq!(table.apply(m), model.apply(m), "epoch {epoch}: {m:?}");
