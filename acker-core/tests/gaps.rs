@@ -10,6 +10,8 @@ const SEC: u64 = 1_000_000_000;
 const T: u64 = 30 * SEC;
 const SPOUT_TASK: u16 = 3;
 
+mod common;
+
 fn spout(slots: usize, max_pending: usize, seed: u64) -> SpoutPending<u32, Vec<PendingSlot<u32>>> {
     SpoutPending::new(
         vec![PendingSlot::default(); slots],
@@ -469,45 +471,28 @@ const ROOT_PATTERNS: [RootPattern; 3] = [
     }),
 ];
 
-/// A shared table over boxed arrays.
-type BoxedSharedTable = acker_core::SharedAckerTable<
-    acker_core::SharedSlots<
-        Box<[acker_core::shared::AtomicU64]>,
-        Box<[acker_core::shared::AtomicU64]>,
-        Box<[acker_core::shared::AtomicU32]>,
-    >,
->;
-
-/// A shared table of `capacity` slots over boxed arrays, message timeout `T`.
-fn boxed_shared_table(capacity: usize) -> BoxedSharedTable {
-    use acker_core::shared::{AtomicU32, AtomicU64};
-    let slots = acker_core::SharedSlots::new(
-        (0..capacity).map(|_| AtomicU64::new(0)).collect(),
-        (0..capacity).map(|_| AtomicU64::new(0)).collect(),
-        (0..capacity).map(|_| AtomicU32::new(0)).collect(),
-    )
-    .unwrap();
-    acker_core::SharedAckerTable::new(slots, T).unwrap()
+/// A shared table of `capacity` slots, message timeout `T`.
+fn shared_table(capacity: usize) -> acker_core::SharedAckerTable<common::VecSlots> {
+    acker_core::SharedAckerTable::new(common::vec_slots(capacity), T).unwrap()
 }
 
-/// Acks root `root(k)` with `k + 1` for every `k` in `0..n` through `ack`: each must complete
-/// its tree (spout task [`SPOUT_TASK`]).
-fn complete_all(
+/// Calls `op(root(k), k + 1)` for every `k` in `0..n`: each must return `want`.
+fn each_root_gives(
     what: &str,
     n: u64,
     root: fn(u64) -> RootId,
-    mut ack: impl FnMut(RootId, u64) -> Result<Decision, acker_core::TableError>,
+    want: Decision,
+    mut op: impl FnMut(RootId, u64) -> Result<Decision, acker_core::TableError>,
 ) {
     for k in 0..n {
-        assert_eq!(
-            ack(root(k), k + 1),
-            Ok(Decision::Completed {
-                spout_task: SPOUT_TASK
-            }),
-            "{what}, root {k}"
-        );
+        assert_eq!(op(root(k), k + 1), Ok(want), "{what}, root {k}");
     }
 }
+
+/// Every tree completed, reported to [`SPOUT_TASK`].
+const COMPLETED: Decision = Decision::Completed {
+    spout_task: SPOUT_TASK,
+};
 
 /// The single-owner table keeps every root in one of its two buckets up to 85 % load, whether
 /// roots arrive by init (the fast path, which moves one resident when both buckets are full) or
@@ -524,26 +509,17 @@ fn the_table_has_no_overflow_entry_at_85_percent_load() {
                 let what = format!("capacity {capacity}, {pattern} roots, by ack {by_ack}");
                 let mut table = AckerTable::new(vec![Slot::EMPTY; capacity], T).unwrap();
                 let n = capacity as u64 * 85 / 100;
-                for k in 0..n {
-                    let r = root(k);
-                    if by_ack {
-                        assert_eq!(table.ack(r, k + 1), Ok(Decision::Pending), "{what}");
-                        assert_eq!(
-                            table.init(r, 0, SPOUT_TASK),
-                            Ok(Decision::Pending),
-                            "{what}"
-                        );
-                    } else {
-                        assert_eq!(
-                            table.init(r, k + 1, SPOUT_TASK),
-                            Ok(Decision::Pending),
-                            "{what}"
-                        );
-                    }
+                let pending = Decision::Pending;
+                if by_ack {
+                    // Every root's ack first, then its init with XOR 0: the ack created the entry.
+                    each_root_gives(&what, n, root, pending, |r, x| table.ack(r, x));
+                    each_root_gives(&what, n, root, pending, |r, _| table.init(r, 0, SPOUT_TASK));
+                } else {
+                    each_root_gives(&what, n, root, pending, |r, x| table.init(r, x, SPOUT_TASK));
                 }
                 assert_eq!(table.len(), n as usize, "{what}");
                 assert_eq!(table.overflow_len(), 0, "{what}");
-                complete_all(&what, n, root, |r, x| table.ack(r, x));
+                each_root_gives(&what, n, root, COMPLETED, |r, x| table.ack(r, x));
                 assert!(table.is_empty(), "{what}");
             }
         }
@@ -560,18 +536,14 @@ fn the_shared_table_has_no_overflow_entry_at_60_percent_load() {
     for capacity in [1_000usize, 1_024, 4_096, 10_007] {
         for (pattern, root) in ROOT_PATTERNS {
             let what = format!("capacity {capacity}, {pattern} roots");
-            let table = boxed_shared_table(capacity);
+            let table = shared_table(capacity);
             let n = capacity as u64 * 60 / 100;
-            for k in 0..n {
-                assert_eq!(
-                    table.init(root(k), k + 1, SPOUT_TASK),
-                    Ok(Decision::Pending),
-                    "{what}"
-                );
-            }
+            each_root_gives(&what, n, root, Decision::Pending, |r, x| {
+                table.init(r, x, SPOUT_TASK)
+            });
             assert_eq!(table.len(), n as usize, "{what}");
             assert_eq!(table.overflow_len(), 0, "{what}");
-            complete_all(&what, n, root, |r, x| table.ack(r, x));
+            each_root_gives(&what, n, root, COMPLETED, |r, x| table.ack(r, x));
             assert!(table.is_empty(), "{what}");
         }
     }
@@ -609,7 +581,7 @@ fn every_root_works_in_the_smallest_bucketed_shared_tables() {
     for capacity in [LINEAR_MAX_CAPACITY + 8, LINEAR_MAX_CAPACITY + 20] {
         for (pattern, root) in ROOT_PATTERNS {
             let what = format!("capacity {capacity}, {pattern} roots");
-            let table = boxed_shared_table(capacity);
+            let table = shared_table(capacity);
             const LIVE: u64 = 40;
             for k in 0..20_000 + LIVE {
                 if k < 20_000 {

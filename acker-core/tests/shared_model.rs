@@ -10,18 +10,10 @@ use acker_core::{
 };
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 
+mod common;
+use common::{vec_slots, VecSlots};
+
 const T: u64 = 1_000;
-
-type VecSlots = SharedSlots<Vec<AtomicU64>, Vec<AtomicU64>, Vec<AtomicU32>>;
-
-fn vec_slots(n: usize) -> VecSlots {
-    SharedSlots::new(
-        (0..n).map(|_| AtomicU64::new(0)).collect(),
-        (0..n).map(|_| AtomicU64::new(0)).collect(),
-        (0..n).map(|_| AtomicU32::new(0)).collect(),
-    )
-    .unwrap()
-}
 
 #[test]
 fn an_entry_is_exactly_20_bytes() {

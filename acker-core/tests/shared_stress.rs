@@ -6,12 +6,14 @@
 //! right decision, leaving nothing behind.
 #![cfg(not(loom))]
 
-use acker_core::shared::{AtomicU32, AtomicU64, SharedSlots};
 use acker_core::{AckerMessage, Decision, SharedAckerTable, TableError};
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Barrier;
+
+mod common;
+use common::vec_slots;
 
 const T: u64 = 1_000_000;
 const TREES_PER_BATCH: usize = 1024;
@@ -23,17 +25,6 @@ const SPOUT_TASK: u16 = 3;
 /// Decision counters per tree: +1 per Completed, +16 per Failed.
 const COMPLETED_ONCE: u8 = 1;
 const FAILED_ONCE: u8 = 16;
-
-type VecSlots = SharedSlots<Vec<AtomicU64>, Vec<AtomicU64>, Vec<AtomicU32>>;
-
-fn vec_slots(n: usize) -> VecSlots {
-    SharedSlots::new(
-        (0..n).map(|_| AtomicU64::new(0)).collect(),
-        (0..n).map(|_| AtomicU64::new(0)).collect(),
-        (0..n).map(|_| AtomicU32::new(0)).collect(),
-    )
-    .unwrap()
-}
 
 fn root_of(tree: usize) -> u64 {
     // A bijection of tree + 1 (never 0): distinct trees get distinct, well-spread roots.
