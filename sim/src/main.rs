@@ -461,6 +461,7 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
         return run_shape(&a, shape);
     }
     let mut sc = a.sim.scenario(a.seed, g, 1000)?;
+    sc.check_plant_can_fire().map_err(|e| e.to_string())?;
     let specs = fault::parse_specs(&a.faults).map_err(|e| e.to_string())?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
         .map_err(|e| e.to_string())?;
@@ -787,8 +788,12 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
             .into())
         }
     };
+    let template = a
+        .sim
+        .scenario(a.first_seed, fixed.unwrap_or(Guarantee::AtLeastOnce), 1000)?;
+    template.check_plant_can_fire().map_err(|e| e.to_string())?;
     let plan = search::SearchPlan {
-        template: a.sim.scenario(a.first_seed, Guarantee::AtLeastOnce, 1000)?,
+        template,
         guarantee: fixed,
         swarm: a.swarm,
         specs,

@@ -113,6 +113,21 @@ impl PlantedBug {
         !self.in_core() || cfg!(feature = "planted-bugs")
     }
 
+    /// Whether the bug can fire in a run under `guarantee`: the simulator's sink without
+    /// de-duplication only exactly-once (the only sink that de-duplicates), every other one only
+    /// with acking (at-most-once runs no acker, tracks no tree and sends no notice, so an
+    /// acker's, a spout pending's, an anchor's or a restarted spout's bug has nothing to act on).
+    /// `acker-sim run` and `search --guarantee G` refuse a bug that cannot fire under their
+    /// guarantee ([`ScenarioError::PlantCannotFire`]) rather than report a clean run; a search
+    /// that turns through the three guarantees plants it in every seed and it fires in those
+    /// whose guarantee allows it.
+    pub fn can_fire_under(self, guarantee: Guarantee) -> bool {
+        match self {
+            PlantedBug::SinkWithoutDedup => guarantee == Guarantee::ExactlyOnce,
+            _ => guarantee != Guarantee::AtMostOnce,
+        }
+    }
+
     /// The message for planting a bug this build cannot plant.
     pub fn needs_feature(self) -> String {
         format!(
@@ -193,6 +208,9 @@ pub enum ScenarioError {
     /// A planted bug of acker-core or the runtime, in a build without the feature
     /// `planted-bugs`.
     PlantNeedsFeature(PlantedBug),
+    /// A planted bug that cannot fire under the run's guarantee
+    /// ([`PlantedBug::can_fire_under`]): the run would pass whether or not the bug is there.
+    PlantCannotFire(PlantedBug, Guarantee),
     /// A fault spec or schedule error.
     Fault(FaultError),
     /// A per-message processing time is not shorter than the message timeout: no tuple could
@@ -227,10 +245,40 @@ impl fmt::Display for ScenarioError {
                 "unknown guarantee `{g}`; known: at-most-once, at-least-once, exactly-once"
             ),
             ScenarioError::UnknownBug(b) => {
-                let names: Vec<&str> = PlantedBug::ALL.iter().map(|b| b.name()).collect();
-                write!(f, "unknown planted bug `{b}`; known: {}", names.join(", "))
+                // The names this build takes (as `search --planted-bug list` prints them), then
+                // the ones that need the feature.
+                let names = |available: bool| {
+                    PlantedBug::ALL
+                        .iter()
+                        .filter(|b| b.available() == available)
+                        .map(|b| b.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                write!(
+                    f,
+                    "unknown planted bug `{b}`; this build takes: {}",
+                    names(true)
+                )?;
+                let others = names(false);
+                if others.is_empty() {
+                    Ok(())
+                } else {
+                    write!(f, " (with `--features planted-bugs` also: {others})")
+                }
             }
             ScenarioError::PlantNeedsFeature(b) => f.write_str(&b.needs_feature()),
+            ScenarioError::PlantCannotFire(b, g) => write!(
+                f,
+                "planted bug `{}` cannot fire under {g}: {}",
+                b.name(),
+                if *b == PlantedBug::SinkWithoutDedup {
+                    "only the exactly-once sink de-duplicates (use --guarantee exactly-once)"
+                } else {
+                    "at-most-once runs no acker and tracks no tree (use --guarantee \
+                     at-least-once or exactly-once)"
+                }
+            ),
             ScenarioError::Fault(e) => e.fmt(f),
         }
     }
@@ -378,6 +426,22 @@ impl Scenario {
             bolts: self.bolts as u16,
             ackers: self.num_ackers() as u16,
             workers: if self.one_worker { 1 } else { workers::COUNT },
+        }
+    }
+
+    /// [`ScenarioError::PlantCannotFire`] when the planted bug (if any) cannot fire under this
+    /// scenario's guarantee ([`PlantedBug::can_fire_under`]). Not part of
+    /// [`validate`](Self::validate): a search turning through the three guarantees plants the
+    /// bug in seeds where it cannot fire as well.
+    ///
+    /// # Errors
+    /// As above.
+    pub fn check_plant_can_fire(&self) -> Result<(), ScenarioError> {
+        match self.planted_bug {
+            Some(b) if !b.can_fire_under(self.guarantee) => {
+                Err(ScenarioError::PlantCannotFire(b, self.guarantee))
+            }
+            _ => Ok(()),
         }
     }
 

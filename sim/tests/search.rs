@@ -386,3 +386,87 @@ fn a_reused_root_id_is_caught_at_the_first_restart() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+/// A planted bug that cannot fire under the chosen guarantee is refused with the reason (exit 2)
+/// instead of giving a clean verdict that would read as "the bug was caught by nothing"; where it
+/// can fire the same command runs and finds it. An unknown name lists the names this build takes
+/// first, the feature's ones apart.
+#[test]
+fn a_plant_that_cannot_fire_under_the_guarantee_is_refused() {
+    let refused = |args: &[&str], want: &str| {
+        let out = bin().args(args).output().expect("run acker-sim");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    refused(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--guarantee",
+            "at-most-once",
+            "--planted-bug",
+            "acker-acks-first-failure",
+        ],
+        "planted bug `acker-acks-first-failure` cannot fire under at-most-once: at-most-once \
+         runs no acker",
+    );
+    refused(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--guarantee",
+            "at-least-once",
+            "--planted-bug",
+            "sink-without-dedup",
+        ],
+        "planted bug `sink-without-dedup` cannot fire under at-least-once: only the exactly-once \
+         sink de-duplicates",
+    );
+    refused(
+        &[
+            "search",
+            "--seeds",
+            "2",
+            "--guarantee",
+            "at-most-once",
+            "--planted-bug",
+            "restart-reuses-seed",
+        ],
+        "planted bug `restart-reuses-seed` cannot fire under at-most-once",
+    );
+    let wanted = if cfg!(feature = "planted-bugs") {
+        "this build takes: acker-acks-first-failure, restart-reuses-seed, sink-without-dedup, \
+         spout-ignores-timeout, acker-drops-ack, ack-to-wrong-root, init-or-over-copies, \
+         pending-wrap-loses-entry\n"
+    } else {
+        "this build takes: acker-acks-first-failure, restart-reuses-seed, sink-without-dedup \
+         (with `--features planted-bugs` also: spout-ignores-timeout, acker-drops-ack, \
+         ack-to-wrong-root, init-or-over-copies, pending-wrap-loses-entry)\n"
+    };
+    refused(
+        &["search", "--seeds", "1", "--planted-bug", "nosuch"],
+        &format!("unknown planted bug `nosuch`; {wanted}"),
+    );
+    // Where it can fire, the same plant runs and is found: exactly-once, one acker crash, every
+    // replay applied again (exit 1, a violation).
+    let out = bin()
+        .args([
+            "run",
+            "--seed",
+            "1",
+            "--guarantee",
+            "exactly-once",
+            "--planted-bug",
+            "sink-without-dedup",
+            "--faults",
+            "acker-crash@#0:0",
+        ])
+        .output()
+        .expect("run acker-sim");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("duplicated: "), "{text}");
+}

@@ -104,7 +104,9 @@ The summary (and the same figures in --json):
      left for the spout (p50, p99, max over acked trees); 'not measured' with --ackers 0.
   component table    per component, summed over its tasks: emitted = emit calls by user code
      (lines: one per line emitted or replayed; split: one per word); executed = inputs handed
-     to the bolt (__acker: acker messages applied: inits, acks, fails); acked / failed = inputs
+     to the bolt (__acker: acker messages applied: inits, acks, fails, where consecutive acks
+     of one root from one thread arrive merged into one message and count once, so it can be
+     below the acks the bolts sent); acked / failed = inputs
      acked or failed by the bolt (lines: trees completed / failed; __acker: trees decided);
      timed out = the spout's timeouts. __acker is the acker tasks.
 Progress: when stderr is a terminal, a progress line (lines acked of the total) appears on it
