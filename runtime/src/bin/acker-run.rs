@@ -261,6 +261,14 @@ enum BenchCommand {
         /// the executors' own cost per tree.
         #[arg(long)]
         local: bool,
+        /// Rounds, each this run with acking (the given `--ackers`, at least 1) and the same with
+        /// `--ackers 0`, alternated within the process (the order swaps every round, so that on a
+        /// shared machine neither phase gets all the quiet moments): the JSON reports the on ÷
+        /// off ratio of trees per second as `ratio_acking_on_to_off: {min, median, max}` over
+        /// the rounds, each side's trees per second likewise, and the other figures of the first
+        /// acking-on run. Takes 2 × rounds × `--seconds`. Not with `--local`.
+        #[arg(long, value_name = "ROUNDS", allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+        vs_acking_off: Option<usize>,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -829,14 +837,30 @@ impl Spout for IntSpout {
     }
 }
 
-fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), CliError> {
+/// `{min, median, max}` of `values` (sorted in place; not empty).
+fn min_median_max(values: &mut [f64]) -> serde_json::Value {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    serde_json::json!({"min": values[0], "median": median, "max": values[n - 1]})
+}
+
+fn pipeline_cmd(
+    seconds: f64,
+    local: bool,
+    vs_acking_off: Option<usize>,
+    run: RunArgs,
+) -> Result<(), CliError> {
     check_run(&run)?;
     if !(seconds > 0.0 && seconds < 3600.0) {
         return Err(CliError::Usage(format!(
             "--seconds must be in (0, 3600), got {seconds}"
         )));
     }
-    let mut out = io::stdout().lock();
     let mut b = TopologyBuilder::new();
     b.set_spout("ints", || IntSpout(0), 1).output_fields(&["n"]);
     b.set_basic_bolt("identity", || acker_runtime::bolts::IdentityBolt, 1)
@@ -844,7 +868,12 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), CliError>
         .output_fields(&["n"]);
     b.set_basic_bolt("null", || acker_runtime::bolts::NullBolt, 1)
         .shuffle_grouping("identity");
-    let plan = plan(&b.build().map_err(|e| e.to_string())?, &run)?;
+    let topology = b.build().map_err(|e| e.to_string())?;
+    if let Some(rounds) = vs_acking_off {
+        return pipeline_vs_acking_off(&topology, seconds, local, rounds, &run);
+    }
+    let plan = plan(&topology, &run)?;
+    let mut out = io::stdout().lock();
     if local {
         let mut shell = acker_runtime::local::LocalShell::new(&plan).map_err(|e| e.to_string())?;
         let t0 = Instant::now();
@@ -874,13 +903,93 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), CliError>
         out.flush()?;
         return Ok(());
     }
+    let (json, _) = pipeline_threaded(&plan, &run, seconds)?;
+    writeln!(out, "{json}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `bench pipeline --vs-acking-off ROUNDS`: acking on and off alternated in one process.
+fn pipeline_vs_acking_off(
+    topology: &acker_runtime::Topology,
+    seconds: f64,
+    local: bool,
+    rounds: usize,
+    run: &RunArgs,
+) -> Result<(), CliError> {
+    if local {
+        return Err(CliError::Usage(
+            "--vs-acking-off runs the threaded shell: leave out --local".to_string(),
+        ));
+    }
+    if run.ackers == 0 {
+        return Err(CliError::Usage(
+            "--vs-acking-off compares acking on with off: give --ackers 1 or more".to_string(),
+        ));
+    }
+    let off_run = RunArgs {
+        ackers: 0,
+        ..run.clone()
+    };
+    let runs = [
+        (plan(topology, run)?, run),
+        (plan(topology, &off_run)?, &off_run),
+    ];
+    let (mut on_rates, mut off_rates, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let mut first = None;
+    for round in 0..rounds {
+        let mut rate = [0.0; 2];
+        // Even rounds run acking on first, odd rounds acking off first.
+        for k in [round % 2, 1 - round % 2] {
+            let (json, r) = pipeline_threaded(&runs[k].0, runs[k].1, seconds)?;
+            rate[k] = r;
+            if k == 0 && first.is_none() {
+                first = Some(json);
+            }
+        }
+        on_rates.push(rate[0]);
+        off_rates.push(rate[1]);
+        ratios.push(if rate[1] > 0.0 {
+            rate[0] / rate[1]
+        } else {
+            0.0
+        });
+    }
+    let Some(serde_json::Value::Object(mut json)) = first else {
+        return Err(CliError::Usage(
+            "--vs-acking-off must be at least 1".to_string(),
+        ));
+    };
+    json.insert("rounds".into(), rounds.into());
+    json.insert("ratio_acking_on_to_off".into(), min_median_max(&mut ratios));
+    json.insert(
+        "acking_on_trees_per_sec".into(),
+        min_median_max(&mut on_rates),
+    );
+    json.insert(
+        "acking_off_trees_per_sec".into(),
+        min_median_max(&mut off_rates),
+    );
+    let mut out = io::stdout().lock();
+    writeln!(out, "{}", serde_json::Value::Object(json))?;
+    out.flush()?;
+    Ok(())
+}
+
+/// One threaded run of the pipeline for `seconds`: its JSON summary and trees acked per second
+/// (with `--ackers 0`, the trees the spout counted acked at once).
+fn pipeline_threaded(
+    plan: &acker_runtime::Plan,
+    run: &RunArgs,
+    seconds: f64,
+) -> Result<(serde_json::Value, f64), CliError> {
     let cpu0 = process_cpu_secs();
     let report = shell::run(
-        &plan,
+        plan,
         &ShellOptions {
             max_duration: Some(Duration::from_secs_f64(seconds)),
             drain_timeout: Some(Duration::from_secs(60)),
-            ..shell_options(&run)
+            ..shell_options(run)
         },
     )
     .map_err(|e| e.to_string())?;
@@ -893,29 +1002,24 @@ fn pipeline_cmd(seconds: f64, local: bool, run: RunArgs) -> Result<(), CliError>
         .unwrap_or(0);
     let secs = report.elapsed.as_secs_f64();
     let (p50, p99, max) = percentiles_us(&report);
-    writeln!(
-        out,
-        "{}",
-        serde_json::json!({
-            "bench": "pipeline",
-            "cores": report.cores,
-            "ackers": run.ackers,
-            "elapsed_s": secs,
-            "trees_acked": trees,
-            "trees_per_sec": trees as f64 / secs,
-            "cpu_s": cpu_s,
-            "trees_per_cpu_s": cpu_s.map(|c| trees as f64 / c),
-            "null_executed": null_executed,
-            "tuples_through_per_sec": null_executed as f64 / secs,
-            "failed": report.spout_totals().failed,
-            "timed_out": report.spout_totals().timed_out,
-            "acker_parked": report.kind_totals(acker_runtime::TaskKind::Acker).parked,
-            "acker_dropped_full": report.kind_totals(acker_runtime::TaskKind::Acker).dropped_full,
-            "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
-        })
-    )?;
-    out.flush()?;
-    Ok(())
+    let json = serde_json::json!({
+        "bench": "pipeline",
+        "cores": report.cores,
+        "ackers": run.ackers,
+        "elapsed_s": secs,
+        "trees_acked": trees,
+        "trees_per_sec": trees as f64 / secs,
+        "cpu_s": cpu_s,
+        "trees_per_cpu_s": cpu_s.map(|c| trees as f64 / c),
+        "null_executed": null_executed,
+        "tuples_through_per_sec": null_executed as f64 / secs,
+        "failed": report.spout_totals().failed,
+        "timed_out": report.spout_totals().timed_out,
+        "acker_parked": report.kind_totals(acker_runtime::TaskKind::Acker).parked,
+        "acker_dropped_full": report.kind_totals(acker_runtime::TaskKind::Acker).dropped_full,
+        "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
+    });
+    Ok((json, trees as f64 / secs))
 }
 
 /// Largest `--min-mb` accepted (1 TB; the repeated text must also fit in memory).
@@ -1001,12 +1105,7 @@ fn bench_wordcount_cmd(
     else {
         return Err(CliError::Usage("--rounds must be at least 1".to_string()));
     };
-    ratios.sort_by(f64::total_cmp);
-    let ratio_median = if ratios.len() % 2 == 1 {
-        ratios[ratios.len() / 2]
-    } else {
-        (ratios[ratios.len() / 2 - 1] + ratios[ratios.len() / 2]) / 2.0
-    };
+    let ratio_to_plain_loop = min_median_max(&mut ratios);
     let (p50, p99, max) = percentiles_us(&report);
     let mut out = io::stdout().lock();
     writeln!(
@@ -1027,11 +1126,7 @@ fn bench_wordcount_cmd(
             "topology_words_per_sec": words as f64 / secs,
             "ratio": (words as f64 / secs) / (plain_words as f64 / plain_secs),
             "rounds": rounds,
-            "ratio_to_plain_loop": {
-                "min": ratios[0],
-                "median": ratio_median,
-                "max": ratios[ratios.len() - 1],
-            },
+            "ratio_to_plain_loop": ratio_to_plain_loop,
             "plain_cpu_s": plain_cpu,
             "topology_cpu_s": topo_cpu,
             "plain_words_per_cpu_s": plain_cpu.map(|c| plain_words as f64 / c),
@@ -1061,8 +1156,9 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Pipeline {
             seconds,
             local,
+            vs_acking_off,
             run,
-        }) => pipeline_cmd(seconds, local, run),
+        }) => pipeline_cmd(seconds, local, vs_acking_off, run),
         Command::Bench(BenchCommand::Wordcount {
             input,
             min_mb,

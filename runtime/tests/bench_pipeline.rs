@@ -1,0 +1,104 @@
+//! `acker-run bench pipeline --vs-acking-off ROUNDS` alternates acking on and off in one process
+//! and reports the on ÷ off ratio's spread as `ratio_acking_on_to_off: {min, median, max}`
+//! beside the first acking-on run's figures.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+/// How long two rounds of 0.3 s runs may take here (each run also drains).
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn spread(v: &serde_json::Value, key: &str) -> (f64, f64, f64) {
+    let r = &v[key];
+    let get = |k: &str| {
+        r[k].as_f64()
+            .unwrap_or_else(|| panic!("{key}.{k} missing: {v}"))
+    };
+    (get("min"), get("median"), get("max"))
+}
+
+#[test]
+fn bench_pipeline_reports_the_acking_ratio_over_alternated_rounds() {
+    let o = common::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_acker-run")).args([
+            "bench",
+            "pipeline",
+            "--seconds",
+            "0.3",
+            "--vs-acking-off",
+            "2",
+            "--max-spout-pending",
+            "256",
+            "--cores",
+            "1",
+            "--no-pin",
+        ]),
+        LIMIT,
+        "acker-run bench pipeline --vs-acking-off 2",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["rounds"], 2, "{v}");
+    // The other figures are the first acking-on run's.
+    assert_eq!(v["ackers"], 1, "{v}");
+    assert_eq!(v["failed"], 0, "{v}");
+    let (on_min, on_median, on_max) = spread(&v, "acking_on_trees_per_sec");
+    let (off_min, off_median, off_max) = spread(&v, "acking_off_trees_per_sec");
+    let (r_min, r_median, r_max) = spread(&v, "ratio_acking_on_to_off");
+    assert!(
+        0.0 < on_min && on_min <= on_max && 0.0 < off_min && off_min <= off_max,
+        "{v}"
+    );
+    let first = v["trees_per_sec"].as_f64().expect("trees_per_sec");
+    assert!(
+        first == on_min || first == on_max,
+        "{first} is not one of the on runs: {v}"
+    );
+    // Two rounds: the median is the mean of the two ratios, and whichever on run went with
+    // whichever off run, the two ratios multiply to (on_a × on_b) ÷ (off_a × off_b).
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    assert!(close(on_median, (on_min + on_max) / 2.0), "{v}");
+    assert!(close(off_median, (off_min + off_max) / 2.0), "{v}");
+    assert!(close(r_median, (r_min + r_max) / 2.0), "{v}");
+    assert!(
+        close(r_min * r_max, (on_min * on_max) / (off_min * off_max)),
+        "the ratios are not on ÷ off of the rounds: {v}"
+    );
+}
+
+#[test]
+fn bench_pipeline_vs_acking_off_refuses_what_it_cannot_compare() {
+    for (args, want) in [
+        (
+            &["--vs-acking-off", "2", "--ackers", "0"][..],
+            "--vs-acking-off compares acking on with off: give --ackers 1 or more",
+        ),
+        (
+            &["--vs-acking-off", "2", "--local"][..],
+            "--vs-acking-off runs the threaded shell: leave out --local",
+        ),
+        (
+            &["--vs-acking-off", "0"][..],
+            "invalid value '0' for '--vs-acking-off <ROUNDS>'",
+        ),
+    ] {
+        let o = common::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_acker-run"))
+                .args(["bench", "pipeline", "--seconds", "0.1"])
+                .args(args),
+            LIMIT,
+            "acker-run bench pipeline (refused)",
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+}
