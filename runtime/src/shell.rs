@@ -1032,7 +1032,7 @@ impl Core<'_> {
                 .restart_executor(task, self.placement, self.incarnations[idx])
             {
                 Ok(fresh) => {
-                    let old = std::mem::replace(&mut self.executors[idx], fresh);
+                    let mut old = std::mem::replace(&mut self.executors[idx], fresh);
                     if let Some(h) = old.complete_latency_ns() {
                         let _ = self.retired_latency.add(h);
                     }

@@ -267,10 +267,11 @@ impl Executor {
     /// The thread-per-core shell hands a notice over with the time the acker's thread sent it,
     /// so time the notice waits for the spout's thread (busy in user code, or behind the per-turn
     /// batch limit) is not counted; the local shell and the simulator deliver it at once (the
-    /// simulator after its simulated link delay). `None` for bolts and ackers.
-    pub fn complete_latency_ns(&self) -> Option<&Histogram<u64>> {
+    /// simulator after its simulated link delay). `None` for bolts and ackers. Takes `&mut`:
+    /// a spout holds back a run of equal latencies and records it here at the latest.
+    pub fn complete_latency_ns(&mut self) -> Option<&Histogram<u64>> {
         match self {
-            Executor::Spout(e) => Some(&e.latency_ns),
+            Executor::Spout(e) => Some(e.latency()),
             _ => None,
         }
     }
@@ -495,6 +496,7 @@ impl Plan {
                         router,
                         counters: ExecutorCounters::default(),
                         latency_ns: latency_histogram(),
+                        latency_run: (0, 0),
                         dests: Vec::with_capacity(max_fanout),
                         edges: Vec::with_capacity(max_fanout),
                         acked_at_once: Vec::with_capacity(16),
