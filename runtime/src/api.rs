@@ -495,8 +495,11 @@ impl SpoutOutputCollector<'_> {
             return Err(e.into());
         }
         let n = self.dests.len();
-        self.edges.clear();
-        self.edges.resize(n, 0);
+        // One edge id a copy: `pending.emit` draws every one of them for a tracked emit, and
+        // no other emit reads them, so only the length is set (most emits keep the last one's).
+        if self.edges.len() != n {
+            self.edges.resize(n, 0);
+        }
         let emitted = match self.pending.emit(msg_id, &mut self.edges[..], self.now_ns) {
             Ok(e) => e,
             Err(PendingError::MaxSpoutPending { msg_id }) => {
@@ -521,7 +524,13 @@ impl SpoutOutputCollector<'_> {
                     Anchors::spout(root, edges[i])
                 });
                 if let Some(a) = self.ackers.task(root) {
-                    self.out.push(a, Message::Acker(init));
+                    // With a copy sent (so the outbox is not left empty: the shell reads an
+                    // empty outbox as "nothing emitted"), the init may skip the envelopes.
+                    if n > 0 {
+                        self.out.push_spout_init(a, init);
+                    } else {
+                        self.out.push(a, Message::Acker(init));
+                    }
                 }
             }
             SpoutEmit::AckedAtOnce { msg_id } => {

@@ -396,6 +396,18 @@ impl Outbox {
         }
     }
 
+    /// Appends a spout's init for acker task `dest`: when split off and `dest` is an acker on
+    /// the shell's thread, into that acker's list ([`local_acks`](Self::local_acks), applied at
+    /// the next local drain with the bolts' messages, in sending order); otherwise an envelope,
+    /// which the shell sends at once (see
+    /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
+    #[inline]
+    pub(crate) fn push_spout_init(&mut self, dest: TaskId, init: AckerMessage) {
+        if !(self.split && self.local.push(dest, &init)) {
+            self.push(dest, Message::Acker(init));
+        }
+    }
+
     /// Appends an acker's notice for spout task `dest`: an envelope, or an entry of the
     /// split-off list (see [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
     #[inline]
@@ -627,6 +639,38 @@ mod tests {
         s.clear();
         assert!(s.nothing_waiting());
         assert_eq!(s.split_off_len(), 0);
+    }
+
+    #[test]
+    fn a_spout_init_skips_the_envelopes_only_for_an_acker_in_the_local_lists() {
+        let init = AckerMessage::Init {
+            root: 5,
+            xor: 9,
+            spout_task: 0,
+        };
+        let ack = AckerMessage::Ack { root: 5, xor: 4 };
+        let envelope = |dest| Envelope {
+            dest,
+            message: Message::Acker(init),
+        };
+        // Not split: an envelope, whatever the acker.
+        let mut o = Outbox::new();
+        o.push_spout_init(3, init);
+        assert_eq!(o.as_slice(), &[envelope(3)]);
+        // Split, acker 3 on this thread (of tasks 0..5), acker 4 not: the init for 3 joins 3's
+        // list after the ack sent before it (sending order, no merge across kinds); the one for
+        // 4 stays an envelope (the shell sends it at once).
+        let mut s = Outbox::new();
+        s.split_off_acker_traffic(LocalAcks::new(5, &[3], 4));
+        s.push_acker(3, ack);
+        s.push_spout_init(3, init);
+        s.push_spout_init(4, init);
+        assert_eq!(s.as_slice(), &[envelope(4)]);
+        assert_eq!(s.local_acks().lists, [(3, vec![ack, init])]);
+        assert!(s.acker_messages().is_empty());
+        assert_eq!(s.split_off_len(), 2);
+        s.clear();
+        assert!(s.nothing_waiting() && s.split_off_len() == 0);
     }
 
     #[test]
