@@ -525,7 +525,8 @@ impl SpoutOutputCollector<'_> {
                 });
                 if let Some(a) = self.ackers.task(root) {
                     // With a copy sent (so the outbox is not left empty: the shell reads an
-                    // empty outbox as "nothing emitted"), the init may skip the envelopes.
+                    // outbox with neither tuple nor envelope as "nothing emitted"), the init
+                    // may skip the envelopes.
                     if n > 0 {
                         self.out.push_spout_init(a, init);
                     } else {
@@ -661,14 +662,14 @@ impl OutputCollector<'_> {
             // One destination (nearly every emit): the copy is built straight into its envelope.
             let anchors =
                 InputAnchors::emit(anchors.iter().map(|i| &i.anchors), &mut self.bolt.ids)?;
-            self.out.push(
+            self.out.push_tuple(
                 dest,
-                Message::Tuple(Tuple {
+                Tuple {
                     stream,
                     source_task: self.bolt.task,
                     values,
                     anchors,
-                }),
+                },
             );
         } else if n > 0 {
             let states = anchors.iter().map(|i| &i.anchors);

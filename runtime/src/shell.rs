@@ -94,6 +94,7 @@ use hdrhistogram::Histogram;
 
 use crate::api::ExecutorCounters;
 use crate::executor::{latency_histogram, BuildError, Executor};
+use crate::message::DataEnv;
 use acker_core::AckerMessage;
 
 use crate::message::{LocalAcks, Message, Notice, Outbox, Tuple};
@@ -339,14 +340,6 @@ struct Shared {
 struct CoreResult {
     tasks: Vec<(TaskId, ExecutorCounters)>,
     latency: Histogram<u64>,
-}
-
-/// A data tuple on its way to a bolt task (the data lane's element): exactly two cache lines, so
-/// a ring slot never straddles a third one.
-#[repr(align(64))]
-struct DataEnv {
-    dest: TaskId,
-    tuple: Tuple,
 }
 
 /// A control message (the control lane's element): a spout's init or a tick, small and `Copy`.
@@ -714,6 +707,18 @@ impl Core<'_> {
     #[inline(always)]
     fn route<const BATCH_ACKS: bool, const LISTS: u8>(&mut self) {
         let me = self.me;
+        // The split-off tuples (every tuple: see `Outbox::push_tuple`), in sending order, each
+        // moved as is into the data lane. Tuples take the data lane and nothing else does, so
+        // routing them before the envelopes changes no lane's order.
+        if let Some(env) = self.outbox.take_only_tuple() {
+            let (core, _) = self.where_is[env.dest as usize];
+            self.sent += self.data.stage(core, me, env);
+        } else if !self.outbox.no_tuples() {
+            for env in self.outbox.take_tuples() {
+                let (core, _) = self.where_is[env.dest as usize];
+                self.sent += self.data.stage(core, me, env);
+            }
+        }
         // Move out only what each message needs: a control message is a few words, so copying
         // whole envelopes out of the outbox would cost more than the routing itself.
         for env in self.outbox.as_mut_slice() {
@@ -805,7 +810,10 @@ impl Core<'_> {
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
         // Only a bolt handles a tuple, and a bolt sends no notice: two of the three lists to
         // look at (the notices are checked wherever an acker runs).
-        if !(self.outbox.is_empty() && self.outbox.acker_messages().is_empty()) {
+        if !(self.outbox.no_tuples()
+            && self.outbox.is_empty()
+            && self.outbox.acker_messages().is_empty())
+        {
             self.route_bolt_outbox();
         }
     }
@@ -1131,8 +1139,8 @@ impl Core<'_> {
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
-                        if self.outbox.is_empty() {
-                            // Nothing to emit now (an emit leaves an envelope: a tuple, or its init if it has no copy) (Storm's spout wait strategy): leave this spout
+                        if self.outbox.no_tuples() && self.outbox.is_empty() {
+                            // Nothing to emit now (an emit leaves a tuple, or with no copy its init's envelope) (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
                         }

@@ -3,7 +3,7 @@
 
 use acker_core::{acker_index, TaskId};
 
-use crate::message::{Message, Outbox, StreamId, Tuple, TupleAnchors, Values, DEFAULT_STREAM};
+use crate::message::{Outbox, StreamId, Tuple, TupleAnchors, Values, DEFAULT_STREAM};
 
 /// How one subscription picks destination tasks, with field names resolved to indices.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,24 +278,24 @@ pub(crate) fn push_copies(
         return;
     };
     for (i, &d) in rest.iter().enumerate() {
-        out.push(
+        out.push_tuple(
             d,
-            Message::Tuple(Tuple {
+            Tuple {
                 stream,
                 source_task: task,
                 values: values.clone(),
                 anchors: anchors_of(i),
-            }),
+            },
         );
     }
-    out.push(
+    out.push_tuple(
         last,
-        Message::Tuple(Tuple {
+        Tuple {
             stream,
             source_task: task,
             values,
             anchors: anchors_of(rest.len()),
-        }),
+        },
     );
 }
 
