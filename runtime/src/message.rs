@@ -336,9 +336,9 @@ pub(crate) struct DataEnv {
 /// By default every message is an [`Envelope`], in one sending order: [`len`](Self::len),
 /// [`is_empty`](Self::is_empty), [`as_slice`](Self::as_slice) and [`drain`](Self::drain) all see
 /// every message (the simulator and the local shell work this way). A shell may instead have the
-/// acker traffic kept apart (`split_off_acker_traffic`, crate-internal, used by the
-/// thread-per-core shell): acker messages and an acker's notices then go to lists of their own
-/// and are *not* envelopes. `len`, `is_empty`, `as_slice` and `drain` always describe the
+/// acker traffic and the tuples kept apart (`split_off_acker_traffic`, crate-internal, used by
+/// the thread-per-core shell): data tuples, acker messages and an acker's notices then go to
+/// lists of their own and are *not* envelopes. `len`, `is_empty`, `as_slice` and `drain` always describe the
 /// envelopes only (the four agree with each other); the split-off messages are counted apart
 /// and are dropped by [`clear`](Self::clear) with the envelopes.
 #[derive(Debug, Default)]
@@ -384,7 +384,9 @@ impl Outbox {
     /// order, instead of among the envelopes: for a shell that sends them on lanes of their own
     /// anyway (the threaded shell), and so never relies on their order relative to the
     /// envelopes. Each then costs a 16- or 24-byte entry instead of an envelope of a whole
-    /// [`Message`]. Off by default: every message is an envelope, in one order.
+    /// [`Message`]. Data tuples go to a list of their own too ([`push_tuple`](Self::push_tuple)),
+    /// as 128-byte entries the shell moves into its data lane as they are. Off by default: every
+    /// message is an envelope, in one order.
     ///
     /// A bolt's messages for an acker in `local` (the acker tasks running on the shell's own
     /// thread) go to that acker's list in `local` instead ([`local_acks`](Self::local_acks)).

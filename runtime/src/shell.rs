@@ -699,7 +699,8 @@ impl Core<'_> {
         self.route::<false, NO_LISTS>();
     }
 
-    /// Routes every envelope of the outbox: tuples to the data lane, notices and ticks to the
+    /// Routes the outbox's tuples (split off: see `Outbox::push_tuple`) to the data lane, then
+    /// every envelope of the outbox: tuples to the data lane, notices and ticks to the
     /// control lane, acker messages to the acker lane's batches (`BATCH_ACKS`) or else, one
     /// envelope each, to the control lane; then the split-off lists named by `LISTS`
     /// ([`ACKER_LIST`], [`NOTICE_LIST`]) the same way. Only the envelopes and those lists are
