@@ -424,15 +424,26 @@ pub(crate) type Pending = SpoutPending<MessageId, Vec<PendingSlot<MessageId>>>;
 
 /// The spout's output collector (Storm's `SpoutOutputCollector`).
 pub struct SpoutOutputCollector<'a> {
-    pub(crate) task: TaskId,
     pub(crate) now_ns: u64,
-    pub(crate) pending: &'a mut Pending,
-    pub(crate) router: &'a mut Router,
+    /// The spout executor's state the collector works with (one pointer: building the
+    /// collector for every `next_tuple` costs three stores instead of ten).
+    pub(crate) spout: &'a mut SpoutState,
     pub(crate) out: &'a mut Outbox,
-    pub(crate) counters: &'a mut ExecutorCounters,
-    pub(crate) dests: &'a mut Vec<TaskId>,
-    pub(crate) edges: &'a mut Vec<EdgeId>,
-    pub(crate) acked_at_once: &'a mut Vec<MessageId>,
+}
+
+/// What a spout task's [`SpoutOutputCollector`] works with, kept by its executor across calls.
+pub(crate) struct SpoutState {
+    pub(crate) task: TaskId,
+    pub(crate) pending: Pending,
+    pub(crate) router: Router,
+    pub(crate) counters: ExecutorCounters,
+    /// The destinations of the emit being sent.
+    pub(crate) dests: Vec<TaskId>,
+    /// One edge id a copy of the emit being sent.
+    pub(crate) edges: Vec<EdgeId>,
+    /// Message ids of this call's emits acked at once (no acker): the user's `ack` follows the
+    /// call.
+    pub(crate) acked_at_once: Vec<MessageId>,
     pub(crate) ackers: AckerRoute,
 }
 
@@ -444,7 +455,7 @@ impl SpoutOutputCollector<'_> {
     /// See [`emit_stream`](Self::emit_stream).
     #[inline]
     pub fn emit(&mut self, values: Values, msg_id: Option<MessageId>) -> Result<usize, EmitError> {
-        let s = self.router.default_stream()?;
+        let s = self.spout.router.default_stream()?;
         self.emit_to(s, values, msg_id, None)
     }
 
@@ -459,7 +470,7 @@ impl SpoutOutputCollector<'_> {
         values: Values,
         msg_id: Option<MessageId>,
     ) -> Result<usize, EmitError> {
-        let s = self.router.stream_id(stream)?;
+        let s = self.spout.router.stream_id(stream)?;
         self.emit_to(s, values, msg_id, None)
     }
 
@@ -474,7 +485,7 @@ impl SpoutOutputCollector<'_> {
         values: Values,
         msg_id: Option<MessageId>,
     ) -> Result<usize, EmitError> {
-        let s = self.router.stream_id(stream)?;
+        let s = self.spout.router.stream_id(stream)?;
         self.emit_to(s, values, msg_id, Some(task))
     }
 
@@ -489,56 +500,67 @@ impl SpoutOutputCollector<'_> {
         msg_id: Option<MessageId>,
         direct: Option<TaskId>,
     ) -> Result<usize, EmitError> {
-        let r = self.router.route(stream, &values, direct, self.dests);
+        let sp = &mut *self.spout;
+        let r = sp.router.route(stream, &values, direct, &mut sp.dests);
         if let Err(e) = r {
-            self.counters.errors += 1;
+            sp.counters.errors += 1;
             return Err(e.into());
         }
-        let n = self.dests.len();
-        self.edges.clear();
-        self.edges.resize(n, 0);
-        let emitted = match self.pending.emit(msg_id, &mut self.edges[..], self.now_ns) {
+        let n = sp.dests.len();
+        // One edge id a copy: `pending.emit` draws every one of them for a tracked emit, and
+        // no other emit reads them, so only the length is set (most emits keep the last one's).
+        if sp.edges.len() != n {
+            sp.edges.resize(n, 0);
+        }
+        let emitted = match sp.pending.emit(msg_id, &mut sp.edges[..], self.now_ns) {
             Ok(e) => e,
             Err(PendingError::MaxSpoutPending { msg_id }) => {
-                self.counters.errors += 1;
+                sp.counters.errors += 1;
                 return Err(EmitError::MaxSpoutPending { msg_id });
             }
             Err(PendingError::Config) => {
                 // Unreachable: the pending set was built from a checked config.
-                self.counters.errors += 1;
+                sp.counters.errors += 1;
                 return Err(EmitError::MaxSpoutPending {
                     msg_id: msg_id.unwrap_or(0),
                 });
             }
         };
-        let (task, edges) = (self.task, &*self.edges);
+        let (task, edges) = (sp.task, &*sp.edges);
         match emitted {
             SpoutEmit::Tracked { root, init } => {
                 if let Some(id) = msg_id {
                     self.out.note_tracked_emit(id, root);
                 }
-                push_copies(self.out, self.dests, stream, task, values, |i| {
+                push_copies(self.out, &sp.dests, stream, task, values, |i| {
                     Anchors::spout(root, edges[i])
                 });
-                if let Some(a) = self.ackers.task(root) {
-                    self.out.push(a, Message::Acker(init));
+                if let Some(a) = sp.ackers.task(root) {
+                    // With a copy sent (so the outbox is not left empty: the shell reads an
+                    // outbox with neither tuple nor envelope as "nothing emitted"), the init
+                    // may skip the envelopes.
+                    if n > 0 {
+                        self.out.push_spout_init(a, init);
+                    } else {
+                        self.out.push(a, Message::Acker(init));
+                    }
                 }
             }
             SpoutEmit::AckedAtOnce { msg_id } => {
                 self.out.note_tracked_emit(msg_id, 0);
-                push_copies(self.out, self.dests, stream, task, values, |_| {
+                push_copies(self.out, &sp.dests, stream, task, values, |_| {
                     Anchors::new()
                 });
-                self.acked_at_once.push(msg_id);
+                sp.acked_at_once.push(msg_id);
             }
             SpoutEmit::Untracked => {
-                push_copies(self.out, self.dests, stream, task, values, |_| {
+                push_copies(self.out, &sp.dests, stream, task, values, |_| {
                     Anchors::new()
                 });
             }
         }
-        self.counters.emitted += 1;
-        self.counters.transferred += n as u64;
+        sp.counters.emitted += 1;
+        sp.counters.transferred += n as u64;
         Ok(n)
     }
 
@@ -652,14 +674,14 @@ impl OutputCollector<'_> {
             // One destination (nearly every emit): the copy is built straight into its envelope.
             let anchors =
                 InputAnchors::emit(anchors.iter().map(|i| &i.anchors), &mut self.bolt.ids)?;
-            self.out.push(
+            self.out.push_tuple(
                 dest,
-                Message::Tuple(Tuple {
+                Tuple {
                     stream,
                     source_task: self.bolt.task,
                     values,
                     anchors,
-                }),
+                },
             );
         } else if n > 0 {
             let states = anchors.iter().map(|i| &i.anchors);

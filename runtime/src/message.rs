@@ -315,6 +315,17 @@ impl LocalAcks {
     }
 }
 
+/// A data tuple on its way to bolt task `dest`: the threaded shell's data-lane element and the
+/// entry of an outbox's split-off tuple list. Exactly two cache lines, so a ring slot never
+/// straddles a third one, and a move is a few inlined stores (a 144-byte [`Envelope`] is copied
+/// by a `memcpy` call).
+#[derive(Debug)]
+#[repr(align(64))]
+pub(crate) struct DataEnv {
+    pub(crate) dest: TaskId,
+    pub(crate) tuple: Tuple,
+}
+
 /// Where an executor writes the messages it wants sent, in order.
 ///
 /// The shell drains it after each call. Its buffer is kept between calls, so once it has grown to
@@ -325,9 +336,9 @@ impl LocalAcks {
 /// By default every message is an [`Envelope`], in one sending order: [`len`](Self::len),
 /// [`is_empty`](Self::is_empty), [`as_slice`](Self::as_slice) and [`drain`](Self::drain) all see
 /// every message (the simulator and the local shell work this way). A shell may instead have the
-/// acker traffic kept apart (`split_off_acker_traffic`, crate-internal, used by the
-/// thread-per-core shell): acker messages and an acker's notices then go to lists of their own
-/// and are *not* envelopes. `len`, `is_empty`, `as_slice` and `drain` always describe the
+/// acker traffic and the tuples kept apart (`split_off_acker_traffic`, crate-internal, used by
+/// the thread-per-core shell): data tuples, acker messages and an acker's notices then go to
+/// lists of their own and are *not* envelopes. `len`, `is_empty`, `as_slice` and `drain` always describe the
 /// envelopes only (the four agree with each other); the split-off messages are counted apart
 /// and are dropped by [`clear`](Self::clear) with the envelopes.
 #[derive(Debug, Default)]
@@ -338,6 +349,8 @@ pub struct Outbox {
     acker: Vec<(TaskId, AckerMessage)>,
     /// An acker's notices, in sending order, when split off; empty otherwise.
     notices: Vec<(TaskId, Notice)>,
+    /// Data tuples, in sending order, when split off; empty otherwise.
+    tuples: Vec<DataEnv>,
     /// A bolt's acker messages for the acker tasks on the shell's own thread, when split off
     /// and given ([`split_off_acker_traffic`](Self::split_off_acker_traffic)): one list per
     /// acker, applied by the shell straight from here.
@@ -371,13 +384,16 @@ impl Outbox {
     /// order, instead of among the envelopes: for a shell that sends them on lanes of their own
     /// anyway (the threaded shell), and so never relies on their order relative to the
     /// envelopes. Each then costs a 16- or 24-byte entry instead of an envelope of a whole
-    /// [`Message`]. Off by default: every message is an envelope, in one order.
+    /// [`Message`]. Data tuples go to a list of their own too ([`push_tuple`](Self::push_tuple)),
+    /// as 128-byte entries the shell moves into its data lane as they are. Off by default: every
+    /// message is an envelope, in one order.
     ///
     /// A bolt's messages for an acker in `local` (the acker tasks running on the shell's own
     /// thread) go to that acker's list in `local` instead ([`local_acks`](Self::local_acks)).
     pub(crate) fn split_off_acker_traffic(&mut self, local: LocalAcks) {
         self.split = true;
         self.local = local;
+        self.tuples.reserve(self.envelopes.capacity());
         self.acker.reserve(self.envelopes.capacity());
         self.notices.reserve(self.envelopes.capacity());
     }
@@ -393,6 +409,55 @@ impl Outbox {
             }
         } else {
             self.push(dest, Message::Acker(m));
+        }
+    }
+
+    /// Appends a data tuple for bolt task `dest`: an envelope, or, when split off, an entry of
+    /// the tuple list ([`take_tuples`](Self::take_tuples)), which the threaded shell moves into
+    /// its data lane as is. A tuple goes on the data lane and any other message on another, so
+    /// only the order among the tuples is kept, as the lanes keep it.
+    #[inline]
+    pub(crate) fn push_tuple(&mut self, dest: TaskId, tuple: Tuple) {
+        if self.split {
+            self.tuples.push(DataEnv { dest, tuple });
+        } else {
+            self.push(dest, Message::Tuple(tuple));
+        }
+    }
+
+    /// Removes and yields the split-off tuples, oldest first (none unless split off).
+    #[inline]
+    pub(crate) fn take_tuples(&mut self) -> std::vec::Drain<'_, DataEnv> {
+        self.tuples.drain(..)
+    }
+
+    /// The split-off tuple when it is the only one waiting (as after nearly every emit), taken
+    /// out; `None`, and nothing taken, otherwise. Cheaper than [`take_tuples`](Self::take_tuples)
+    /// for one tuple (no `Drain` to drop).
+    #[inline]
+    pub(crate) fn take_only_tuple(&mut self) -> Option<DataEnv> {
+        if self.tuples.len() == 1 {
+            self.tuples.pop()
+        } else {
+            None
+        }
+    }
+
+    /// Whether no split-off tuple is waiting.
+    #[inline]
+    pub(crate) fn no_tuples(&self) -> bool {
+        self.tuples.is_empty()
+    }
+
+    /// Appends a spout's init for acker task `dest`: when split off and `dest` is an acker on
+    /// the shell's thread, into that acker's list ([`local_acks`](Self::local_acks), applied at
+    /// the next local drain with the bolts' messages, in sending order); otherwise an envelope,
+    /// which the shell sends at once (see
+    /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
+    #[inline]
+    pub(crate) fn push_spout_init(&mut self, dest: TaskId, init: AckerMessage) {
+        if !(self.split && self.local.push(dest, &init)) {
+            self.push(dest, Message::Acker(init));
         }
     }
 
@@ -432,7 +497,7 @@ impl Outbox {
     /// not count them.
     pub(crate) fn split_off_len(&self) -> usize {
         let local: usize = self.local.lists.iter().map(|(_, l)| l.len()).sum();
-        self.acker.len() + self.notices.len() + local
+        self.acker.len() + self.notices.len() + self.tuples.len() + local
     }
 
     /// Whether nothing is waiting to be routed: no envelope, no split-off acker message or
@@ -440,7 +505,10 @@ impl Outbox {
     /// not looked at ([`split_off_len`](Self::split_off_len) counts them).
     #[inline]
     pub(crate) fn nothing_waiting(&self) -> bool {
-        self.is_empty() && self.acker.is_empty() && self.notices.is_empty()
+        self.is_empty()
+            && self.tuples.is_empty()
+            && self.acker.is_empty()
+            && self.notices.is_empty()
     }
 
     /// Starts recording the `(message id, root)` of every tracked emit a spout makes through this
@@ -544,6 +612,7 @@ impl Outbox {
     /// Drops every waiting envelope and split-off message.
     pub fn clear(&mut self) {
         self.envelopes.clear();
+        self.tuples.clear();
         self.acker.clear();
         self.notices.clear();
         for (_, l) in &mut self.local.lists {
@@ -627,6 +696,79 @@ mod tests {
         s.clear();
         assert!(s.nothing_waiting());
         assert_eq!(s.split_off_len(), 0);
+    }
+
+    #[test]
+    fn a_spout_init_skips_the_envelopes_only_for_an_acker_in_the_local_lists() {
+        let init = AckerMessage::Init {
+            root: 5,
+            xor: 9,
+            spout_task: 0,
+        };
+        let ack = AckerMessage::Ack { root: 5, xor: 4 };
+        let envelope = |dest| Envelope {
+            dest,
+            message: Message::Acker(init),
+        };
+        // Not split: an envelope, whatever the acker.
+        let mut o = Outbox::new();
+        o.push_spout_init(3, init);
+        assert_eq!(o.as_slice(), &[envelope(3)]);
+        // Split, acker 3 on this thread (of tasks 0..5), acker 4 not: the init for 3 joins 3's
+        // list after the ack sent before it (sending order, no merge across kinds); the one for
+        // 4 stays an envelope (the shell sends it at once).
+        let mut s = Outbox::new();
+        s.split_off_acker_traffic(LocalAcks::new(5, &[3], 4));
+        s.push_acker(3, ack);
+        s.push_spout_init(3, init);
+        s.push_spout_init(4, init);
+        assert_eq!(s.as_slice(), &[envelope(4)]);
+        assert_eq!(s.local_acks().lists, [(3, vec![ack, init])]);
+        assert!(s.acker_messages().is_empty());
+        assert_eq!(s.split_off_len(), 2);
+        s.clear();
+        assert!(s.nothing_waiting() && s.split_off_len() == 0);
+    }
+
+    #[test]
+    fn tuples_are_envelopes_unless_split_off_then_a_list_in_sending_order() {
+        let tuple = |n: i64| Tuple {
+            values: crate::values![n],
+            ..Tuple::default()
+        };
+        let ints = |envs: Vec<DataEnv>| -> Vec<(TaskId, i64)> {
+            envs.iter()
+                .map(|e| (e.dest, e.tuple.values[0].as_int().unwrap()))
+                .collect()
+        };
+        // Not split: envelopes, in order with the others.
+        let mut o = Outbox::new();
+        o.push_tuple(1, tuple(10));
+        o.push(7, Message::Tick);
+        assert_eq!(o.len(), 2);
+        assert_eq!(o.as_slice()[0].message, Message::Tuple(tuple(10)));
+        assert!(o.no_tuples() && o.take_only_tuple().is_none());
+        // Split: a list of their own, not envelopes, but waiting and counted apart.
+        let mut s = Outbox::new();
+        s.split_off_acker_traffic(LocalAcks::default());
+        s.push_tuple(1, tuple(10));
+        assert!(s.is_empty() && !s.no_tuples() && !s.nothing_waiting());
+        assert_eq!(s.split_off_len(), 1);
+        // One tuple: taken alone.
+        assert_eq!(ints(s.take_only_tuple().into_iter().collect()), [(1, 10)]);
+        assert!(s.no_tuples() && s.nothing_waiting());
+        // Several: `take_only_tuple` takes none of them, `take_tuples` all, oldest first.
+        for (d, n) in [(2, 20), (3, 30), (2, 21)] {
+            s.push_tuple(d, tuple(n));
+        }
+        assert!(s.take_only_tuple().is_none());
+        assert_eq!(s.split_off_len(), 3);
+        assert_eq!(ints(s.take_tuples().collect()), [(2, 20), (3, 30), (2, 21)]);
+        assert!(s.nothing_waiting());
+        // `clear` drops them.
+        s.push_tuple(4, tuple(40));
+        s.clear();
+        assert!(s.no_tuples() && s.nothing_waiting() && s.split_off_len() == 0);
     }
 
     #[test]

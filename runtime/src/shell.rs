@@ -33,7 +33,8 @@
 //!   word of a line in a row sends one ack; see `coalesce_ack` for why no decision of a
 //!   correct tree changes, and why nothing merges across a fail or reset). So the messages one
 //!   executor sends to one acker still arrive in the order they were sent (a spout's inits for an acker on another thread go unbatched on the control lane, those for an
-//!   acker on its own thread and a bolt's messages all through the batches); messages of different executors interleave in some order, as they always could.
+//!   acker on its own thread and a bolt's messages all through the batches or, for an acker on
+//!   the sender's thread, that acker's one list); messages of different executors interleave in some order, as they always could.
 //!   A spout's init is never held back behind its next `next_tuple`, which may block in user code
 //!   while the tree's clock runs: an init for an acker on another thread goes at once; one for an
 //!   acker on the spout's thread waits for the end of the turn, but that acker could not run
@@ -93,6 +94,7 @@ use hdrhistogram::Histogram;
 
 use crate::api::ExecutorCounters;
 use crate::executor::{latency_histogram, BuildError, Executor};
+use crate::message::DataEnv;
 use acker_core::AckerMessage;
 
 use crate::message::{LocalAcks, Message, Notice, Outbox, Tuple};
@@ -338,14 +340,6 @@ struct Shared {
 struct CoreResult {
     tasks: Vec<(TaskId, ExecutorCounters)>,
     latency: Histogram<u64>,
-}
-
-/// A data tuple on its way to a bolt task (the data lane's element): exactly two cache lines, so
-/// a ring slot never straddles a third one.
-#[repr(align(64))]
-struct DataEnv {
-    dest: TaskId,
-    tuple: Tuple,
 }
 
 /// A control message (the control lane's element): a spout's init or a tick, small and `Copy`.
@@ -698,13 +692,15 @@ impl Core<'_> {
     /// [`route_outbox`](Self::route_outbox) after a spout's `next_tuple`: its inits go out at
     /// once on the control lane, unbatched, since the spout's next call may block in user code
     /// while the tree's clock (complete latency, message timeout) is already running. A spout's
-    /// messages are all envelopes (its inits too: see `Outbox::push_acker`).
+    /// messages are all envelopes, except an init for an acker on this thread, which goes
+    /// straight into that acker's list in the outbox (`Outbox::push_spout_init`).
     #[inline]
     fn route_outbox_from_spout(&mut self) {
         self.route::<false, NO_LISTS>();
     }
 
-    /// Routes every envelope of the outbox: tuples to the data lane, notices and ticks to the
+    /// Routes the outbox's tuples (split off: see `Outbox::push_tuple`) to the data lane, then
+    /// every envelope of the outbox: tuples to the data lane, notices and ticks to the
     /// control lane, acker messages to the acker lane's batches (`BATCH_ACKS`) or else, one
     /// envelope each, to the control lane; then the split-off lists named by `LISTS`
     /// ([`ACKER_LIST`], [`NOTICE_LIST`]) the same way. Only the envelopes and those lists are
@@ -712,6 +708,18 @@ impl Core<'_> {
     #[inline(always)]
     fn route<const BATCH_ACKS: bool, const LISTS: u8>(&mut self) {
         let me = self.me;
+        // The split-off tuples (every tuple: see `Outbox::push_tuple`), in sending order, each
+        // moved as is into the data lane. Tuples take the data lane and nothing else does, so
+        // routing them before the envelopes changes no lane's order.
+        if let Some(env) = self.outbox.take_only_tuple() {
+            let (core, _) = self.where_is[env.dest as usize];
+            self.sent += self.data.stage(core, me, env);
+        } else if !self.outbox.no_tuples() {
+            for env in self.outbox.take_tuples() {
+                let (core, _) = self.where_is[env.dest as usize];
+                self.sent += self.data.stage(core, me, env);
+            }
+        }
         // Move out only what each message needs: a control message is a few words, so copying
         // whole envelopes out of the outbox would cost more than the routing itself.
         for env in self.outbox.as_mut_slice() {
@@ -728,9 +736,10 @@ impl Core<'_> {
                     }
                     continue;
                 }
-                // A spout's init for an acker on another thread goes out at once; for an acker
-                // on this thread it joins the acker's batch: the batch is shipped at the end of
-                // this turn, and the acker, on this thread, could not apply it any sooner.
+                // A spout's init for an acker on another thread goes out at once; one for an
+                // acker on this thread is in that acker's list already (`push_spout_init`),
+                // unless the emit had no copy: then it joins the acker's list here, applied at
+                // the next local drain (the acker, on this thread, could not apply it sooner).
                 Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
                 Message::Acker(m) => {
                     // An acker on this thread takes it from its list at the next local drain
@@ -766,8 +775,9 @@ impl Core<'_> {
         }
         // A bolt's acker messages (split off: see `Outbox::split_off_acker_traffic`), in
         // sending order, into the acker batches as above. Only a bolt sends them (a spout's
-        // inits stay envelopes: splitting them too measured slower), and a bolt sends no spout
-        // init, so no acker message among the envelopes is passed by them.
+        // inits stay envelopes unless for an acker on this thread: splitting them all measured
+        // slower), and a bolt sends no spout init, so no acker message among the envelopes is
+        // passed by them.
         if LISTS & ACKER_LIST != 0 {
             for &(dest, m) in self.outbox.acker_messages() {
                 if self.acker_batches.push(dest, &m, coalesce_ack) {
@@ -801,7 +811,10 @@ impl Core<'_> {
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
         // Only a bolt handles a tuple, and a bolt sends no notice: two of the three lists to
         // look at (the notices are checked wherever an acker runs).
-        if !(self.outbox.is_empty() && self.outbox.acker_messages().is_empty()) {
+        if !(self.outbox.no_tuples()
+            && self.outbox.is_empty()
+            && self.outbox.acker_messages().is_empty())
+        {
             self.route_bolt_outbox();
         }
     }
@@ -959,8 +972,9 @@ impl Core<'_> {
         }
         // The messages for the ackers on this thread, one slice each (an acker sends only
         // notices, so nothing is added to these lists while they are applied).
-        // The spouts' inits (this thread's list) first, then the bolts' messages (the outbox's
-        // lists): the table takes a tree's messages in any order.
+        // This thread's lists first (a spout's init lands here only in the fallback of the
+        // route), then the outbox's (the spouts' inits and the bolts' messages, in sending
+        // order): the table takes a tree's messages in any order.
         for i in 0..self.local_acks.lists.len() {
             let (task, ref list) = self.local_acks.lists[i];
             if list.is_empty() {
@@ -1032,7 +1046,7 @@ impl Core<'_> {
                 .restart_executor(task, self.placement, self.incarnations[idx])
             {
                 Ok(fresh) => {
-                    let old = std::mem::replace(&mut self.executors[idx], fresh);
+                    let mut old = std::mem::replace(&mut self.executors[idx], fresh);
                     if let Some(h) = old.complete_latency_ns() {
                         let _ = self.retired_latency.add(h);
                     }
@@ -1126,8 +1140,8 @@ impl Core<'_> {
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
-                        if self.outbox.is_empty() {
-                            // Nothing to emit now (a spout's messages are all envelopes) (Storm's spout wait strategy): leave this spout
+                        if self.outbox.no_tuples() && self.outbox.is_empty() {
+                            // Nothing to emit now (an emit leaves a tuple, or with no copy its init's envelope) (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
                         }

@@ -646,3 +646,54 @@ fn a_bolt_counts_the_inputs_its_user_code_holds_and_drops_unacked() {
     );
     assert!(out.is_empty());
 }
+
+#[test]
+fn the_latency_histogram_holds_every_completed_root_whatever_the_runs_of_equal_latencies() {
+    // The spout records runs of equal complete latencies at once (on a different value, or when
+    // the histogram is read): the histogram must equal one record per notice, read at any point.
+    let log = new_log();
+    let plan = plan(1, &log);
+    let mut spout = build(&plan, SPOUT);
+    let mut out = Outbox::new();
+    let mut roots = Vec::new();
+    for t in 0..10u64 {
+        assert!(spout.next_tuple(t * 10, &mut out));
+        roots.push(init_of(out.as_slice()).1);
+        out.clear();
+    }
+    // (root, handed over at): latencies 1,000 ×3, 2,000, 1,000 ×2, 0 (recorded as 1), 5 ×2, 5.
+    let notices = [
+        (0, 1_000),
+        (1, 1_010),
+        (2, 1_020),
+        (3, 2_030),
+        (4, 1_040),
+        (5, 1_050),
+        (6, 60),
+        (7, 75),
+        (8, 85),
+        (9, 95),
+    ];
+    let mut want = acker_runtime::latency_histogram();
+    for (i, &(root, at)) in notices.iter().enumerate() {
+        let n = Notice::Completed { root: roots[root] };
+        spout.handle(Message::Notice(n), at, &mut out);
+        want.record((at - root as u64 * 10).max(1)).unwrap();
+        // Read in the middle of a run (after the second 1,000 and after the first 5): what
+        // follows continues the run.
+        if i == 1 || i == 7 {
+            let h = spout.complete_latency_ns().unwrap();
+            assert_eq!(h.len(), i as u64 + 1);
+            assert!(*h == want);
+        }
+    }
+    let h = spout.complete_latency_ns().unwrap();
+    let got: Vec<(u64, u64)> = h
+        .iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect();
+    assert_eq!(got, [(1, 1), (5, 3), (1_000, 5), (2_000, 1)]);
+    assert!(*h == want);
+    assert_eq!((h.len(), h.min(), h.max()), (10, 1, 2_000));
+    assert_eq!(spout.counters().acked, 10);
+}

@@ -62,7 +62,7 @@ pub use acker::AckerExecutor;
 pub use bolt::BoltExecutor;
 pub use spout::SpoutExecutor;
 
-use crate::api::BoltState;
+use crate::api::{BoltState, SpoutState};
 use crate::message::{Message, Notice, Outbox, StreamId, Tuple, DEFAULT_STREAM};
 use crate::park::ParkQueue;
 use crate::topology::{Placement, Plan, TaskKind};
@@ -104,7 +104,7 @@ impl Executor {
     /// The task id.
     pub fn task(&self) -> TaskId {
         match self {
-            Executor::Spout(e) => e.task,
+            Executor::Spout(e) => e.state.task,
             Executor::Bolt(e) => e.state.task,
             Executor::Acker(e) => e.task,
         }
@@ -146,7 +146,7 @@ impl Executor {
     fn ignore_tuple(&mut self, tuple: Tuple) {
         match self {
             Executor::Bolt(_) => {}
-            Executor::Spout(e) => e.counters.ignored += 1,
+            Executor::Spout(e) => e.state.counters.ignored += 1,
             Executor::Acker(e) => e.counters.ignored += 1,
         }
         drop(tuple);
@@ -158,7 +158,7 @@ impl Executor {
     pub fn handle_acker(&mut self, m: AckerMessage, out: &mut Outbox) {
         match self {
             Executor::Acker(e) => e.acker_message(m, out),
-            Executor::Spout(e) => e.counters.ignored += 1,
+            Executor::Spout(e) => e.state.counters.ignored += 1,
             Executor::Bolt(e) => e.state.counters.ignored += 1,
         }
     }
@@ -168,7 +168,7 @@ impl Executor {
     pub(crate) fn handle_acker_batch(&mut self, ms: &[AckerMessage], out: &mut Outbox) {
         match self {
             Executor::Acker(e) => e.acker_messages(ms, out),
-            Executor::Spout(e) => e.counters.ignored += ms.len() as u64,
+            Executor::Spout(e) => e.state.counters.ignored += ms.len() as u64,
             Executor::Bolt(e) => e.state.counters.ignored += ms.len() as u64,
         }
     }
@@ -209,7 +209,7 @@ impl Executor {
     /// Whether this is a spout below max spout pending (so `next_tuple` would be called).
     pub fn can_emit(&self) -> bool {
         match self {
-            Executor::Spout(e) => !e.pending.is_full(),
+            Executor::Spout(e) => !e.state.pending.is_full(),
             _ => false,
         }
     }
@@ -226,7 +226,7 @@ impl Executor {
     /// Roots pending at a spout (0 for bolts), or live in an acker's table.
     pub fn pending_roots(&self) -> usize {
         match self {
-            Executor::Spout(e) => e.pending.len(),
+            Executor::Spout(e) => e.state.pending.len(),
             Executor::Bolt(_) => 0,
             Executor::Acker(e) => e.table.len(),
         }
@@ -253,7 +253,7 @@ impl Executor {
     /// The counters so far.
     pub fn counters(&self) -> ExecutorCounters {
         match self {
-            Executor::Spout(e) => e.counters,
+            Executor::Spout(e) => e.state.counters,
             Executor::Bolt(e) => ExecutorCounters {
                 inputs_dropped_unacked: e.state.ledger.dropped.get(),
                 ..e.state.counters
@@ -267,10 +267,11 @@ impl Executor {
     /// The thread-per-core shell hands a notice over with the time the acker's thread sent it,
     /// so time the notice waits for the spout's thread (busy in user code, or behind the per-turn
     /// batch limit) is not counted; the local shell and the simulator deliver it at once (the
-    /// simulator after its simulated link delay). `None` for bolts and ackers.
-    pub fn complete_latency_ns(&self) -> Option<&Histogram<u64>> {
+    /// simulator after its simulated link delay). `None` for bolts and ackers. Takes `&mut`:
+    /// a spout holds back a run of equal latencies and records it here at the latest.
+    pub fn complete_latency_ns(&mut self) -> Option<&Histogram<u64>> {
         match self {
-            Executor::Spout(e) => Some(&e.latency_ns),
+            Executor::Spout(e) => Some(e.latency()),
             _ => None,
         }
     }
@@ -489,16 +490,19 @@ impl Plan {
                     )
                     .map_err(|_| BuildError::Config(task))?;
                     Ok(Executor::Spout(SpoutExecutor {
-                        task,
                         user,
-                        pending,
-                        router,
-                        counters: ExecutorCounters::default(),
+                        state: SpoutState {
+                            task,
+                            pending,
+                            router,
+                            counters: ExecutorCounters::default(),
+                            dests: Vec::with_capacity(max_fanout),
+                            edges: Vec::with_capacity(max_fanout),
+                            acked_at_once: Vec::with_capacity(16),
+                            ackers,
+                        },
                         latency_ns: latency_histogram(),
-                        dests: Vec::with_capacity(max_fanout),
-                        edges: Vec::with_capacity(max_fanout),
-                        acked_at_once: Vec::with_capacity(16),
-                        ackers,
+                        latency_run: (0, 0),
                     }))
                 } else {
                     let f = self

@@ -3,7 +3,7 @@
 
 use acker_core::{acker_index, TaskId};
 
-use crate::message::{Message, Outbox, StreamId, Tuple, TupleAnchors, Values, DEFAULT_STREAM};
+use crate::message::{Outbox, StreamId, Tuple, TupleAnchors, Values, DEFAULT_STREAM};
 
 /// How one subscription picks destination tasks, with field names resolved to indices.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +42,11 @@ pub(crate) struct AckerRoute {
 impl AckerRoute {
     #[inline]
     pub(crate) fn task(&self, root: u64) -> Option<TaskId> {
+        // One acker: `acker_index` is 0 for every root (its product's high half with 1 is 0);
+        // the hash is skipped.
+        if self.count == 1 {
+            return Some(self.base);
+        }
         acker_index(root, self.count).map(|i| self.base + i as TaskId)
     }
 }
@@ -278,24 +283,24 @@ pub(crate) fn push_copies(
         return;
     };
     for (i, &d) in rest.iter().enumerate() {
-        out.push(
+        out.push_tuple(
             d,
-            Message::Tuple(Tuple {
+            Tuple {
                 stream,
                 source_task: task,
                 values: values.clone(),
                 anchors: anchors_of(i),
-            }),
+            },
         );
     }
-    out.push(
+    out.push_tuple(
         last,
-        Message::Tuple(Tuple {
+        Tuple {
             stream,
             source_task: task,
             values,
             anchors: anchors_of(rest.len()),
-        }),
+        },
     );
 }
 
@@ -303,6 +308,23 @@ pub(crate) fn push_copies(
 mod tests {
     use super::*;
     use crate::values;
+
+    #[test]
+    fn the_acker_route_is_acker_index_whatever_the_acker_count() {
+        // One acker takes a shortcut past the hash: every root still maps as `acker_index` maps it.
+        for count in 0..4 {
+            let r = AckerRoute { base: 10, count };
+            for i in 0..2_000u64 {
+                let root = splitmix64(i) | (i << 63);
+                let want = acker_index(root, count).map(|a| 10 + a as TaskId);
+                assert_eq!(r.task(root), want, "root {root:#x} of {count} ackers");
+            }
+            assert_eq!(
+                r.task(u64::MAX),
+                acker_index(u64::MAX, count).map(|a| 10 + a as TaskId)
+            );
+        }
+    }
 
     /// A router of one stream of one field whose routes are `routes`, with `fixed` filled as
     /// `Router::new` fills it when `fast` (and left empty, i.e. the general path, otherwise).
