@@ -697,3 +697,117 @@ fn the_latency_histogram_holds_every_completed_root_whatever_the_runs_of_equal_l
     assert_eq!((h.len(), h.min(), h.max()), (10, 1, 2_000));
     assert_eq!(spout.counters().acked, 10);
 }
+
+/// What one run of a spout → bolt → acker chain delivered, in order: (destination, message),
+/// the spout's tracked emits as `(message id, root)`, and each task's counters.
+type Delivered = (
+    Vec<(TaskId, String)>,
+    Vec<(MessageId, u64)>,
+    Vec<acker_runtime::ExecutorCounters>,
+);
+
+/// Runs the two-tuple chain to the end in one FIFO, one message at a time, at 1,000 ns a step,
+/// taking the executors' output either whole (`handle`, `drain`, `take_tracked_emits`) or in
+/// place as the simulator does (`handle_tuple` / `handle_acker` / `handle_notice` on messages
+/// read out of `as_mut_slice`, then `clear_envelopes`; `tracked_emits` then
+/// `clear_tracked_emits`).
+fn run_chain(in_place: bool) -> (Delivered, Vec<Call>) {
+    let log = new_log();
+    let plan = plan(1, &log);
+    let mut tasks: Vec<Executor> = (0..3).map(|t| build(&plan, t)).collect();
+    let mut out = Outbox::new();
+    out.record_tracked_emits();
+    let mut queue: std::collections::VecDeque<Envelope> = Default::default();
+    let (mut trace, mut emits) = (Vec::new(), Vec::new());
+    let mut take = |out: &mut Outbox, queue: &mut std::collections::VecDeque<Envelope>| {
+        if in_place {
+            for env in out.as_mut_slice() {
+                let message = match &mut env.message {
+                    Message::Tuple(t) => Message::Tuple(std::mem::take(t)),
+                    other => other.clone(),
+                };
+                queue.push_back(Envelope {
+                    dest: env.dest,
+                    message,
+                });
+            }
+            out.clear_envelopes();
+            emits.extend_from_slice(out.tracked_emits());
+            out.clear_tracked_emits();
+        } else {
+            queue.extend(out.drain());
+            emits.extend(out.take_tracked_emits());
+        }
+    };
+    let mut now = 0;
+    loop {
+        now += 1_000;
+        if let Some(env) = queue.pop_front() {
+            trace.push((env.dest, format!("{:?}", env.message)));
+            let task = &mut tasks[env.dest as usize];
+            match (in_place, env.message) {
+                (true, Message::Tuple(t)) => task.handle_tuple(t, now, &mut out),
+                (true, Message::Acker(m)) => task.handle_acker(m, &mut out),
+                (true, Message::Notice(n)) => task.handle_notice(n, now),
+                (_, m) => task.handle(m, now, &mut out),
+            }
+        } else if tasks[0].can_emit() && !tasks[0].is_done() {
+            tasks[0].next_tuple(now, &mut out);
+        } else {
+            break;
+        }
+        take(&mut out, &mut queue);
+        assert!(
+            now < 1_000_000,
+            "the chain did not finish in 1,000 steps; the last 8 of {} deliveries: {:?}",
+            trace.len(),
+            &trace[trace.len().saturating_sub(8)..]
+        );
+    }
+    let counters = tasks.iter().map(Executor::counters).collect();
+    let calls = log.lock().unwrap().clone();
+    ((trace, emits, counters), calls)
+}
+
+/// The in-place API a shell outside this crate uses (the simulator) delivers exactly what
+/// `handle` and `drain` deliver: the same messages to the same tasks in the same order, the same
+/// tracked emits, counters and spout callbacks; and each call empties what it says it empties.
+#[test]
+fn taking_messages_in_place_delivers_what_draining_them_does() {
+    let (whole, whole_calls) = run_chain(false);
+    let (in_place, in_place_calls) = run_chain(true);
+    assert_eq!(in_place, whole);
+    assert_eq!(in_place_calls, whole_calls);
+    // Two trees, one after the other (the queue empties before the next emit), each: the
+    // spout's tuple then its init (as the spout's collector sends them), the bolt's ack, the
+    // acker's notice.
+    let (trace, emits, counters) = whole;
+    assert_eq!(trace.len(), 8, "{trace:?}");
+    let kinds: Vec<(TaskId, &str)> = trace
+        .iter()
+        .map(|(dest, m)| (*dest, m.split(['(', ' ']).next().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (1, "Tuple"),
+            (2, "Acker"),
+            (2, "Acker"),
+            (0, "Notice"),
+            (1, "Tuple"),
+            (2, "Acker"),
+            (2, "Acker"),
+            (0, "Notice"),
+        ]
+    );
+    assert_eq!(emits.iter().map(|&(id, _)| id).collect::<Vec<_>>(), [0, 1]);
+    assert!(emits.iter().all(|&(_, root)| root != 0));
+    assert_eq!(
+        counters
+            .iter()
+            .map(|c| (c.acked, c.executed))
+            .collect::<Vec<_>>(),
+        [(2, 0), (2, 2), (2, 4)]
+    );
+    assert_eq!(whole_calls, [Call::Ack(0), Call::Ack(1)]);
+}
