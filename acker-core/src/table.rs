@@ -442,7 +442,8 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             let (buckets, _) = slots.as_chunks::<BUCKET>();
             let (bucket1, bucket2) = (buckets.get(b1)?, buckets.get(b2)?);
             // (The first bucket's match wins, as in `probe`.)
-            find_in(bucket1, b1 * BUCKET, find_in(bucket2, b2 * BUCKET, usize::MAX, root), root)
+            let in_second = find_in(bucket2, b2 * BUCKET, usize::MAX, root);
+            find_in(bucket1, b1 * BUCKET, in_second, root)
         };
         // Absent (`usize::MAX`) or out of range: the general path.
         let slot = slots.get_mut(i)?;
@@ -699,7 +700,8 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             }
             // The first free slot of the first bucket, else of the second, chosen with conditional
             // moves over both (one branch, on "both full", instead of one per bucket).
-            find_in(bucket1, b1 * BUCKET, find_in(bucket2, b2 * BUCKET, usize::MAX, 0), 0)
+            let free2 = find_in(bucket2, b2 * BUCKET, usize::MAX, 0);
+            find_in(bucket1, b1 * BUCKET, free2, 0)
         };
         match slots.get_mut(i) {
             Some(slot) => *slot = entry,
