@@ -559,8 +559,8 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         core::hint::black_box(touched);
     }
 
-    /// Brings the buckets `message` will look at towards the core (see [`warm`]): both (an ack
-    /// and an init scan both).
+    /// Brings both buckets of a message's root, `b1` and `b2`, towards the core (see [`warm`]):
+    /// an ack and an init both scan both.
     #[inline(always)]
     fn warm_buckets(&self, (b1, b2): (usize, usize)) -> u64 {
         let slots = self.slots.as_ref();
