@@ -38,13 +38,7 @@ fn bench_pipeline_reports_the_acking_ratio_over_alternated_rounds() {
         LIMIT,
         "acker-run bench pipeline --vs-acking-off 2",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let v = common::json_of_success(&o);
     assert_eq!(v["rounds"], 2, "{v}");
     // The other figures are the first acking-on run's.
     assert_eq!(v["ackers"], 1, "{v}");

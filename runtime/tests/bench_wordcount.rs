@@ -31,13 +31,7 @@ fn bench_wordcount_reports_the_ratio_over_alternated_rounds() {
         LIMIT,
         "acker-run bench wordcount --rounds 3",
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let v = common::json_of_success(&o);
     assert_eq!(v["rounds"], 3);
     // "a b c\nb c\nc\n" is 12 bytes and 6 words, repeated to 1,000,008 bytes: 500,004 words.
     assert_eq!(v["plain_words"], 500_004);

@@ -96,3 +96,20 @@ impl Drop for TempFile {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// The one JSON object a successful `acker-run ... --json` (or `bench`) run printed on stdout;
+/// panics with its stderr if it did not exit 0, or with its stdout if that is not one object.
+pub fn json_of_success(o: &Output) -> serde_json::Value {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON object ({e}): {}",
+            String::from_utf8_lossy(&o.stdout)
+        )
+    })
+}
