@@ -117,8 +117,9 @@ impl PlantedBug {
     /// de-duplication only exactly-once (the only sink that de-duplicates), every other one only
     /// with acking (at-most-once runs no acker, tracks no tree and sends no notice, so an
     /// acker's, a spout pending's, an anchor's or a restarted spout's bug has nothing to act on).
-    /// `acker-sim run` and `search --guarantee G` refuse a bug that cannot fire under their
-    /// guarantee ([`ScenarioError::PlantCannotFire`]) rather than report a clean run; a search
+    /// `search --guarantee G` refuses a bug that cannot fire under G
+    /// ([`ScenarioError::PlantCannotFire`]: no seed could find it); `acker-sim run` warns on
+    /// stderr and runs (a search's replay command for such a seed must still run); a search
     /// that turns through the three guarantees plants it in every seed and it fires in those
     /// whose guarantee allows it.
     pub fn can_fire_under(self, guarantee: Guarantee) -> bool {
