@@ -82,6 +82,10 @@ fn bench_pipeline_vs_acking_off_refuses_what_it_cannot_compare() {
             &["--vs-acking-off", "0"][..],
             "invalid value '0' for '--vs-acking-off <ROUNDS>'",
         ),
+        (
+            &["--vs-acking-off", "1001"][..],
+            "invalid value '1001' for '--vs-acking-off <ROUNDS>': 1001 is more than 1000 rounds",
+        ),
     ] {
         let o = common::output_bounded(
             Command::new(env!("CARGO_BIN_EXE_acker-run"))
@@ -95,4 +99,29 @@ fn bench_pipeline_vs_acking_off_refuses_what_it_cannot_compare() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
+}
+
+/// With no acker no tree completes through one: the complete latency is `null`, not a measured
+/// 0 (as `acker-run wordcount --json` reports it).
+#[test]
+fn bench_pipeline_without_ackers_reports_no_latency() {
+    let o = common::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_acker-run")).args([
+            "bench",
+            "pipeline",
+            "--seconds",
+            "0.2",
+            "--ackers",
+            "0",
+            "--cores",
+            "1",
+            "--no-pin",
+        ]),
+        LIMIT,
+        "acker-run bench pipeline --ackers 0",
+    );
+    let v = common::json_of_success(&o);
+    assert_eq!(v["ackers"], 0, "{v}");
+    assert!(v["trees_acked"].as_u64() > Some(0), "{v}");
+    assert!(v["complete_latency_us"].is_null(), "{v}");
 }

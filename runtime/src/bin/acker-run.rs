@@ -261,13 +261,15 @@ enum BenchCommand {
         /// the executors' own cost per tree.
         #[arg(long)]
         local: bool,
-        /// Rounds, each this run with acking (the given `--ackers`, at least 1) and the same with
+        /// Rounds (1 to 1000), each this run with acking (the given `--ackers`, at least 1) and the same with
         /// `--ackers 0`, alternated within the process (the order swaps every round, so that on a
         /// shared machine neither phase gets all the quiet moments): the JSON reports the on ÷
         /// off ratio of trees per second as `ratio_acking_on_to_off: {min, median, max}` over
         /// the rounds, each side's trees per second likewise, and the other figures of the first
-        /// acking-on run. Takes 2 × rounds × `--seconds`. Not with `--local`.
-        #[arg(long, value_name = "ROUNDS", allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+        /// acking-on run (`complete_latency_us` is `null` where no tree completed through an
+        /// acker). Takes 2 × rounds × `--seconds`. Not with `--local`. A round in which either
+        /// side acked no tree ends the run with an error (no ratio to report).
+        #[arg(long, value_name = "ROUNDS", allow_negative_numbers = true, value_parser = rounds_1_to_1000)]
         vs_acking_off: Option<usize>,
         #[command(flatten)]
         run: RunArgs,
@@ -281,12 +283,12 @@ enum BenchCommand {
         /// tuples made from it: about 4.5 × this many MB of memory at its peak.
         #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
         min_mb: usize,
-        /// Rounds, each the plain loop then the topology over the same text (alternated, so that
+        /// Rounds (1 to 1000), each the plain loop then the topology over the same text (alternated, so that
         /// on a shared machine no one phase gets all the quiet moments); the JSON reports the
         /// ratio's min, median and max over them as `ratio_to_plain_loop`, and the other figures
         /// of the first round. The text is kept for every round: about 5.5 × `--min-mb` MB of
         /// memory at the peak.
-        #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = count_at_least::<1>)]
+        #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = rounds_1_to_1000)]
         rounds: usize,
         #[command(flatten)]
         run: RunArgs,
@@ -354,6 +356,16 @@ fn process_cpu_secs() -> Option<f64> {
 
 fn cpu_delta(before: Option<f64>) -> Option<f64> {
     Some(process_cpu_secs()? - before?)
+}
+
+/// `{p50, p99, max}` of the run's complete latency in µs, or `null` when no tree completed
+/// through an acker (`--ackers 0`, or nothing acked): not a measured 0.
+fn latency_json(r: &RunReport) -> serde_json::Value {
+    if r.complete_latency_ns.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let (p50, p99, max) = percentiles_us(r);
+    serde_json::json!({"p50": p50, "p99": p99, "max": max})
 }
 
 fn percentiles_us(r: &RunReport) -> (f64, f64, f64) {
@@ -837,6 +849,16 @@ impl Spout for IntSpout {
     }
 }
 
+/// A count of benchmark rounds, 1 to 1000 (`--rounds`, `--vs-acking-off`): more would run for
+/// hours and keep a ratio a round.
+fn rounds_1_to_1000(s: &str) -> Result<usize, String> {
+    let n = count_at_least::<1>(s)?;
+    if n > 1000 {
+        return Err(format!("{n} is more than 1000 rounds"));
+    }
+    Ok(n)
+}
+
 /// `{min, median, max}` of `values` (sorted in place; not empty).
 fn min_median_max(values: &mut [f64]) -> serde_json::Value {
     values.sort_by(f64::total_cmp);
@@ -949,11 +971,15 @@ fn pipeline_vs_acking_off(
         }
         on_rates.push(rate[0]);
         off_rates.push(rate[1]);
-        ratios.push(if rate[1] > 0.0 {
-            rate[0] / rate[1]
-        } else {
-            0.0
-        });
+        if rate[0] == 0.0 || rate[1] == 0.0 {
+            return Err(format!(
+                "round {} acked no tree with acking {}: no ratio to report (raise --seconds)",
+                round + 1,
+                if rate[0] == 0.0 { "on" } else { "off" }
+            )
+            .into());
+        }
+        ratios.push(rate[0] / rate[1]);
     }
     let Some(serde_json::Value::Object(mut json)) = first else {
         return Err(CliError::Usage(
@@ -1001,7 +1027,6 @@ fn pipeline_threaded(
         .map(|c| c.executed)
         .unwrap_or(0);
     let secs = report.elapsed.as_secs_f64();
-    let (p50, p99, max) = percentiles_us(&report);
     let json = serde_json::json!({
         "bench": "pipeline",
         "cores": report.cores,
@@ -1017,7 +1042,7 @@ fn pipeline_threaded(
         "timed_out": report.spout_totals().timed_out,
         "acker_parked": report.kind_totals(acker_runtime::TaskKind::Acker).parked,
         "acker_dropped_full": report.kind_totals(acker_runtime::TaskKind::Acker).dropped_full,
-        "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
+        "complete_latency_us": latency_json(&report),
     });
     Ok((json, trees as f64 / secs))
 }
@@ -1106,7 +1131,6 @@ fn bench_wordcount_cmd(
         return Err(CliError::Usage("--rounds must be at least 1".to_string()));
     };
     let ratio_to_plain_loop = min_median_max(&mut ratios);
-    let (p50, p99, max) = percentiles_us(&report);
     let mut out = io::stdout().lock();
     writeln!(
         out,
@@ -1131,7 +1155,7 @@ fn bench_wordcount_cmd(
             "topology_cpu_s": topo_cpu,
             "plain_words_per_cpu_s": plain_cpu.map(|c| plain_words as f64 / c),
             "topology_words_per_cpu_s": topo_cpu.map(|c| words as f64 / c),
-            "complete_latency_us": {"p50": p50, "p99": p99, "max": max},
+            "complete_latency_us": latency_json(&report),
         })
     )?;
     out.flush()?;
