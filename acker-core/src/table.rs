@@ -567,10 +567,11 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         warm(slots, b1 * BUCKET) ^ warm(slots, b2 * BUCKET)
     }
 
-    /// The slots of `root`'s first bucket, where a lookup starts (and where most roots are):
-    /// for an embedding engine that runs its own batching and wants to prefetch them a few
-    /// messages before calling [`apply`](Self::apply) on a table larger than its caches
-    /// ([`apply_batch`](Self::apply_batch) does this itself). Empty for root 0.
+    /// The slots of `root`'s first bucket (where most roots are): for an embedding engine that
+    /// runs its own batching and wants to prefetch them a few messages before calling
+    /// [`apply`](Self::apply) on a table larger than its caches. The fast paths of an ack and an
+    /// init read the root's second bucket too, so prefetching this one alone leaves that miss;
+    /// [`apply_batch`](Self::apply_batch) prefetches both itself. Empty for root 0.
     #[inline]
     pub fn first_bucket(&self, root: RootId) -> &[Slot] {
         if root == 0 {
