@@ -653,6 +653,46 @@ fn single_runners(mode: Mode) -> Vec<(&'static str, SingleRunner)> {
     )
 }
 
+/// One line on what the structure named `name` is (the legend under `acker-bench compare`'s
+/// tables), for every single-owner and shared structure the tool runs; `None` for any other name.
+pub fn legend(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "acker-core" => {
+            "acker-core's AckerTable (20-byte slots, Storm's rules and expiry) through apply_batch, \
+             which prefetches both buckets of the message 8 places ahead in tables of 52,428 slots \
+             or more"
+        }
+        "acker-core-one-at-a-time" => {
+            "the same table, one AckerTable::apply call per message (no batch, no prefetch)"
+        }
+        "acker-core-prefetch" => {
+            "the same table, one apply per message, the caller prefetching only the first bucket \
+             16 messages ahead (AckerTable::first_bucket): acks and inits read the second bucket \
+             too, so this misses where acker-core's own apply_batch does not"
+        }
+        "hashbrown" => {
+            "hashbrown::HashMap keeping acker-core's rules (capacity, errors, expiry): the \
+             rule-checking peer"
+        }
+        "hashbrown-lean" => {
+            "presized hashbrown::HashMap of XOR and spout task only, no rule checks, never full, \
+             no expiry: what a user writes in ten minutes"
+        }
+        "storm-style" => {
+            "Storm's acker table: a RotatingMap of three std HashMaps (SipHash), newest first"
+        }
+        "acker-core-shared" => {
+            "acker-core's lock-free SharedAckerTable, one call per message from each thread"
+        }
+        "acker-core-shared-batch" => {
+            "the same shared table through its apply_batch (prefetching in large tables)"
+        }
+        "mutex-hashbrown" => "the rule-checking hashbrown peer behind one std Mutex",
+        "dashmap" => "dashmap::DashMap (foldhash), one shard's write lock per message",
+        _ => return None,
+    })
+}
+
 /// The shared structures compared, in report order.
 fn shared_runners() -> Vec<(&'static str, SharedRunner)> {
     vec![
@@ -666,11 +706,13 @@ fn shared_runners() -> Vec<(&'static str, SharedRunner)> {
     ]
 }
 
-/// acker-core's table driven with a real prefetch instruction: while applying message `i`, the
-/// first bucket of message `i + 16` ([`AckerTable::first_bucket`]) is prefetched with
-/// `_mm_prefetch`. An experiment measuring what acker-core's own `apply_batch` could gain if it
-/// were allowed one `unsafe` prefetch (it reads ahead with plain loads instead). Same results as
-/// [`AckerTable::apply`] (differential-tested).
+/// acker-core's table driven with a prefetch instruction by its caller: while applying message
+/// `i` with [`AckerTable::apply`], the first bucket of message `i + 16`
+/// ([`AckerTable::first_bucket`]) is prefetched with `_mm_prefetch`, as an embedding engine with
+/// its own batching might. Kept as a comparison: since the ack's and the init's fast paths read
+/// both buckets of a root (Set N, `benches/RESULTS.md`), the second bucket misses here, and
+/// acker-core's own `apply_batch`, which prefetches both, is the faster way to hand it a batch.
+/// Same results as [`AckerTable::apply`] (differential-tested).
 #[derive(Debug)]
 pub struct Prefetched(pub AckerTable<Box<[Slot]>>);
 

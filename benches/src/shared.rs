@@ -115,7 +115,7 @@ impl SharedAckerStructure for CoreShared {
 }
 
 /// [`CoreShared`] driven through [`SharedAckerTable::apply_batch`], which prefetches the
-/// buckets of the messages a few places ahead (from 52 429 slots up): what an engine that hands
+/// buckets of the messages a few places ahead (from 52 428 slots up): what an engine that hands
 /// the table batches of messages gets. Same results as [`CoreShared`], message by message.
 #[derive(Debug)]
 pub struct CoreSharedBatch(pub CoreShared);

@@ -76,11 +76,24 @@ fn the_listed_names_are_exactly_the_structures_compare_runs() {
     assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));
     let listed: BTreeSet<String> = names.iter().cloned().collect();
     assert_eq!(ran(&all), listed);
+    // The legend under the tables explains every structure that ran, once, and the columns.
+    let out = String::from_utf8_lossy(&all.stdout);
+    let legend: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(legend.iter().copied().collect::<Vec<_>>(), names, "{out}");
+    assert!(out.contains("\ncolumns: Mops/s"), "{out}");
     // And each name selects just that structure.
     for name in ["storm-style", "mutex-hashbrown"] {
         let o = run(&["--threads", "1", "--only", name]);
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
         assert_eq!(ran(&o), BTreeSet::from([name.to_string()]));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let about: Vec<&str> = out.lines().filter(|l| l.starts_with("  ")).collect();
+        assert_eq!(about.len(), 1, "{name}: {out}");
+        assert!(about[0].trim_start().starts_with(name), "{name}: {out}");
     }
 }
 

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use acker_benches::compare::{
-    run_compare, CompareConfig, CompareReport, Measurement, Mode, OneAtATime, Prefetched,
+    legend, run_compare, CompareConfig, CompareReport, Measurement, Mode, OneAtATime, Prefetched,
     SHARED_TARGET_LOAD_PERCENT, TARGET_LOAD_PERCENT,
 };
 use acker_benches::{
@@ -349,6 +349,25 @@ fn print_table(
                 ratio,
                 m.outcome.full
             )?;
+        }
+    }
+    let mut shown: Vec<&str> = Vec::new();
+    for m in &report.medians {
+        if !shown.contains(&m.structure) {
+            shown.push(m.structure);
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "columns: Mops/s and ns/op the median run's; B/slot the structure's bytes per slot it holds; \
+         B/root its bytes per root in flight; load roots in flight per slot; ours/this acker-core's \
+         Mops/s (acker-core-shared's at the same thread count) over this row's, above 1 when \
+         acker-core is faster; Full the messages refused as Full"
+    )?;
+    for name in shown {
+        if let Some(about) = legend(name) {
+            writeln!(out, "  {name:<24} {about}")?;
         }
     }
     let shared_scaling: Vec<String> = config
