@@ -83,7 +83,7 @@ fn the_listed_names_are_exactly_the_structures_compare_runs() {
         .filter_map(|l| l.strip_prefix("  "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(legend.iter().copied().collect::<Vec<_>>(), names, "{out}");
+    assert_eq!(legend, names, "{out}");
     assert!(out.contains("\ncolumns: Mops/s"), "{out}");
     // And each name selects just that structure.
     for name in ["storm-style", "mutex-hashbrown"] {
