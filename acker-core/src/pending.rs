@@ -215,10 +215,14 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
         if self.is_full() {
             return Err(PendingError::MaxSpoutPending { msg_id });
         }
-        let root = loop {
+        // One probe per drawn id: where it ends on a free slot, the new entry goes there.
+        let (root, free) = loop {
             let r = self.ids.next_id();
-            if self.find(r).is_none() {
-                break r;
+            match self.probe(r) {
+                Probe::Free(i) => break (r, i),
+                Probe::Found(_) => continue,
+                // `len < max_spout_pending <= slots` (checked above): some slot is free.
+                Probe::Exhausted => unreachable_pending(),
             }
         };
         let mut xor = 0;
@@ -233,7 +237,8 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
             emit_ns: now_ns,
             epoch: self.epoch_of(now_ns),
         };
-        self.insert(entry);
+        self.slots.as_mut()[free].0 = Some(entry);
+        self.len += 1;
         Ok(SpoutEmit::Tracked {
             root,
             init: AckerMessage::Init {
@@ -335,28 +340,28 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
     }
 
     fn find(&self, root: RootId) -> Option<usize> {
+        match self.probe(root) {
+            Probe::Found(i) => Some(i),
+            Probe::Free(_) | Probe::Exhausted => None,
+        }
+    }
+
+    /// Linear probing from `root`'s home slot: its slot, or the free slot that ends the probe.
+    #[inline]
+    fn probe(&self, root: RootId) -> Probe {
         let slots = self.slots.as_ref();
         let mut i = self.home(root);
         for _ in 0..slots.len() {
             match &slots[i].0 {
-                None => return None,
-                Some(e) if e.root == root => return Some(i),
+                None => return Probe::Free(i),
+                Some(e) if e.root == root => return Probe::Found(i),
                 Some(_) => i = self.next(i),
             }
         }
-        None
+        Probe::Exhausted
     }
 
-    fn insert(&mut self, entry: PendingEntry<M>) {
-        // `len < max_spout_pending <= slots`, so a free slot exists.
-        let mut i = self.home(entry.root);
-        while self.slots.as_ref()[i].0.is_some() {
-            i = self.next(i);
-        }
-        self.slots.as_mut()[i].0 = Some(entry);
-        self.len += 1;
-    }
-
+    #[inline(always)]
     fn remove_at(&mut self, i: usize) -> PendingEntry<M> {
         let Some(removed) = self.slots.as_mut()[i].0.take() else {
             unreachable_pending()
@@ -388,10 +393,21 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
     }
 }
 
+/// Where [`SpoutPending`]'s linear probe for a root ended.
+enum Probe {
+    /// The root is in this slot.
+    Found(usize),
+    /// The root is absent; this free slot ended the probe (where it would be inserted).
+    Free(usize),
+    /// Every slot was visited and none is free (max spout pending equal to the slot count).
+    Exhausted,
+}
+
 #[cold]
 fn unreachable_pending() -> ! {
-    // `remove_at` is only called on an index `find` returned.
-    panic!("spout pending invariant broken: removing an empty slot")
+    // `remove_at` is only called on an index `find` returned, and `emit` only probes with a free
+    // slot somewhere (fewer entries than max spout pending, at most the slot count).
+    panic!("spout pending invariant broken: removing an empty slot or no free slot below max spout pending")
 }
 
 /// The tuples timed out by one [`SpoutPending::tick`], as an iterator of message ids.
@@ -433,6 +449,46 @@ mod tests {
     use super::*;
 
     type Slots = [PendingSlot<u32>; 128];
+
+    /// Max spout pending equal to the slot count: the last free slot is found wherever it lies
+    /// (the probe may have to run around the whole table), and a full set refuses with the message
+    /// id handed back. 64 seeds × 3 fillings, so that the last free slot is, for some filling,
+    /// the one just before the new root's home.
+    #[test]
+    fn max_spout_pending_equal_to_the_slots_fills_every_slot() {
+        for seed in 0..64 {
+            let mut p = SpoutPending::new(
+                core::array::from_fn::<_, 8, _>(|_| PendingSlot::default()),
+                SpoutConfig {
+                    spout_task: 1,
+                    num_ackers: 1,
+                    max_spout_pending: 8,
+                    message_timeout_ns: None,
+                    seed,
+                },
+            )
+            .unwrap();
+            for filling in 0..3 {
+                let mut roots = [0; 8];
+                for (m, r) in roots.iter_mut().enumerate() {
+                    match p.emit(Some(m as u32), &mut [0], 0) {
+                        Ok(SpoutEmit::Tracked { root, .. }) => *r = root,
+                        other => panic!("seed {seed} filling {filling} emit {m}: {other:?}"),
+                    }
+                }
+                assert_eq!(p.len(), 8);
+                assert_eq!(
+                    p.emit(Some(99), &mut [0], 0),
+                    Err(PendingError::MaxSpoutPending { msg_id: 99 })
+                );
+                for (m, &r) in roots.iter().enumerate().rev() {
+                    assert_eq!(p.failed(r), Some(m as u32), "seed {seed} filling {filling}");
+                }
+                assert!(p.is_empty());
+                assert!(!p.contains(roots[0]));
+            }
+        }
+    }
 
     fn pending(max: usize, acks: usize) -> SpoutPending<u32, Slots> {
         SpoutPending::new(
