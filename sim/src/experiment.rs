@@ -108,6 +108,34 @@ pub fn run_cell(
     Ok((row, o))
 }
 
+/// The fewest input tuples per unit of max spout pending the experiment runs with: the i-th of
+/// k faults fires at offset `i · tuples / (k + 1)` (k up to the largest of [`COUNTS`], 5), and the
+/// crash relations ("duplicates = max spout pending × crashes") hold only when the spout can fill
+/// max spout pending between two faults, so that each fault strikes a saturated topology.
+pub const TUPLES_PER_PENDING: u64 = COUNTS[COUNTS.len() - 1] as u64 + 1;
+
+/// Refuses a `base` whose input is too small for its max spout pending (see
+/// [`TUPLES_PER_PENDING`]): below it the crash relations would report a violation for a correct
+/// simulator (new-user trial: `experiment --tuples 2000` at max spout pending 1000 printed
+/// `[FAILS] at-least-once: acker crash → …`). The error names both values and what to change.
+pub fn check_saturating(base: &Scenario) -> Result<(), String> {
+    let need = TUPLES_PER_PENDING.saturating_mul(base.max_spout_pending as u64);
+    if base.tuples < need {
+        return Err(format!(
+            "--tuples {} is too few for max spout pending {}: the experiment spreads up to {} \
+             faults over the input and its crash relations need the spout saturated at each, so \
+             --tuples must be at least {} × --max-spout-pending = {} (raise --tuples or lower \
+             --max-spout-pending)",
+            base.tuples,
+            base.max_spout_pending,
+            TUPLES_PER_PENDING - 1,
+            TUPLES_PER_PENDING,
+            need
+        ));
+    }
+    Ok(())
+}
+
 /// Runs every cell, calling `progress` after each.
 ///
 /// # Errors

@@ -393,11 +393,13 @@ fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
 }
 
 fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
-    check_plot_path(a.plot.as_deref())?;
     if a.real {
+        check_plot_path(a.plot.as_deref())?;
         return cmd_real_experiment(a);
     }
     let base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
+    experiment::check_saturating(&base).map_err(|e| e.to_string())?;
+    check_plot_path(a.plot.as_deref())?;
     let start = Instant::now();
     let cells = experiment::cells().len() as u64;
     let bar = indicatif::ProgressBar::new(cells);

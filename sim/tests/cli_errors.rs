@@ -335,3 +335,35 @@ fn an_unwritable_plot_path_is_refused_before_running() {
         "the experiment ran before the path was checked"
     );
 }
+
+/// The experiment's crash relations assume a saturated spout at every fault; an input too small
+/// for max spout pending is refused before any run (new-user trial: `experiment --tuples 2000`
+/// reported `[FAILS] at-least-once: acker crash → …` for a correct simulator), and the smallest
+/// accepted input, 6 × max spout pending, runs with every relation holding.
+#[test]
+fn an_input_too_small_for_max_spout_pending_is_refused_and_the_smallest_allowed_holds() {
+    let t0 = std::time::Instant::now();
+    assert_usage_error(
+        &["experiment", "--tuples", "2000"],
+        "--tuples 2000 is too few for max spout pending 1000: the experiment spreads up to 5 \
+         faults over the input and its crash relations need the spout saturated at each, so \
+         --tuples must be at least 6 × --max-spout-pending = 6000",
+    );
+    assert_usage_error(
+        &["experiment", "--max-spout-pending", "30000"],
+        "--tuples 100000 is too few for max spout pending 30000",
+    );
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(5),
+        "the experiment ran before its input size was checked"
+    );
+    let out = run_ok(&[
+        "experiment",
+        "--tuples",
+        "600",
+        "--max-spout-pending",
+        "100",
+    ]);
+    assert!(out.contains("[holds] at-least-once: acker crash"), "{out}");
+    assert!(!out.contains("[FAILS]"), "{out}");
+}
