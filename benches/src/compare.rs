@@ -682,7 +682,8 @@ pub fn legend(name: &str) -> Option<&'static str> {
             "Storm's acker table: a RotatingMap of three std HashMaps (SipHash), newest first"
         }
         "acker-core-shared" => {
-            "acker-core's lock-free SharedAckerTable, one call per message from each thread"
+            "acker-core's SharedAckerTable (a spin-lock bit per slot, linearizable), one call per \
+             message from each thread"
         }
         "acker-core-shared-batch" => {
             "the same shared table through its apply_batch (prefetching in large tables)"

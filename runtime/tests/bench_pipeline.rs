@@ -125,3 +125,42 @@ fn bench_pipeline_without_ackers_reports_no_latency() {
     assert!(v["trees_acked"].as_u64() > Some(0), "{v}");
     assert!(v["complete_latency_us"].is_null(), "{v}");
 }
+
+/// Both benchmarks take `--json` as the other commands do (new-user trial: issue 15's command
+/// `bench wordcount ... --json` was refused as an unexpected argument), and print the same one
+/// JSON object with it as without it.
+#[test]
+fn bench_commands_take_json_and_print_json() {
+    let dir = std::env::temp_dir().join(format!("acker-bench-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("words.txt");
+    std::fs::write(&input, "to be or not to be\nthat is the question\n").expect("write input");
+    let input = input.to_str().expect("utf-8 path").to_string();
+    for args in [
+        vec!["pipeline", "--seconds", "0.2", "--cores", "1", "--no-pin"],
+        vec![
+            "wordcount",
+            "--input",
+            &input,
+            "--min-mb",
+            "1",
+            "--rounds",
+            "1",
+            "--cores",
+            "1",
+            "--no-pin",
+        ],
+    ] {
+        let o = common::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_acker-run"))
+                .arg("bench")
+                .args(&args)
+                .arg("--json"),
+            LIMIT,
+            "acker-run bench ... --json",
+        );
+        let v = common::json_of_success(&o);
+        assert_eq!(v["bench"], args[0], "{v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

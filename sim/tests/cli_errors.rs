@@ -367,3 +367,39 @@ fn an_input_too_small_for_max_spout_pending_is_refused_and_the_smallest_allowed_
     assert!(out.contains("[holds] at-least-once: acker crash"), "{out}");
     assert!(!out.contains("[FAILS]"), "{out}");
 }
+
+/// A shape other than the experiment is an at-least-once topology of its own: `--guarantee`
+/// naming another guarantee is said on stderr, not silently ignored (new-user trial), and the
+/// run is the at-least-once one (same trace hash as without the flag).
+#[test]
+fn a_guarantee_that_does_not_apply_to_a_shape_is_said() {
+    let run = |extra: &[&str]| {
+        let o = bin()
+            .args(["run", "--seed", "3", "--shape", "join"])
+            .args(extra)
+            .output()
+            .expect("run acker-sim");
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let hash = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("trace hash "))
+            .unwrap_or_else(|| panic!("no trace hash in {out}"))
+            .to_string();
+        (hash, stderr(&o))
+    };
+    let (plain, err) = run(&[]);
+    assert!(!err.contains("warning"), "{err}");
+    let (same, err) = run(&["--guarantee", "at-least-once"]);
+    assert_eq!(same, plain);
+    assert!(!err.contains("warning"), "{err}");
+    let (eo, err) = run(&["--guarantee", "exactly-once"]);
+    assert_eq!(eo, plain);
+    assert!(
+        err.contains(
+            "acker-sim: warning: --guarantee exactly-once does not apply to --shape join, an \
+             at-least-once topology of its own: running at-least-once"
+        ),
+        "{err}"
+    );
+}
