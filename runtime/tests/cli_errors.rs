@@ -234,6 +234,55 @@ fn bench_wordcount_min_mb_must_be_at_least_one() {
     let _ = std::fs::remove_file(input);
 }
 
+/// `bench wordcount --input` reads as `wordcount --input` does (new-user trial): an input of
+/// whitespace only is refused (it printed `ratio: null` with exit 0), a file that is not UTF-8
+/// names the offset of the first bad byte, and `-` is standard input.
+#[test]
+fn bench_wordcount_reads_its_input_as_wordcount_does() {
+    let blank = common::TempFile::with_text("bench-blank", "\n  \n");
+    let blank = blank.to_str().expect("utf-8 temp path");
+    assert_usage_error(
+        &["bench", "wordcount", "--input", blank, "--min-mb", "1"],
+        &format!("error: input {blank} holds no word (only whitespace): nothing to count"),
+    );
+    let path = std::env::temp_dir().join(format!("acker-bench-bad-{}.txt", std::process::id()));
+    std::fs::write(&path, b"ok \xff no\n").expect("write bad input");
+    let bad = path.to_str().expect("utf-8 temp path");
+    assert_usage_error(
+        &["bench", "wordcount", "--input", bad, "--min-mb", "1"],
+        &format!("error: input {bad} is not UTF-8: invalid byte at offset 3 (0-based)"),
+    );
+    let _ = std::fs::remove_file(&path);
+    let child = bin()
+        .args([
+            "bench",
+            "wordcount",
+            "--input",
+            "-",
+            "--min-mb",
+            "1",
+            "--rounds",
+            "1",
+            "--cores",
+            "1",
+            "--no-pin",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn acker-run");
+    let o = common::wait_bounded(
+        child,
+        Some(b"to be or not to be\n"),
+        LIMIT,
+        "bench wordcount -",
+    );
+    let v = common::json_of_success(&o);
+    assert_eq!(v["plain_words"], v["topology_words"], "{v}");
+    assert_eq!(v["plain_distinct"], 4, "{v}");
+}
+
 #[test]
 fn help_documents_the_exit_statuses() {
     let o = common::output_bounded(bin().arg("--help"), LIMIT, "acker-run --help");

@@ -280,7 +280,7 @@ enum BenchCommand {
     },
     /// Word count on the input repeated to at least `--min-mb` MB, against a plain loop.
     Wordcount {
-        /// Text file to repeat.
+        /// Text file to repeat (`-`: standard input), UTF-8, holding at least one word.
         #[arg(long)]
         input: std::path::PathBuf,
         /// Minimum size of the repeated text, MB (1 to 1000000). The run holds the text and the
@@ -1071,10 +1071,19 @@ fn bench_wordcount_cmd(
             "--min-mb must be in 1..={MAX_MIN_MB}, got {min_mb}"
         )));
     }
-    let base = std::fs::read_to_string(&input)
-        .map_err(|e| format!("cannot read input {}: {e}", input.display()))?;
+    // The same reading as `wordcount --input` (`-` is standard input; not UTF-8 names the
+    // offset of the first bad byte).
+    let base = acker_runtime::cli::read_text(&input)?;
     if base.is_empty() {
         return Err(format!("input {} is empty", input.display()).into());
+    }
+    if base.split_whitespace().next().is_none() {
+        // Neither side would count a word: no ratio to report (it printed `null` with exit 0).
+        return Err(format!(
+            "input {} holds no word (only whitespace): nothing to count",
+            input.display()
+        )
+        .into());
     }
     let mut text = String::new();
     text.try_reserve(min_mb * 1_000_000 + base.len())
