@@ -40,6 +40,7 @@ use crate::fault::{
 use crate::oracle::{SpoutCallbacks, Violation, Watch};
 use crate::queue::EventQueue;
 use crate::rng::{self, SimRng};
+use crate::roots::RootSet;
 use crate::scenario::{rng_streams, PlantedBug, ScenarioError};
 use crate::trace::Trace;
 use acker_core::{AckerMessage, TaskId};
@@ -870,40 +871,6 @@ enum Ev {
     },
 }
 
-/// Hashes the root ids of `Engine::inited_roots` with SplitMix64's mix: root ids are random
-/// 64-bit words, so one fixed mix spreads them as well as SipHash at a fraction of its cost
-/// (the set is only asked for membership, so the hasher cannot change any output).
-#[derive(Clone, Copy, Default)]
-struct RootHasher;
-
-impl std::hash::BuildHasher for RootHasher {
-    type Hasher = RootHash;
-    #[inline]
-    fn build_hasher(&self) -> RootHash {
-        RootHash(0)
-    }
-}
-
-/// The hasher [`RootHasher`] builds: the mix of the last `u64` written.
-struct RootHash(u64);
-
-impl std::hash::Hasher for RootHash {
-    #[inline]
-    fn finish(&self) -> u64 {
-        rng::mix64(self.0)
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
 /// Who sent the message in a slab slot, to whom, and whether the slot holds one.
 #[derive(Clone, Copy)]
 struct SlotMeta {
@@ -999,7 +966,7 @@ struct Engine {
     violations: Vec<Violation>,
     /// Every root id an init was sent for (membership only, never iterated, so its hasher
     /// cannot reach an output): a second init of one root id is an invariant violation.
-    inited_roots: std::collections::HashSet<u64, RootHasher>,
+    inited_roots: RootSet,
     /// Whether that violation was reported (once a run).
     root_reuse_reported: bool,
     max_acker_roots: usize,
@@ -1203,9 +1170,8 @@ impl Engine {
             dropped: 0,
             violations: Vec::new(),
             // Presized for one root per input tuple (replays add more; the set grows then).
-            inited_roots: std::collections::HashSet::with_capacity_and_hasher(
+            inited_roots: RootSet::with_capacity(
                 usize::try_from(opts.input_len).unwrap_or(0).min(1 << 24),
-                RootHasher,
             ),
             root_reuse_reported: false,
             max_acker_roots: 0,
