@@ -871,12 +871,67 @@ enum Ev {
     },
 }
 
-/// Who sent the message in a slab slot, to whom, and whether the slot holds one.
+/// Who sent the message in a slab slot, to whom, and whether the slot holds one; and the slot's
+/// place in the one FIFO it is on (its link's while in flight, then its task's inbox).
 #[derive(Clone, Copy)]
 struct SlotMeta {
     from: TaskId,
     dest: TaskId,
     live: bool,
+    /// The next slot on the same FIFO ([`NIL`] at its tail).
+    next: u32,
+    /// Arrival time at its destination (set when it is put on its link).
+    arrival: u64,
+}
+
+/// No slot: the end of a [`Fifo`].
+const NIL: u32 = u32::MAX;
+
+/// A FIFO of slab slots linked through their [`SlotMeta::next`]: a message is on one FIFO at a
+/// time (its link's, then its task's inbox), so the slot carries the link and no `VecDeque`
+/// of indices is kept beside the slab.
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo {
+        head: NIL,
+        tail: NIL,
+    };
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
+    /// Appends slot `idx`.
+    #[inline(always)]
+    fn push(&mut self, meta: &mut [SlotMeta], idx: u32) {
+        meta[idx as usize].next = NIL;
+        if self.tail == NIL {
+            self.head = idx;
+        } else {
+            meta[self.tail as usize].next = idx;
+        }
+        self.tail = idx;
+    }
+
+    /// Takes the first slot.
+    #[inline(always)]
+    fn pop(&mut self, meta: &[SlotMeta]) -> Option<u32> {
+        let idx = self.head;
+        if idx == NIL {
+            return None;
+        }
+        self.head = meta[idx as usize].next;
+        if self.head == NIL {
+            self.tail = NIL;
+        }
+        Some(idx)
+    }
 }
 
 /// What a vacant slab slot holds: a message with nothing to drop. The slot's [`SlotMeta::live`]
@@ -898,7 +953,7 @@ struct TaskState {
     exec: Option<Executor>,
     incarnation: u32,
     /// Slab indices of delivered messages waiting to be handled.
-    inbox: VecDeque<u32>,
+    inbox: Fifo,
     busy_until: u64,
     scheduled: bool,
     /// A spout whose last `next_tuple` emitted nothing: not polled again until a message or tick.
@@ -946,7 +1001,7 @@ struct Engine {
     link_last: Vec<u64>,
     /// Messages in flight on each link, in arrival order: (arrival time, slab index). Only each
     /// link's head is in the event queue, which keeps the queue a few dozen events long.
-    link_queue: Vec<VecDeque<(u64, u32)>>,
+    link_queue: Vec<Fifo>,
     partitioned: Vec<u32>,
     drop_next: u64,
     link_rng: SimRng,
@@ -1081,7 +1136,7 @@ impl Engine {
                 worker: targets.worker_of[info.task as usize],
                 exec: None,
                 incarnation: 0,
-                inbox: VecDeque::new(),
+                inbox: Fifo::EMPTY,
                 busy_until: 0,
                 scheduled: false,
                 idle: false,
@@ -1154,7 +1209,7 @@ impl Engine {
             free: Vec::new(),
             workers: w,
             link_last: vec![0; w * w],
-            link_queue: (0..w * w).map(|_| VecDeque::new()).collect(),
+            link_queue: vec![Fifo::EMPTY; w * w],
             partitioned: vec![0; w * w],
             drop_next: 0,
             trace: Trace::new(sim.trace_out),
@@ -1230,11 +1285,12 @@ impl Engine {
             match ev {
                 Ev::Link(l) => {
                     let q = &mut self.link_queue[l as usize];
-                    let head = q.pop_front();
-                    if let Some(&(next, _)) = q.front() {
+                    let head = q.pop(&self.slab_meta);
+                    if !q.is_empty() {
+                        let next = self.slab_meta[q.head as usize].arrival;
                         self.queue.push(next, Ev::Link(l));
                     }
-                    if let Some((_, idx)) = head {
+                    if let Some(idx) = head {
                         self.on_deliver(idx, out);
                     }
                 }
@@ -1401,9 +1457,10 @@ impl Engine {
             self.observe_spout(task, out);
             self.watch.crash(task);
         }
-        let lost = self.tasks[t].inbox.len() as u64;
-        let inbox = std::mem::take(&mut self.tasks[t].inbox);
-        for idx in inbox {
+        let mut lost = 0u64;
+        let mut inbox = std::mem::replace(&mut self.tasks[t].inbox, Fifo::EMPTY);
+        while let Some(idx) = inbox.pop(&self.slab_meta) {
+            lost += 1;
             let i = idx as usize;
             self.slab[i] = VACANT;
             self.slab_meta[i].live = false;
@@ -1480,7 +1537,7 @@ impl Engine {
             return;
         }
         self.tasks[t].scheduled = false;
-        let idx = self.tasks[t].inbox.pop_front();
+        let idx = self.tasks[t].inbox.pop(&self.slab_meta);
         if idx.is_some() {
             self.queued -= 1;
         }
@@ -1747,6 +1804,8 @@ impl Engine {
             from,
             dest,
             live: true,
+            next: NIL,
+            arrival: 0,
         };
         match self.free.pop() {
             Some(i) => {
@@ -1776,7 +1835,9 @@ impl Engine {
     /// straight from the outbox, until a task handles it.
     #[inline(always)]
     fn send(&mut self, idx: u32) {
-        let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
+        let SlotMeta {
+            from, dest, live, ..
+        } = self.slab_meta[idx as usize];
         if !live {
             return;
         }
@@ -1858,16 +1919,20 @@ impl Engine {
         }
         self.in_flight += 1;
         let l = sw * w + dw;
+        self.slab_meta[idx as usize].arrival = arrival;
         let q = &mut self.link_queue[l];
-        q.push_back((arrival, idx));
-        if q.len() == 1 {
+        let was_empty = q.is_empty();
+        q.push(&mut self.slab_meta, idx);
+        if was_empty {
             self.queue.push(arrival, Ev::Link(l as u32));
         }
     }
 
     fn on_deliver(&mut self, idx: u32, out: &mut Outbox) {
         self.in_flight -= 1;
-        let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
+        let SlotMeta {
+            from, dest, live, ..
+        } = self.slab_meta[idx as usize];
         if !live {
             return;
         }
@@ -1898,7 +1963,7 @@ impl Engine {
             // Idle: handle it now (the same as a process event at this instant, one event less).
             self.step(dest, Some(idx), out);
         } else {
-            self.tasks[d].inbox.push_back(idx);
+            self.tasks[d].inbox.push(&mut self.slab_meta, idx);
             self.queued += 1;
             self.maybe_schedule(dest);
         }
