@@ -996,7 +996,9 @@ struct Engine {
     slab: Vec<Message>,
     /// Sender, destination and occupancy of each slab slot.
     slab_meta: Vec<SlotMeta>,
-    free: Vec<u32>,
+    /// Free slab slots, last freed first, linked through their [`SlotMeta::next`] ([`NIL`]:
+    /// none; a new slot is pushed then).
+    free: u32,
     workers: usize,
     link_last: Vec<u64>,
     /// Messages in flight on each link, in arrival order: (arrival time, slab index). Only each
@@ -1206,7 +1208,7 @@ impl Engine {
             queue: EventQueue::new(),
             slab: Vec::new(),
             slab_meta: Vec::new(),
-            free: Vec::new(),
+            free: NIL,
             workers: w,
             link_last: vec![0; w * w],
             link_queue: vec![Fifo::EMPTY; w * w],
@@ -1464,7 +1466,7 @@ impl Engine {
             let i = idx as usize;
             self.slab[i] = VACANT;
             self.slab_meta[i].live = false;
-            self.free.push(idx);
+            self.free_slot(idx);
         }
         self.queued -= lost;
         self.dropped += lost;
@@ -1551,7 +1553,7 @@ impl Engine {
             return None;
         }
         self.slab_meta[i].live = false;
-        self.free.push(idx);
+        self.free_slot(idx);
         Some(std::mem::replace(&mut self.slab[i], VACANT))
     }
 
@@ -1569,7 +1571,7 @@ impl Engine {
         let held = match idx {
             Some(i) if self.slab_meta[i as usize].live => Some(i),
             Some(i) => {
-                self.free.push(i); // an empty slot: freed, and the step is one without a message
+                self.free_slot(i); // an empty slot: freed, and the step is one without a message
                 None
             }
             None => None,
@@ -1583,7 +1585,7 @@ impl Engine {
             } else {
                 None
             };
-            self.free.push(i);
+            self.free_slot(i);
             let i = i as usize;
             self.slab_meta[i].live = false;
             match point {
@@ -1807,17 +1809,26 @@ impl Engine {
             next: NIL,
             arrival: 0,
         };
-        match self.free.pop() {
-            Some(i) => {
-                self.slab_meta[i as usize] = meta;
-                i as usize
-            }
-            None => {
+        match self.free {
+            NIL => {
                 self.slab.push(VACANT);
                 self.slab_meta.push(meta);
                 self.slab.len() - 1
             }
+            i => {
+                let i = i as usize;
+                self.free = self.slab_meta[i].next;
+                self.slab_meta[i] = meta;
+                i
+            }
         }
+    }
+
+    /// Puts slab slot `idx` on the free list (its message and live flag are the caller's).
+    #[inline(always)]
+    fn free_slot(&mut self, idx: u32) {
+        self.slab_meta[idx as usize].next = self.free;
+        self.free = idx;
     }
 
     // ---- network ----------------------------------------------------------------------------
