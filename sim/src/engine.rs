@@ -1500,6 +1500,7 @@ impl Engine {
         self.start_task(task);
     }
 
+    #[inline(always)]
     fn has_work(&self, task: TaskId) -> bool {
         let st = &self.tasks[task as usize];
         let Some(exec) = &st.exec else { return false };
