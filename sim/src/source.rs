@@ -45,6 +45,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Which source the spout reads (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -200,6 +202,8 @@ pub struct SourceLog {
     errors: Vec<CallbackError>,
     now_ns: u64,
     newly_read: Option<u64>,
+    /// Set with `newly_read` (see [`newly_read_flag`](Self::newly_read_flag)).
+    newly_flag: Arc<AtomicBool>,
     redelivered: Vec<u64>,
 }
 
@@ -244,6 +248,7 @@ impl SourceLog {
             errors: Vec::new(),
             now_ns: 0,
             newly_read: None,
+            newly_flag: Arc::default(),
             redelivered: Vec::new(),
         }
     }
@@ -271,6 +276,7 @@ impl SourceLog {
                 if last >= self.high_water {
                     self.high_water = last + 1;
                     self.newly_read = Some(last);
+                    self.newly_flag.store(true, Ordering::Relaxed);
                 }
             }
         }
@@ -324,6 +330,7 @@ impl SourceLog {
         if offset >= self.high_water {
             self.high_water = offset + 1;
             self.newly_read = Some(offset);
+            self.newly_flag.store(true, Ordering::Relaxed);
         }
         let msg_id = self.emits.len() as u64;
         self.emits.push(EmitRecord {
@@ -491,7 +498,16 @@ impl SourceLog {
     /// (for offset-triggered faults): the offset first emitted by the last spout step, or (Redis
     /// at-most-once) the last entry a crashed consumer had read and lost unemitted.
     pub fn take_newly_read(&mut self) -> Option<u64> {
+        self.newly_flag.store(false, Ordering::Relaxed);
         self.newly_read.take()
+    }
+
+    /// A flag set whenever an offset is newly read (and cleared by
+    /// [`take_newly_read`](Self::take_newly_read)): a probe that finds it clear knows
+    /// `take_newly_read` would return `None`, without locking the log (the simulator's probe
+    /// runs after every spout step; half of them, the notices, read nothing).
+    pub fn newly_read_flag(&self) -> Arc<AtomicBool> {
+        self.newly_flag.clone()
     }
 
     /// Offsets in the log.
@@ -777,13 +793,19 @@ mod tests {
             max_retries: 5,
         };
         let mut log = SourceLog::with_model(5, SourceModel::Redis, opts, true);
+        let newly = log.newly_read_flag();
+        let flag = || newly.load(Ordering::Relaxed);
         log.open_consumer();
+        assert!(!flag());
         let a = log.next_emit().unwrap();
+        assert!(flag(), "set with newly_read");
         assert_eq!(a.0, 0);
         assert_eq!((log.pending_entries(), log.committed()), (0, 3));
         log.ack(a.1);
         assert_eq!(log.take_newly_read(), Some(0));
+        assert!(!flag(), "cleared by take_newly_read");
         log.open_consumer();
+        assert!(flag(), "set by a consumer losing entries it had passed");
         // Entries 1 and 2 were read (acknowledged) but not emitted: the crash lost them, and the
         // spout has passed them (offset-triggered faults up to #2 are due).
         assert_eq!(log.take_newly_read(), Some(2));
