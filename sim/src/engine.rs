@@ -50,7 +50,7 @@ use acker_runtime::{
     Values,
 };
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex, taking the data even if a panic poisoned it (the simulator is single-threaded;
@@ -379,20 +379,58 @@ pub type ProgressProbe = Box<dyn FnMut() -> Option<u64>>;
 pub type OutageHook = Box<dyn FnMut(FaultKind, bool, u64)>;
 
 /// The callbacks the spout wrappers saw since the engine last looked: (task, message id, acked).
+///
+/// The first one since the engine last looked sits in atomics, the rest in a locked `Vec`: a
+/// spout step makes at most one callback in the common case (a notice), so most pushes and takes
+/// touch no lock (until 2026-12-02 every callback went through the mutex, twice).
 #[derive(Default)]
 struct CallbackEntries {
-    entries: Mutex<Vec<(TaskId, MessageId, bool)>>,
-    /// Set (under the lock) when an entry is pushed, cleared (under the lock) when the engine
-    /// takes them: the engine looks after every spout step, and most steps (`next_tuple`) make
-    /// no callback, so it skips the lock then.
-    any: AtomicBool,
+    /// The first callback's message id, when `one` is set.
+    one_id: AtomicU64,
+    /// The first callback's task and outcome (`task << 1 | acked`), when `one` is set.
+    one_meta: AtomicU32,
+    /// A first callback is held in `one_id` / `one_meta`.
+    one: AtomicBool,
+    /// Callbacks after the first, in order.
+    more: Mutex<Vec<(TaskId, MessageId, bool)>>,
+    /// `more` is not empty (set and cleared under its lock).
+    any_more: AtomicBool,
 }
 
 impl CallbackEntries {
-    fn push(&self, entry: (TaskId, MessageId, bool)) {
-        let mut entries = lock(&self.entries);
-        entries.push(entry);
-        self.any.store(true, Ordering::Release);
+    fn push(&self, (task, msg_id, acked): (TaskId, MessageId, bool)) {
+        if !self.one.load(Ordering::Acquire) {
+            self.one_id.store(msg_id, Ordering::Relaxed);
+            self.one_meta
+                .store(u32::from(task) << 1 | u32::from(acked), Ordering::Relaxed);
+            self.one.store(true, Ordering::Release);
+            return;
+        }
+        let mut more = lock(&self.more);
+        more.push((task, msg_id, acked));
+        self.any_more.store(true, Ordering::Release);
+    }
+
+    /// Hands every callback held, in order, to `f`, and forgets them.
+    #[inline]
+    fn take(&self, mut f: impl FnMut(TaskId, MessageId, bool)) {
+        if !self.one.load(Ordering::Acquire) {
+            return;
+        }
+        let meta = self.one_meta.load(Ordering::Relaxed);
+        f(
+            (meta >> 1) as TaskId,
+            self.one_id.load(Ordering::Relaxed),
+            meta & 1 == 1,
+        );
+        if self.any_more.load(Ordering::Acquire) {
+            let mut more = lock(&self.more);
+            self.any_more.store(false, Ordering::Release);
+            for (t, msg_id, acked) in more.drain(..) {
+                f(t, msg_id, acked);
+            }
+        }
+        self.one.store(false, Ordering::Release);
     }
 }
 
@@ -1710,13 +1748,9 @@ impl Engine {
             }
             out.clear_tracked_emits();
         }
-        if self.callbacks.any.load(Ordering::Acquire) {
-            let mut log = lock(&self.callbacks.entries);
-            self.callbacks.any.store(false, Ordering::Release);
-            for (t, msg_id, acked) in log.drain(..) {
-                self.watch.callback(t, msg_id, acked, now);
-            }
-        }
+        let watch = &mut self.watch;
+        self.callbacks
+            .take(|t, msg_id, acked| watch.callback(t, msg_id, acked, now));
         if emits > 0 {
             self.emits_seen += emits;
         }
@@ -2112,5 +2146,34 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken(log: &CallbackEntries) -> Vec<(TaskId, MessageId, bool)> {
+        let mut v = Vec::new();
+        log.take(|t, m, a| v.push((t, m, a)));
+        v
+    }
+
+    #[test]
+    fn callback_entries_keep_their_order_across_the_first_slot_and_the_rest() {
+        let log = CallbackEntries::default();
+        assert_eq!(taken(&log), vec![]);
+        log.push((3, 7, true));
+        assert_eq!(taken(&log), vec![(3, 7, true)]);
+        assert_eq!(taken(&log), vec![]);
+        let all = [(TaskId::MAX, u64::MAX, false), (0, 0, true), (1, 2, false)];
+        for e in all {
+            log.push(e);
+        }
+        assert_eq!(taken(&log), all.to_vec());
+        log.push((5, 1, false));
+        log.push((6, 2, true));
+        assert_eq!(taken(&log), vec![(5, 1, false), (6, 2, true)]);
+        assert_eq!(taken(&log), vec![]);
     }
 }
