@@ -30,7 +30,6 @@ use acker_runtime::{
     MessageId, OutputCollector, Spout, SpoutOutputCollector, Topology, TopologyBuilder,
     TopologyContext,
 };
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// The outside world of one run, shared with the executors' user code.
@@ -300,15 +299,8 @@ impl Sim {
             }),
             &[ids::SINK],
         );
-        let log = world.log.clone();
-        let newly = lock(&log).newly_read_flag();
-        sim.progress_probe(Box::new(move || {
-            if newly.load(Ordering::Relaxed) {
-                lock(&log).take_newly_read()
-            } else {
-                None
-            }
-        }));
+        let newly = lock(&world.log).newly_read_handle();
+        sim.progress_probe(Box::new(move || newly.take()));
         if let Some(out) = trace_out {
             sim.trace_to(out);
         }

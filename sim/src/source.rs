@@ -45,7 +45,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Which source the spout reads (see the [module docs](self)).
@@ -201,10 +201,43 @@ pub struct SourceLog {
     high_water: u64,
     errors: Vec<CallbackError>,
     now_ns: u64,
-    newly_read: Option<u64>,
-    /// Set with `newly_read` (see [`newly_read_flag`](Self::newly_read_flag)).
-    newly_flag: Arc<AtomicBool>,
+    /// The highest offset newly read since the last take, shared with the probe (see
+    /// [`newly_read_handle`](Self::newly_read_handle)).
+    newly_read: NewlyRead,
     redelivered: Vec<u64>,
+}
+
+/// The highest offset a [`SourceLog`] newly read and nobody took yet, shared between the log and
+/// a probe (an atomic word: no lock; the log is single-threaded in the simulator).
+#[derive(Clone, Debug)]
+pub struct NewlyRead(Arc<AtomicU64>);
+
+impl Default for NewlyRead {
+    fn default() -> Self {
+        Self(Arc::new(AtomicU64::new(NewlyRead::NONE)))
+    }
+}
+
+impl NewlyRead {
+    /// No offset (offsets are below the log's length, a `u64`).
+    const NONE: u64 = u64::MAX;
+
+    fn set(&self, offset: u64) {
+        self.0.store(offset, Ordering::Relaxed);
+    }
+
+    fn is_none(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == Self::NONE
+    }
+
+    /// Takes the offset, if any.
+    #[inline]
+    pub fn take(&self) -> Option<u64> {
+        if self.is_none() {
+            return None;
+        }
+        Some(self.0.swap(Self::NONE, Ordering::Relaxed)).filter(|&o| o != Self::NONE)
+    }
 }
 
 impl SourceLog {
@@ -247,8 +280,7 @@ impl SourceLog {
             high_water: 0,
             errors: Vec::new(),
             now_ns: 0,
-            newly_read: None,
-            newly_flag: Arc::default(),
+            newly_read: NewlyRead::default(),
             redelivered: Vec::new(),
         }
     }
@@ -275,8 +307,7 @@ impl SourceLog {
             if let Some(&last) = self.replay.iter().max() {
                 if last >= self.high_water {
                     self.high_water = last + 1;
-                    self.newly_read = Some(last);
-                    self.newly_flag.store(true, Ordering::Relaxed);
+                    self.newly_read.set(last);
                 }
             }
         }
@@ -329,8 +360,7 @@ impl SourceLog {
         };
         if offset >= self.high_water {
             self.high_water = offset + 1;
-            self.newly_read = Some(offset);
-            self.newly_flag.store(true, Ordering::Relaxed);
+            self.newly_read.set(offset);
         }
         let msg_id = self.emits.len() as u64;
         self.emits.push(EmitRecord {
@@ -498,16 +528,14 @@ impl SourceLog {
     /// (for offset-triggered faults): the offset first emitted by the last spout step, or (Redis
     /// at-most-once) the last entry a crashed consumer had read and lost unemitted.
     pub fn take_newly_read(&mut self) -> Option<u64> {
-        self.newly_flag.store(false, Ordering::Relaxed);
         self.newly_read.take()
     }
 
-    /// A flag set whenever an offset is newly read (and cleared by
-    /// [`take_newly_read`](Self::take_newly_read)): a probe that finds it clear knows
-    /// `take_newly_read` would return `None`, without locking the log (the simulator's probe
-    /// runs after every spout step; half of them, the notices, read nothing).
-    pub fn newly_read_flag(&self) -> Arc<AtomicBool> {
-        self.newly_flag.clone()
+    /// A handle on the newly-read offset, whose [`NewlyRead::take`] is
+    /// [`take_newly_read`](Self::take_newly_read) without locking the log (the simulator's
+    /// progress probe runs after every spout step).
+    pub fn newly_read_handle(&self) -> NewlyRead {
+        self.newly_read.clone()
     }
 
     /// Offsets in the log.
@@ -793,19 +821,16 @@ mod tests {
             max_retries: 5,
         };
         let mut log = SourceLog::with_model(5, SourceModel::Redis, opts, true);
-        let newly = log.newly_read_flag();
-        let flag = || newly.load(Ordering::Relaxed);
+        let newly = log.newly_read_handle();
         log.open_consumer();
-        assert!(!flag());
+        assert_eq!(newly.take(), None);
         let a = log.next_emit().unwrap();
-        assert!(flag(), "set with newly_read");
         assert_eq!(a.0, 0);
         assert_eq!((log.pending_entries(), log.committed()), (0, 3));
         log.ack(a.1);
-        assert_eq!(log.take_newly_read(), Some(0));
-        assert!(!flag(), "cleared by take_newly_read");
+        assert_eq!(newly.take(), Some(0), "the handle takes what the log would");
+        assert_eq!(log.take_newly_read(), None);
         log.open_consumer();
-        assert!(flag(), "set by a consumer losing entries it had passed");
         // Entries 1 and 2 were read (acknowledged) but not emitted: the crash lost them, and the
         // spout has passed them (offset-triggered faults up to #2 are due).
         assert_eq!(log.take_newly_read(), Some(2));
