@@ -412,7 +412,7 @@ impl CallbackEntries {
     }
 
     /// Hands every callback held, in order, to `f`, and forgets them.
-    #[inline]
+    #[inline(always)]
     fn take(&self, mut f: impl FnMut(TaskId, MessageId, bool)) {
         if !self.one.load(Ordering::Acquire) {
             return;
