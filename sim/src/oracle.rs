@@ -320,11 +320,20 @@ impl IdTable {
     /// Most slots the dense part grows by at once (an id further out goes to the map).
     const DENSE_STEP: usize = 4096;
 
+    /// The entry of `id` (inlined: ids in the dense part, the common case, cost an index).
+    #[inline]
     fn entry(&mut self, id: MessageId) -> &mut IdState {
         let i = usize::try_from(id).unwrap_or(usize::MAX);
         if i < self.dense.len() {
             return &mut self.dense[i];
         }
+        self.entry_beyond(id)
+    }
+
+    /// [`entry`](Self::entry) for an id past the dense part.
+    #[inline(never)]
+    fn entry_beyond(&mut self, id: MessageId) -> &mut IdState {
+        let i = usize::try_from(id).unwrap_or(usize::MAX);
         if self.sparse.is_empty() && i - self.dense.len() < Self::DENSE_STEP {
             self.dense.resize(i + 1, NO_EMIT);
             return &mut self.dense[i];
