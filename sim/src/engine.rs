@@ -398,6 +398,7 @@ struct CallbackEntries {
 }
 
 impl CallbackEntries {
+    #[inline(always)]
     fn push(&self, (task, msg_id, acked): (TaskId, MessageId, bool)) {
         if !self.one.load(Ordering::Acquire) {
             self.one_id.store(msg_id, Ordering::Relaxed);
@@ -406,6 +407,11 @@ impl CallbackEntries {
             self.one.store(true, Ordering::Release);
             return;
         }
+        self.push_more((task, msg_id, acked));
+    }
+
+    #[inline(never)]
+    fn push_more(&self, (task, msg_id, acked): (TaskId, MessageId, bool)) {
         let mut more = lock(&self.more);
         more.push((task, msg_id, acked));
         self.any_more.store(true, Ordering::Release);
