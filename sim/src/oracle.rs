@@ -428,6 +428,7 @@ impl Watch {
     }
 
     /// Spout `task` made a tracked emit of `msg_id` at `now_ns`.
+    #[inline]
     pub fn emit(&mut self, task: TaskId, msg_id: MessageId, now_ns: u64) {
         let Some(s) = self.spout(task) else {
             return;
