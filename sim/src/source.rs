@@ -350,6 +350,7 @@ impl SourceLog {
     /// (or the source is down and nothing read is left in memory). Kafka: a replay first, else the next unread offset. Redis: an
     /// entry already read or claimed, else failed entries claimed again, else (once after a
     /// start) the consumer's own pending entries, else a batch of new entries.
+    #[inline]
     pub fn next_emit(&mut self) -> Option<(u64, u64)> {
         let offset = match self.model {
             SourceModel::Kafka if self.down => return None,
@@ -503,6 +504,7 @@ impl SourceLog {
     /// every acked offset below the first unacked one. Redis: `XACK` removes the entry from the
     /// pending list. While the source is down the ack is held (Kafka: the commit point advances
     /// in the consumer's memory only).
+    #[inline]
     pub fn ack(&mut self, msg_id: u64) {
         if let Some(offset) = self.decide(msg_id, EmitState::Acked) {
             if self.down && self.model == SourceModel::Redis {
