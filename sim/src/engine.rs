@@ -922,7 +922,7 @@ struct SlotMeta {
     from: TaskId,
     dest: TaskId,
     live: bool,
-    /// The next slot on the same FIFO ([`NIL`] at its tail).
+    /// The next slot on the same FIFO (unused at its tail) or on the free list.
     next: u32,
     /// Arrival time at its destination (set when it is put on its link).
     arrival: u64,
@@ -951,10 +951,9 @@ impl Fifo {
         self.head == NIL
     }
 
-    /// Appends slot `idx`.
+    /// Appends slot `idx` (its `next` is left as it is: the tail's is never read).
     #[inline(always)]
     fn push(&mut self, meta: &mut [SlotMeta], idx: u32) {
-        meta[idx as usize].next = NIL;
         if self.tail == NIL {
             self.head = idx;
         } else {
@@ -970,9 +969,10 @@ impl Fifo {
         if idx == NIL {
             return None;
         }
-        self.head = meta[idx as usize].next;
-        if self.head == NIL {
-            self.tail = NIL;
+        if idx == self.tail {
+            *self = Self::EMPTY;
+        } else {
+            self.head = meta[idx as usize].next;
         }
         Some(idx)
     }
