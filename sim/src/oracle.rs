@@ -685,9 +685,10 @@ mod id_table_tests {
         let mut t = IdTable::default();
         t.entry(2).cb.emits += 1;
         t.entry(1 << 40).cb.acks += 1; // far: the map, and from now on every new id
-        t.entry(3).cb.fails += 1; // next to the dense part, but the map is in use
+        t.entry(3).cb.fails += 1; // inside the dense part (grown 1024 ids ahead)
+        t.entry(1024).cb.fails += 1; // next to the dense part, but the map is in use
         t.entry(0).cb.emits += 1; // inside the dense part
-        assert_eq!(t.dense.len(), 3);
+        assert_eq!(t.dense.len(), 1024);
         assert_eq!(t.sparse.len(), 2);
         let mut ids: Vec<(MessageId, Callbacks)> = t.iter().map(|(k, e)| (k, e.cb)).collect();
         ids.sort_unstable_by_key(|&(k, _)| k);
@@ -698,6 +699,7 @@ mod id_table_tests {
                 (0, cb(1, 0, 0)),
                 (2, cb(1, 0, 0)),
                 (3, cb(0, 0, 1)),
+                (1024, cb(0, 0, 1)),
                 (1 << 40, cb(0, 1, 0))
             ]
         );
