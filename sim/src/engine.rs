@@ -1857,10 +1857,14 @@ impl Engine {
                 self.slab.len() - 1
             }
             i => {
-                let i = i as usize;
-                self.free = self.slab_meta[i].next;
-                self.slab_meta[i] = meta;
-                i
+                // Only the fields a send reads are written (`next` and `arrival` are set when the
+                // slot goes on a FIFO).
+                let m = &mut self.slab_meta[i as usize];
+                self.free = m.next;
+                m.from = from;
+                m.dest = dest;
+                m.live = true;
+                i as usize
             }
         }
     }
