@@ -996,7 +996,7 @@ struct TaskState {
     worker: u16,
     exec: Option<Executor>,
     incarnation: u32,
-    /// Slab indices of delivered messages waiting to be handled.
+    /// Slab slots of delivered messages waiting to be handled, in delivery order.
     inbox: Fifo,
     busy_until: u64,
     scheduled: bool,
@@ -1045,8 +1045,9 @@ struct Engine {
     free: u32,
     workers: usize,
     link_last: Vec<u64>,
-    /// Messages in flight on each link, in arrival order: (arrival time, slab index). Only each
-    /// link's head is in the event queue, which keeps the queue a few dozen events long.
+    /// Messages in flight on each link, in arrival order (each slot holds its arrival time).
+    /// Only each link's head is in the event queue, which keeps the queue a few dozen events
+    /// long.
     link_queue: Vec<Fifo>,
     partitioned: Vec<u32>,
     drop_next: u64,
