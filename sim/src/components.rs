@@ -114,9 +114,17 @@ pub struct SinkBolt {
 }
 
 impl SinkBolt {
-    /// Writes and acks the held inputs, if the sink is up.
+    /// Writes and acks the held inputs, if the sink is up (the check for none held is inlined
+    /// into `execute`, which calls this for every input).
+    #[inline]
     fn commit_held(&mut self, c: &mut OutputCollector<'_>) {
-        if self.held.is_empty() || lock(&self.sink).is_down() {
+        if !self.held.is_empty() {
+            self.commit_held_now(c);
+        }
+    }
+
+    fn commit_held_now(&mut self, c: &mut OutputCollector<'_>) {
+        if lock(&self.sink).is_down() {
             return;
         }
         for input in std::mem::take(&mut self.held) {
@@ -299,8 +307,8 @@ impl Sim {
             }),
             &[ids::SINK],
         );
-        let log = world.log.clone();
-        sim.progress_probe(Box::new(move || lock(&log).take_newly_read()));
+        let newly = lock(&world.log).newly_read_handle();
+        sim.progress_probe(Box::new(move || newly.take()));
         if let Some(out) = trace_out {
             sim.trace_to(out);
         }

@@ -40,6 +40,7 @@ use crate::fault::{
 use crate::oracle::{SpoutCallbacks, Violation, Watch};
 use crate::queue::EventQueue;
 use crate::rng::{self, SimRng};
+use crate::roots::RootSet;
 use crate::scenario::{rng_streams, PlantedBug, ScenarioError};
 use crate::trace::Trace;
 use acker_core::{AckerMessage, TaskId};
@@ -49,7 +50,7 @@ use acker_runtime::{
     Values,
 };
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex, taking the data even if a panic poisoned it (the simulator is single-threaded;
@@ -378,20 +379,64 @@ pub type ProgressProbe = Box<dyn FnMut() -> Option<u64>>;
 pub type OutageHook = Box<dyn FnMut(FaultKind, bool, u64)>;
 
 /// The callbacks the spout wrappers saw since the engine last looked: (task, message id, acked).
+///
+/// The first one since the engine last looked sits in atomics, the rest in a locked `Vec`: a
+/// spout step makes at most one callback in the common case (a notice), so most pushes and takes
+/// touch no lock (until 2026-12-02 every callback went through the mutex, twice).
 #[derive(Default)]
 struct CallbackEntries {
-    entries: Mutex<Vec<(TaskId, MessageId, bool)>>,
-    /// Set (under the lock) when an entry is pushed, cleared (under the lock) when the engine
-    /// takes them: the engine looks after every spout step, and most steps (`next_tuple`) make
-    /// no callback, so it skips the lock then.
-    any: AtomicBool,
+    /// The first callback's message id, when `one` is set.
+    one_id: AtomicU64,
+    /// The first callback's task and outcome (`task << 1 | acked`), when `one` is set.
+    one_meta: AtomicU32,
+    /// A first callback is held in `one_id` / `one_meta`.
+    one: AtomicBool,
+    /// Callbacks after the first, in order.
+    more: Mutex<Vec<(TaskId, MessageId, bool)>>,
+    /// `more` is not empty (set and cleared under its lock).
+    any_more: AtomicBool,
 }
 
 impl CallbackEntries {
-    fn push(&self, entry: (TaskId, MessageId, bool)) {
-        let mut entries = lock(&self.entries);
-        entries.push(entry);
-        self.any.store(true, Ordering::Release);
+    #[inline(always)]
+    fn push(&self, (task, msg_id, acked): (TaskId, MessageId, bool)) {
+        if !self.one.load(Ordering::Acquire) {
+            self.one_id.store(msg_id, Ordering::Relaxed);
+            self.one_meta
+                .store(u32::from(task) << 1 | u32::from(acked), Ordering::Relaxed);
+            self.one.store(true, Ordering::Release);
+            return;
+        }
+        self.push_more((task, msg_id, acked));
+    }
+
+    #[inline(never)]
+    fn push_more(&self, (task, msg_id, acked): (TaskId, MessageId, bool)) {
+        let mut more = lock(&self.more);
+        more.push((task, msg_id, acked));
+        self.any_more.store(true, Ordering::Release);
+    }
+
+    /// Hands every callback held, in order, to `f`, and forgets them.
+    #[inline(always)]
+    fn take(&self, mut f: impl FnMut(TaskId, MessageId, bool)) {
+        if !self.one.load(Ordering::Acquire) {
+            return;
+        }
+        let meta = self.one_meta.load(Ordering::Relaxed);
+        f(
+            (meta >> 1) as TaskId,
+            self.one_id.load(Ordering::Relaxed),
+            meta & 1 == 1,
+        );
+        if self.any_more.load(Ordering::Acquire) {
+            let mut more = lock(&self.more);
+            self.any_more.store(false, Ordering::Release);
+            for (t, msg_id, acked) in more.drain(..) {
+                f(t, msg_id, acked);
+            }
+        }
+        self.one.store(false, Ordering::Release);
     }
 }
 
@@ -870,46 +915,67 @@ enum Ev {
     },
 }
 
-/// Hashes the root ids of `Engine::inited_roots` with SplitMix64's mix: root ids are random
-/// 64-bit words, so one fixed mix spreads them as well as SipHash at a fraction of its cost
-/// (the set is only asked for membership, so the hasher cannot change any output).
-#[derive(Clone, Copy, Default)]
-struct RootHasher;
-
-impl std::hash::BuildHasher for RootHasher {
-    type Hasher = RootHash;
-    #[inline]
-    fn build_hasher(&self) -> RootHash {
-        RootHash(0)
-    }
-}
-
-/// The hasher [`RootHasher`] builds: the mix of the last `u64` written.
-struct RootHash(u64);
-
-impl std::hash::Hasher for RootHash {
-    #[inline]
-    fn finish(&self) -> u64 {
-        rng::mix64(self.0)
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-/// Who sent the message in a slab slot, to whom, and whether the slot holds one.
+/// Who sent the message in a slab slot, to whom, and whether the slot holds one; and the slot's
+/// place in the one FIFO it is on (its link's while in flight, then its task's inbox).
 #[derive(Clone, Copy)]
 struct SlotMeta {
     from: TaskId,
     dest: TaskId,
     live: bool,
+    /// The next slot on the same FIFO (unused at its tail) or on the free list.
+    next: u32,
+    /// Arrival time at its destination (set when it is put on its link).
+    arrival: u64,
+}
+
+/// No slot: the end of a [`Fifo`].
+const NIL: u32 = u32::MAX;
+
+/// A FIFO of slab slots linked through their [`SlotMeta::next`]: a message is on one FIFO at a
+/// time (its link's, then its task's inbox), so the slot carries the link and no `VecDeque`
+/// of indices is kept beside the slab.
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo {
+        head: NIL,
+        tail: NIL,
+    };
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
+    /// Appends slot `idx` (its `next` is left as it is: the tail's is never read).
+    #[inline(always)]
+    fn push(&mut self, meta: &mut [SlotMeta], idx: u32) {
+        if self.tail == NIL {
+            self.head = idx;
+        } else {
+            meta[self.tail as usize].next = idx;
+        }
+        self.tail = idx;
+    }
+
+    /// Takes the first slot.
+    #[inline(always)]
+    fn pop(&mut self, meta: &[SlotMeta]) -> Option<u32> {
+        let idx = self.head;
+        if idx == NIL {
+            return None;
+        }
+        if idx == self.tail {
+            *self = Self::EMPTY;
+        } else {
+            self.head = meta[idx as usize].next;
+        }
+        Some(idx)
+    }
 }
 
 /// What a vacant slab slot holds: a message with nothing to drop. The slot's [`SlotMeta::live`]
@@ -930,8 +996,8 @@ struct TaskState {
     worker: u16,
     exec: Option<Executor>,
     incarnation: u32,
-    /// Slab indices of delivered messages waiting to be handled.
-    inbox: VecDeque<u32>,
+    /// Slab slots of delivered messages waiting to be handled, in delivery order.
+    inbox: Fifo,
     busy_until: u64,
     scheduled: bool,
     /// A spout whose last `next_tuple` emitted nothing: not polled again until a message or tick.
@@ -974,12 +1040,15 @@ struct Engine {
     slab: Vec<Message>,
     /// Sender, destination and occupancy of each slab slot.
     slab_meta: Vec<SlotMeta>,
-    free: Vec<u32>,
+    /// Free slab slots, last freed first, linked through their [`SlotMeta::next`] ([`NIL`]:
+    /// none; a new slot is pushed then).
+    free: u32,
     workers: usize,
     link_last: Vec<u64>,
-    /// Messages in flight on each link, in arrival order: (arrival time, slab index). Only each
-    /// link's head is in the event queue, which keeps the queue a few dozen events long.
-    link_queue: Vec<VecDeque<(u64, u32)>>,
+    /// Messages in flight on each link, in arrival order (each slot holds its arrival time).
+    /// Only each link's head is in the event queue, which keeps the queue a few dozen events
+    /// long.
+    link_queue: Vec<Fifo>,
     partitioned: Vec<u32>,
     drop_next: u64,
     link_rng: SimRng,
@@ -999,7 +1068,7 @@ struct Engine {
     violations: Vec<Violation>,
     /// Every root id an init was sent for (membership only, never iterated, so its hasher
     /// cannot reach an output): a second init of one root id is an invariant violation.
-    inited_roots: std::collections::HashSet<u64, RootHasher>,
+    inited_roots: RootSet,
     /// Whether that violation was reported (once a run).
     root_reuse_reported: bool,
     max_acker_roots: usize,
@@ -1114,7 +1183,7 @@ impl Engine {
                 worker: targets.worker_of[info.task as usize],
                 exec: None,
                 incarnation: 0,
-                inbox: VecDeque::new(),
+                inbox: Fifo::EMPTY,
                 busy_until: 0,
                 scheduled: false,
                 idle: false,
@@ -1184,10 +1253,10 @@ impl Engine {
             queue: EventQueue::new(),
             slab: Vec::new(),
             slab_meta: Vec::new(),
-            free: Vec::new(),
+            free: NIL,
             workers: w,
             link_last: vec![0; w * w],
-            link_queue: (0..w * w).map(|_| VecDeque::new()).collect(),
+            link_queue: vec![Fifo::EMPTY; w * w],
             partitioned: vec![0; w * w],
             drop_next: 0,
             trace: Trace::new(sim.trace_out),
@@ -1203,9 +1272,8 @@ impl Engine {
             dropped: 0,
             violations: Vec::new(),
             // Presized for one root per input tuple (replays add more; the set grows then).
-            inited_roots: std::collections::HashSet::with_capacity_and_hasher(
+            inited_roots: RootSet::with_capacity(
                 usize::try_from(opts.input_len).unwrap_or(0).min(1 << 24),
-                RootHasher,
             ),
             root_reuse_reported: false,
             max_acker_roots: 0,
@@ -1264,11 +1332,12 @@ impl Engine {
             match ev {
                 Ev::Link(l) => {
                     let q = &mut self.link_queue[l as usize];
-                    let head = q.pop_front();
-                    if let Some(&(next, _)) = q.front() {
+                    let head = q.pop(&self.slab_meta);
+                    if !q.is_empty() {
+                        let next = self.slab_meta[q.head as usize].arrival;
                         self.queue.push(next, Ev::Link(l));
                     }
-                    if let Some((_, idx)) = head {
+                    if let Some(idx) = head {
                         self.on_deliver(idx, out);
                     }
                 }
@@ -1435,13 +1504,14 @@ impl Engine {
             self.observe_spout(task, out);
             self.watch.crash(task);
         }
-        let lost = self.tasks[t].inbox.len() as u64;
-        let inbox = std::mem::take(&mut self.tasks[t].inbox);
-        for idx in inbox {
+        let mut lost = 0u64;
+        let mut inbox = std::mem::replace(&mut self.tasks[t].inbox, Fifo::EMPTY);
+        while let Some(idx) = inbox.pop(&self.slab_meta) {
+            lost += 1;
             let i = idx as usize;
             self.slab[i] = VACANT;
             self.slab_meta[i].live = false;
-            self.free.push(idx);
+            self.free_slot(idx);
         }
         self.queued -= lost;
         self.dropped += lost;
@@ -1475,6 +1545,7 @@ impl Engine {
         self.start_task(task);
     }
 
+    #[inline(always)]
     fn has_work(&self, task: TaskId) -> bool {
         let st = &self.tasks[task as usize];
         let Some(exec) = &st.exec else { return false };
@@ -1514,7 +1585,7 @@ impl Engine {
             return;
         }
         self.tasks[t].scheduled = false;
-        let idx = self.tasks[t].inbox.pop_front();
+        let idx = self.tasks[t].inbox.pop(&self.slab_meta);
         if idx.is_some() {
             self.queued -= 1;
         }
@@ -1528,7 +1599,7 @@ impl Engine {
             return None;
         }
         self.slab_meta[i].live = false;
-        self.free.push(idx);
+        self.free_slot(idx);
         Some(std::mem::replace(&mut self.slab[i], VACANT))
     }
 
@@ -1546,7 +1617,7 @@ impl Engine {
         let held = match idx {
             Some(i) if self.slab_meta[i as usize].live => Some(i),
             Some(i) => {
-                self.free.push(i); // an empty slot: freed, and the step is one without a message
+                self.free_slot(i); // an empty slot: freed, and the step is one without a message
                 None
             }
             None => None,
@@ -1560,7 +1631,7 @@ impl Engine {
             } else {
                 None
             };
-            self.free.push(i);
+            self.free_slot(i);
             let i = i as usize;
             self.slab_meta[i].live = false;
             match point {
@@ -1684,13 +1755,9 @@ impl Engine {
             }
             out.clear_tracked_emits();
         }
-        if self.callbacks.any.load(Ordering::Acquire) {
-            let mut log = lock(&self.callbacks.entries);
-            self.callbacks.any.store(false, Ordering::Release);
-            for (t, msg_id, acked) in log.drain(..) {
-                self.watch.callback(t, msg_id, acked, now);
-            }
-        }
+        let watch = &mut self.watch;
+        self.callbacks
+            .take(|t, msg_id, acked| watch.callback(t, msg_id, acked, now));
         if emits > 0 {
             self.emits_seen += emits;
         }
@@ -1781,18 +1848,33 @@ impl Engine {
             from,
             dest,
             live: true,
+            next: NIL,
+            arrival: 0,
         };
-        match self.free.pop() {
-            Some(i) => {
-                self.slab_meta[i as usize] = meta;
-                i as usize
-            }
-            None => {
+        match self.free {
+            NIL => {
                 self.slab.push(VACANT);
                 self.slab_meta.push(meta);
                 self.slab.len() - 1
             }
+            i => {
+                // Only the fields a send reads are written (`next` and `arrival` are set when the
+                // slot goes on a FIFO).
+                let m = &mut self.slab_meta[i as usize];
+                self.free = m.next;
+                m.from = from;
+                m.dest = dest;
+                m.live = true;
+                i as usize
+            }
         }
+    }
+
+    /// Puts slab slot `idx` on the free list (its message and live flag are the caller's).
+    #[inline(always)]
+    fn free_slot(&mut self, idx: u32) {
+        self.slab_meta[idx as usize].next = self.free;
+        self.free = idx;
     }
 
     // ---- network ----------------------------------------------------------------------------
@@ -1810,7 +1892,9 @@ impl Engine {
     /// straight from the outbox, until a task handles it.
     #[inline(always)]
     fn send(&mut self, idx: u32) {
-        let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
+        let SlotMeta {
+            from, dest, live, ..
+        } = self.slab_meta[idx as usize];
         if !live {
             return;
         }
@@ -1892,16 +1976,20 @@ impl Engine {
         }
         self.in_flight += 1;
         let l = sw * w + dw;
+        self.slab_meta[idx as usize].arrival = arrival;
         let q = &mut self.link_queue[l];
-        q.push_back((arrival, idx));
-        if q.len() == 1 {
+        let was_empty = q.is_empty();
+        q.push(&mut self.slab_meta, idx);
+        if was_empty {
             self.queue.push(arrival, Ev::Link(l as u32));
         }
     }
 
     fn on_deliver(&mut self, idx: u32, out: &mut Outbox) {
         self.in_flight -= 1;
-        let SlotMeta { from, dest, live } = self.slab_meta[idx as usize];
+        let SlotMeta {
+            from, dest, live, ..
+        } = self.slab_meta[idx as usize];
         if !live {
             return;
         }
@@ -1932,7 +2020,7 @@ impl Engine {
             // Idle: handle it now (the same as a process event at this instant, one event less).
             self.step(dest, Some(idx), out);
         } else {
-            self.tasks[d].inbox.push_back(idx);
+            self.tasks[d].inbox.push(&mut self.slab_meta, idx);
             self.queued += 1;
             self.maybe_schedule(dest);
         }
@@ -2069,5 +2157,34 @@ impl Engine {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken(log: &CallbackEntries) -> Vec<(TaskId, MessageId, bool)> {
+        let mut v = Vec::new();
+        log.take(|t, m, a| v.push((t, m, a)));
+        v
+    }
+
+    #[test]
+    fn callback_entries_keep_their_order_across_the_first_slot_and_the_rest() {
+        let log = CallbackEntries::default();
+        assert_eq!(taken(&log), vec![]);
+        log.push((3, 7, true));
+        assert_eq!(taken(&log), vec![(3, 7, true)]);
+        assert_eq!(taken(&log), vec![]);
+        let all = [(TaskId::MAX, u64::MAX, false), (0, 0, true), (1, 2, false)];
+        for e in all {
+            log.push(e);
+        }
+        assert_eq!(taken(&log), all.to_vec());
+        log.push((5, 1, false));
+        log.push((6, 2, true));
+        assert_eq!(taken(&log), vec![(5, 1, false), (6, 2, true)]);
+        assert_eq!(taken(&log), vec![]);
     }
 }

@@ -121,6 +121,7 @@ pub mod queue;
 #[cfg(feature = "real")]
 pub mod real;
 pub mod rng;
+mod roots;
 pub mod scenario;
 pub mod search;
 pub mod shapes;

@@ -58,7 +58,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Schedules `event` at `time_ns` (clamped to the last popped time if earlier), after every
     /// event already scheduled at the same time.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time_ns: u64, event: E) {
         let time_ns = time_ns.max(self.last_time);
         // Sorted latest first: the new event goes before the tail of events at `time_ns` or

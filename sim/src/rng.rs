@@ -31,13 +31,13 @@ pub fn stream(seed: u64, stream: u64) -> SimRng {
 }
 
 /// A uniform draw in `0..n` (Lemire's multiply-shift; `n == 0` gives 0).
-#[inline]
+#[inline(always)]
 pub fn below(rng: &mut SimRng, n: u64) -> u64 {
     ((rng.next_u64() as u128 * n as u128) >> 64) as u64
 }
 
 /// A uniform draw in `lo..=hi` (`hi < lo` gives `lo`).
-#[inline]
+#[inline(always)]
 pub fn between(rng: &mut SimRng, lo: u64, hi: u64) -> u64 {
     if hi <= lo {
         lo

@@ -45,6 +45,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Which source the spout reads (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -199,8 +201,43 @@ pub struct SourceLog {
     high_water: u64,
     errors: Vec<CallbackError>,
     now_ns: u64,
-    newly_read: Option<u64>,
+    /// The highest offset newly read since the last take, shared with the probe (see
+    /// [`newly_read_handle`](Self::newly_read_handle)).
+    newly_read: NewlyRead,
     redelivered: Vec<u64>,
+}
+
+/// The highest offset a [`SourceLog`] newly read and nobody took yet, shared between the log and
+/// a probe (an atomic word: no lock; the log is single-threaded in the simulator).
+#[derive(Clone, Debug)]
+pub struct NewlyRead(Arc<AtomicU64>);
+
+impl Default for NewlyRead {
+    fn default() -> Self {
+        Self(Arc::new(AtomicU64::new(NewlyRead::NONE)))
+    }
+}
+
+impl NewlyRead {
+    /// No offset (offsets are below the log's length, a `u64`).
+    const NONE: u64 = u64::MAX;
+
+    fn set(&self, offset: u64) {
+        self.0.store(offset, Ordering::Relaxed);
+    }
+
+    fn is_none(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == Self::NONE
+    }
+
+    /// Takes the offset, if any.
+    #[inline]
+    pub fn take(&self) -> Option<u64> {
+        if self.is_none() {
+            return None;
+        }
+        Some(self.0.swap(Self::NONE, Ordering::Relaxed)).filter(|&o| o != Self::NONE)
+    }
 }
 
 impl SourceLog {
@@ -243,7 +280,7 @@ impl SourceLog {
             high_water: 0,
             errors: Vec::new(),
             now_ns: 0,
-            newly_read: None,
+            newly_read: NewlyRead::default(),
             redelivered: Vec::new(),
         }
     }
@@ -270,7 +307,7 @@ impl SourceLog {
             if let Some(&last) = self.replay.iter().max() {
                 if last >= self.high_water {
                     self.high_water = last + 1;
-                    self.newly_read = Some(last);
+                    self.newly_read.set(last);
                 }
             }
         }
@@ -313,6 +350,7 @@ impl SourceLog {
     /// (or the source is down and nothing read is left in memory). Kafka: a replay first, else the next unread offset. Redis: an
     /// entry already read or claimed, else failed entries claimed again, else (once after a
     /// start) the consumer's own pending entries, else a batch of new entries.
+    #[inline]
     pub fn next_emit(&mut self) -> Option<(u64, u64)> {
         let offset = match self.model {
             SourceModel::Kafka if self.down => return None,
@@ -323,7 +361,7 @@ impl SourceLog {
         };
         if offset >= self.high_water {
             self.high_water = offset + 1;
-            self.newly_read = Some(offset);
+            self.newly_read.set(offset);
         }
         let msg_id = self.emits.len() as u64;
         self.emits.push(EmitRecord {
@@ -466,6 +504,7 @@ impl SourceLog {
     /// every acked offset below the first unacked one. Redis: `XACK` removes the entry from the
     /// pending list. While the source is down the ack is held (Kafka: the commit point advances
     /// in the consumer's memory only).
+    #[inline]
     pub fn ack(&mut self, msg_id: u64) {
         if let Some(offset) = self.decide(msg_id, EmitState::Acked) {
             if self.down && self.model == SourceModel::Redis {
@@ -492,6 +531,13 @@ impl SourceLog {
     /// at-most-once) the last entry a crashed consumer had read and lost unemitted.
     pub fn take_newly_read(&mut self) -> Option<u64> {
         self.newly_read.take()
+    }
+
+    /// A handle on the newly-read offset, whose [`NewlyRead::take`] is
+    /// [`take_newly_read`](Self::take_newly_read) without locking the log (the simulator's
+    /// progress probe runs after every spout step).
+    pub fn newly_read_handle(&self) -> NewlyRead {
+        self.newly_read.clone()
     }
 
     /// Offsets in the log.
@@ -777,12 +823,15 @@ mod tests {
             max_retries: 5,
         };
         let mut log = SourceLog::with_model(5, SourceModel::Redis, opts, true);
+        let newly = log.newly_read_handle();
         log.open_consumer();
+        assert_eq!(newly.take(), None);
         let a = log.next_emit().unwrap();
         assert_eq!(a.0, 0);
         assert_eq!((log.pending_entries(), log.committed()), (0, 3));
         log.ack(a.1);
-        assert_eq!(log.take_newly_read(), Some(0));
+        assert_eq!(newly.take(), Some(0), "the handle takes what the log would");
+        assert_eq!(log.take_newly_read(), None);
         log.open_consumer();
         // Entries 1 and 2 were read (acknowledged) but not emitted: the crash lost them, and the
         // spout has passed them (offset-triggered faults up to #2 are due).
