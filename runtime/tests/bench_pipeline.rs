@@ -164,3 +164,64 @@ fn bench_commands_take_json_and_print_json() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every key of each benchmark's JSON is named in its `--help` (new-user trial: keys such as
+/// `ratio` beside `ratio_to_plain_loop` were explained nowhere). A `topology_*` key is covered by
+/// its `plain_*` twin ("the same `topology_*` keys").
+#[test]
+fn bench_help_names_every_json_key() {
+    let dir = std::env::temp_dir().join(format!("acker-bench-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("words.txt");
+    std::fs::write(&input, "to be or not to be\n").expect("write input");
+    let input = input.to_str().expect("utf-8 path").to_string();
+    for args in [
+        vec!["pipeline", "--seconds", "0.2", "--cores", "1", "--no-pin"],
+        vec![
+            "pipeline",
+            "--seconds",
+            "0.2",
+            "--cores",
+            "1",
+            "--no-pin",
+            "--vs-acking-off",
+            "1",
+        ],
+        vec![
+            "wordcount",
+            "--input",
+            &input,
+            "--min-mb",
+            "1",
+            "--rounds",
+            "1",
+            "--cores",
+            "1",
+            "--no-pin",
+        ],
+    ] {
+        let help = common::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_acker-run")).args(["bench", args[0], "--help"]),
+            LIMIT,
+            "acker-run bench --help",
+        );
+        let help = String::from_utf8_lossy(&help.stdout).into_owned();
+        let o = common::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_acker-run"))
+                .arg("bench")
+                .args(&args),
+            LIMIT,
+            "acker-run bench",
+        );
+        let v = common::json_of_success(&o);
+        for key in v.as_object().expect("a JSON object").keys() {
+            let named = key.replacen("topology_", "plain_", 1);
+            assert!(
+                help.contains(&format!("`{named}`")),
+                "bench {} --help does not name `{key}`:\n{help}",
+                args[0]
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

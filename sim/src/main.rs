@@ -288,7 +288,7 @@ struct RunArgs {
 struct SearchArgs {
     /// How many seeds to run (required, except with `--planted-bug list`).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>,
-          required_unless_present = "planted_bug", default_value_t = 1)]
+          required_unless_present = "planted_bug", default_value_t = 1, hide_default_value = true)]
     seeds: u64,
     /// The first seed.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]

@@ -253,6 +253,16 @@ struct WordcountArgs {
 #[derive(Subcommand)]
 enum BenchCommand {
     /// spout → identity bolt → null bolt on integer payloads.
+    ///
+    /// Prints one JSON object: `bench` (`pipeline`), `trees_acked` (trees completed through an acker; with `--ackers 0`
+    /// the trees the spout emitted, acked at once), `trees_per_sec` and `trees_per_cpu_s` (per
+    /// wall second and per CPU second of the process, from 10 ms ticks: coarse in short runs),
+    /// `tuples_through_per_sec` and `null_executed` (tuples the null bolt executed: one a tree
+    /// here), `complete_latency_us` (`p50`, `p99`, `max`), `failed`, `timed_out`, `acker_parked`
+    /// and `acker_dropped_full` (acker messages parked or dropped on a full acker table),
+    /// `cores`, `ackers`, `cpu_s`, `elapsed_s`; with `--vs-acking-off`, `rounds`,
+    /// `ratio_acking_on_to_off`, `acking_on_trees_per_sec` and `acking_off_trees_per_sec` (each
+    /// `{min, median, max}` over the rounds).
     Pipeline {
         /// How long the spout runs.
         #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
@@ -279,6 +289,13 @@ enum BenchCommand {
         run: RunArgs,
     },
     /// Word count on the input repeated to at least `--min-mb` MB, against a plain loop.
+    ///
+    /// Prints one JSON object: `bench` (`wordcount`), `ratio_to_plain_loop` (`{min, median, max}` over the rounds of
+    /// the topology's words per second ÷ the plain loop's), `ratio` (the first round's alone),
+    /// `plain_words`, `plain_distinct`, `plain_secs`, `plain_words_per_sec`,
+    /// `plain_words_per_cpu_s`, `plain_cpu_s` and the same `topology_*` keys (first round; CPU
+    /// seconds from 10 ms ticks, `null` when a phase took none), `bytes` (the repeated text),
+    /// `complete_latency_us` (`p50`, `p99`, `max`), `cores`, `ackers`, `rounds`.
     Wordcount {
         /// Text file to repeat (`-`: standard input), UTF-8, holding at least one word.
         #[arg(long)]
