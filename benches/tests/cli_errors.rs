@@ -340,6 +340,20 @@ fn windows_ops_and_threads_have_documented_limits() {
     assert!(help.contains("each 1 to 1024 (0 alone skips"), "{help}");
 }
 
+/// `--threads 0` with `--only` naming shared tables only would run nothing: refused instead of
+/// an empty table with exit 0 (new-user trial).
+#[test]
+fn only_shared_tables_with_threads_zero_is_refused() {
+    assert_usage_error(
+        &["--only", "acker-core-shared,dashmap", "--threads", "0"],
+        "acker-bench: error: --only acker-core-shared,dashmap names shared tables only, and \
+         --threads 0 skips the shared tables: nothing to run",
+    );
+    let o = run(&["--only", "acker-core,dashmap", "--threads", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(ran(&o), BTreeSet::from(["acker-core".to_string()]));
+}
+
 #[test]
 fn threads_zero_must_stand_alone() {
     for threads in ["0,2", "2,0", "0,0"] {

@@ -187,6 +187,7 @@ fn bench_help_names_every_json_key() {
             "--vs-acking-off",
             "1",
         ],
+        vec!["pipeline", "--seconds", "0.2", "--local"],
         vec![
             "wordcount",
             "--input",

@@ -306,8 +306,13 @@ struct SearchArgs {
     /// thousand tuples).
     #[arg(long)]
     faults: Option<String>,
-    /// Swarm mode's base rate, in faults per thousand tuples.
-    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
+    /// Swarm mode's base rate, in faults per thousand tuples (only with --swarm).
+    #[arg(
+        long,
+        default_value_t = 2.0,
+        allow_negative_numbers = true,
+        requires = "swarm"
+    )]
     rate: f64,
     /// Do not shrink violations.
     #[arg(long)]

@@ -149,12 +149,17 @@ fn negative_numbers_are_refused_by_name() {
         "'--seeds <SEEDS>': must not be negative (at least 1)",
     );
     assert_usage_error(
-        &["search", "--seeds", "1", "--rate", "-1"],
+        &["search", "--seeds", "1", "--swarm", "--rate", "-1"],
         "acker-sim: error: --rate -1 must be a finite number >= 0",
     );
     assert_usage_error(
         &["experiment", "--seed", "-4"],
         "'--seed <SEED>': must not be negative",
+    );
+    // --rate is swarm mode's: without --swarm it would be ignored (new-user trial).
+    assert_usage_error(
+        &["search", "--seeds", "3", "--rate", "5"],
+        "the following required arguments were not provided:\n  --swarm",
     );
 }
 

@@ -226,6 +226,24 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
+    let shared = [
+        CoreShared::NAME,
+        CoreSharedBatch::NAME,
+        MutexHashbrown::NAME,
+        DashMapAcker::NAME,
+    ];
+    if args.threads == [0]
+        && !args.only.is_empty()
+        && args.only.iter().all(|n| shared.contains(&n.as_str()))
+    {
+        // Nothing would run: an empty table with exit 0 (new-user trial).
+        eprintln!(
+            "acker-bench: error: --only {} names shared tables only, and --threads 0 skips the \
+             shared tables: nothing to run (give thread counts, e.g. --threads 1,2)",
+            args.only.join(",")
+        );
+        return Ok(ExitCode::from(2));
+    }
     let smallest_window = args.windows.iter().copied().min().unwrap_or(1);
     if let Some(&most) = args.threads.iter().max().filter(|&&t| t > smallest_window) {
         eprintln!(

@@ -237,7 +237,7 @@ struct WordcountArgs {
     /// sentences). Input that is not UTF-8 is refused, naming the offset of the first bad byte.
     #[arg(long, value_name = "PATH")]
     input: Option<std::path::PathBuf>,
-    /// Probability that the split bolt fails a line the first time it sees it.
+    /// Probability that the split bolt fails a line the first time it sees it, 0 to below 1.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     fail_rate: f64,
     /// Print one JSON object instead of the human summary.
@@ -262,14 +262,16 @@ enum BenchCommand {
     /// and `acker_dropped_full` (acker messages parked or dropped on a full acker table),
     /// `cores`, `ackers`, `cpu_s`, `elapsed_s`; with `--vs-acking-off`, `rounds`,
     /// `ratio_acking_on_to_off`, `acking_on_trees_per_sec` and `acking_off_trees_per_sec` (each
-    /// `{min, median, max}` over the rounds).
+    /// `{min, median, max}` over the rounds). With `--local`: `bench` is `pipeline-local` and the
+    /// keys are `trees_acked`, `trees_per_sec`, `spout_calls` (`next_tuple` calls),
+    /// `bolt_executed` (tuples both bolts executed), `ackers`, `elapsed_s`.
     Pipeline {
         /// How long the spout runs.
         #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
         seconds: f64,
         /// Run the executors on the single-threaded local shell instead (no rings, no threads):
-        /// the executors' own cost per tree.
-        #[arg(long)]
+        /// the executors' own cost per tree. Not with `--cores` (one thread).
+        #[arg(long, conflicts_with = "cores")]
         local: bool,
         /// Rounds (1 to 1000), each this run with acking (the given `--ackers`, at least 1) and the same with
         /// `--ackers 0`, alternated within the process (the order swaps every round, so that on a
