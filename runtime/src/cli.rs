@@ -192,39 +192,97 @@ pub fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
 }
 
 /// Reads `path` (`-`: standard input) as UTF-8 text, for every command taking `--input`
-/// (`acker-run wordcount`, `acker-run load`).
+/// (`acker-run wordcount`, `acker-run load`, `acker-run bench wordcount`). The input is checked
+/// as it is read, so a file or stream that is not UTF-8 is refused at its first bad byte without
+/// being read to its end (new-user trial: `--input /dev/urandom` read until memory ran out).
 ///
 /// # Errors
 /// A message naming the input when it cannot be read, and the offset of the first bad byte
 /// when it is not UTF-8.
 pub fn read_text(path: &std::path::Path) -> Result<String, String> {
-    let name = if path == std::path::Path::new("-") {
+    let stdin = path == std::path::Path::new("-");
+    let name = if stdin {
         "standard input".to_string()
     } else {
         path.display().to_string()
     };
-    let bytes = if path == std::path::Path::new("-") {
-        let mut b = Vec::new();
-        io::Read::read_to_end(&mut io::stdin().lock(), &mut b).map(|_| {
-            // The buffer grew by doubling: give the slack back before the text is copied.
-            b.shrink_to_fit();
-            b
-        })
+    let read = |e: io::Error| format!("cannot read input {name}: {e}");
+    let mut source: Box<dyn io::Read> = if stdin {
+        Box::new(io::stdin().lock())
     } else {
-        std::fs::read(path)
+        Box::new(std::fs::File::open(path).map_err(read)?)
+    };
+    let mut bytes = Vec::new();
+    // Bytes at the front of `bytes` known to be valid UTF-8 (a character cut by a chunk's end
+    // is checked again with the next chunk).
+    let mut valid = 0;
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = match source.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(read(e)),
+        };
+        bytes.try_reserve(n).map_err(|_| {
+            format!(
+                "cannot read input {name}: out of memory after {} bytes",
+                bytes.len()
+            )
+        })?;
+        bytes.extend_from_slice(&chunk[..n]);
+        match std::str::from_utf8(&bytes[valid..]) {
+            Ok(_) => valid = bytes.len(),
+            // Only an incomplete last character (`error_len` None) may be completed by more input.
+            Err(e) if e.error_len().is_none() => valid += e.valid_up_to(),
+            Err(e) => return Err(not_utf8(&name, valid + e.valid_up_to())),
+        }
     }
-    .map_err(|e| format!("cannot read input {name}: {e}"))?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "input {name} is not UTF-8: invalid byte at offset {} (0-based)",
-            e.utf8_error().valid_up_to()
-        )
-    })
+    bytes.shrink_to_fit();
+    String::from_utf8(bytes).map_err(|e| not_utf8(&name, e.utf8_error().valid_up_to()))
+}
+
+fn not_utf8(name: &str, offset: usize) -> String {
+    format!("input {name} is not UTF-8: invalid byte at offset {offset} (0-based)")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file read in 1 MiB chunks: characters cut by a chunk's end are whole in the text, and
+    /// a bad byte past the first chunk is reported at its offset in the file.
+    #[test]
+    fn read_text_checks_utf8_across_chunks() {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("acker-read-text-{}.txt", std::process::id()));
+        // 'a' then 2-byte characters: every chunk boundary (an even offset) cuts one in two.
+        let text: String = std::iter::once('a')
+            .chain(std::iter::repeat_n('é', 700_000))
+            .collect();
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(read_text(&path).as_deref(), Ok(text.as_str()));
+        let mut bad = text.clone().into_bytes();
+        bad[1_300_002] = 0xFF; // the second byte of the character at 1_300_001, second chunk
+        std::fs::write(&path, &bad).unwrap();
+        let name = path.display();
+        assert_eq!(
+            read_text(&path),
+            Err(format!(
+                "input {name} is not UTF-8: invalid byte at offset 1300001 (0-based)"
+            ))
+        );
+        // Cut at the very end: the last character is incomplete.
+        std::fs::write(&path, &text.as_bytes()[..text.len() - 1]).unwrap();
+        assert_eq!(
+            read_text(&path),
+            Err(format!(
+                "input {name} is not UTF-8: invalid byte at offset {} (0-based)",
+                text.len() - 2
+            ))
+        );
+        let _ = std::fs::remove_file(&path);
+    }
 
     #[test]
     fn whole_numbers_and_their_refusals() {
