@@ -776,12 +776,13 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     } else {
         writeln!(
             out,
-            "word count on {} ({} lines holding words), {} core{}, {} acker(s)",
+            "word count on {} ({} line{} holding words), {} core{}, {} acker(s)",
             args.input
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| format!("built-in sentences (seed {})", args.run.seed)),
             lines.len(),
+            if lines.len() == 1 { "" } else { "s" },
             report.cores,
             if report.cores == 1 { "" } else { "s" },
             args.run.ackers
