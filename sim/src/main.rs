@@ -49,7 +49,8 @@ enum Command {
 const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when stdout is a \
 pipe closed early, e.g. `| head -1`: the command stops quietly); 1 on an oracle violation or a \
 relation that does not hold; 2 on bad arguments, a failed run or a stdout write error (e.g. \
-`> /dev/full`), with a one-line message on stderr; 3 on nondeterminism (--check-determinism).";
+`> /dev/full`), with a one-line message on stderr (an argument error clap finds adds the usage \
+and a hint); 3 on nondeterminism (--check-determinism).";
 
 /// clap value parser for a duration (`250ns`, `30us`, `2ms`, `1.5s`); the options using it set
 /// `allow_hyphen_values` so a negative one reaches here and is refused by name.

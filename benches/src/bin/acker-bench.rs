@@ -42,7 +42,7 @@ fn live_bytes() -> usize {
 const EXIT_STATUS_HELP: &str = "Exit status: 0 on success (also when stdout is a pipe closed \
 early, e.g. `| head -1`: the command stops quietly); 1 when the structures disagree (no figures \
 reported); 2 on bad arguments or a stdout write error (e.g. `> /dev/full`), with a one-line \
-message on stderr.";
+message on stderr (an argument error clap finds adds the usage and a hint).";
 
 /// The names `--only` accepts: every structure `compare` runs, single-owner then shared, as
 /// `run_compare` names them.

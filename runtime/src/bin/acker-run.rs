@@ -45,7 +45,8 @@ macro_rules! exit_status_help {
     () => {
         "Exit status: 0 on success (also when stdout is a pipe closed early, e.g. `| head -1`: \
 the run stops quietly); 2 on bad arguments, a failed run or a stdout write error (e.g. \
-`> /dev/full`), with a one-line message on stderr; 130 on SIGINT (Ctrl-C) and 143 on SIGTERM, \
+`> /dev/full`), with a one-line message on stderr (an argument error clap finds adds the usage \
+and a hint); 130 on SIGINT (Ctrl-C) and 143 on SIGTERM, \
 as a shell reports a process ended by the signal (128 + its number): no handler is installed, so \
 the run ends at once and prints no summary. Except a connector worker (wordcount --redis ... \
 --postgres ...) once it has reached both servers: SIGINT and SIGTERM stop it cleanly (it stops \
