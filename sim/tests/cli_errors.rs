@@ -408,3 +408,55 @@ fn a_guarantee_that_does_not_apply_to_a_shape_is_said() {
         "{err}"
     );
 }
+
+/// `run` reports its messages per CPU second (issue 15's measure) beside the wall-clock rates:
+/// the simulating thread's CPU time, positive and at most the wall time plus a tick.
+#[test]
+fn run_reports_messages_per_cpu_second() {
+    let o = bin()
+        .args(["run", "--seed", "1", "--tuples", "20000"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("acker-sim: wall "))
+        .unwrap_or_else(|| panic!("no timing line in {err}"));
+    let number_after = |key: &str| -> f64 {
+        let rest = &line[line
+            .find(key)
+            .unwrap_or_else(|| panic!("no {key:?} in {line}"))
+            + key.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let wall = number_after("wall ");
+    let cpu = number_after("; CPU ");
+    let rate = number_after("s, ");
+    assert!(cpu > 0.0 && cpu <= wall + 0.02, "{line}");
+    assert!(
+        line.ends_with(" M simulated messages per CPU second"),
+        "{line}"
+    );
+    let per_cpu = {
+        let tail = &line[line.find("; CPU ").unwrap()..];
+        let k = tail.find(" s, ").unwrap() + 4;
+        tail[k..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+    };
+    // 120 000 messages (6 a tree) over the thread's CPU time, as printed: the CPU time to the
+    // millisecond (±0.0005 s), the rate to two decimals (±0.005).
+    let (lo, hi) = (
+        120_000.0 / (cpu + 0.0005) / 1e6 - 0.005,
+        120_000.0 / (cpu - 0.0005).max(1e-9) / 1e6 + 0.005,
+    );
+    assert!(
+        lo <= per_cpu && per_cpu <= hi,
+        "{line}: want {lo:.2} to {hi:.2}"
+    );
+    assert!(rate > 0.0, "{line}");
+}
