@@ -349,8 +349,15 @@ pub struct Outbox {
     acker: Vec<(TaskId, AckerMessage)>,
     /// An acker's notices, in sending order, when split off; empty otherwise.
     notices: Vec<(TaskId, Notice)>,
-    /// Data tuples, in sending order, when split off; empty otherwise.
+    /// Data tuples, in sending order, when split off; empty otherwise. With local tuples split
+    /// off too, only those for tasks on other threads.
     tuples: Vec<DataEnv>,
+    /// Data tuples for the bolt tasks on the shell's own thread, in sending order, when split
+    /// off ([`split_off_local_tuples`](Self::split_off_local_tuples)): the shell's local data
+    /// FIFO itself, delivered at its next local drain straight from here.
+    local_tuples: Vec<DataEnv>,
+    /// Task id → whether its tuples go to `local_tuples` (empty: none do).
+    local_tuple_dest: Vec<bool>,
     /// A bolt's acker messages for the acker tasks on the shell's own thread, when split off
     /// and given ([`split_off_acker_traffic`](Self::split_off_acker_traffic)): one list per
     /// acker, applied by the shell straight from here.
@@ -416,13 +423,42 @@ impl Outbox {
     /// the tuple list ([`take_tuples`](Self::take_tuples)), which the threaded shell moves into
     /// its data lane as is. A tuple goes on the data lane and any other message on another, so
     /// only the order among the tuples is kept, as the lanes keep it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_tuple(&mut self, dest: TaskId, tuple: Tuple) {
         if self.split {
-            self.tuples.push(DataEnv { dest, tuple });
+            let list = match self.local_tuple_dest.get(dest as usize) {
+                Some(true) => &mut self.local_tuples,
+                _ => &mut self.tuples,
+            };
+            list.push(DataEnv { dest, tuple });
         } else {
             self.push(dest, Message::Tuple(tuple));
         }
+    }
+
+    /// With acker traffic split off ([`split_off_acker_traffic`](Self::split_off_acker_traffic)),
+    /// from now on a tuple for a task `t` with `local[t]` (the bolt tasks on the shell's own
+    /// thread) goes to a list of its own, [`local_tuples`](Self::local_tuples), in sending order,
+    /// instead of the tuple list the shell routes: the shell delivers that list at its next local
+    /// drain, where the routed tuple would have waited in its local FIFO. Only the order among
+    /// the tuples for this thread's tasks is kept, as the local FIFO kept it.
+    pub(crate) fn split_off_local_tuples(&mut self, local: Vec<bool>) {
+        self.local_tuple_dest = local;
+        self.local_tuples.reserve(self.envelopes.capacity() * 4);
+    }
+
+    /// The tuples for tasks on the shell's thread (see
+    /// [`split_off_local_tuples`](Self::split_off_local_tuples)), oldest first; the shell takes
+    /// them by swapping in an empty list of its own.
+    #[inline]
+    pub(crate) fn local_tuples(&mut self) -> &mut Vec<DataEnv> {
+        &mut self.local_tuples
+    }
+
+    /// How many tuples for tasks on the shell's thread are waiting.
+    #[inline]
+    pub(crate) fn local_tuples_len(&self) -> usize {
+        self.local_tuples.len()
     }
 
     /// Removes and yields the split-off tuples, oldest first (none unless split off).
@@ -497,12 +533,13 @@ impl Outbox {
     /// not count them.
     pub(crate) fn split_off_len(&self) -> usize {
         let local: usize = self.local.lists.iter().map(|(_, l)| l.len()).sum();
-        self.acker.len() + self.notices.len() + self.tuples.len() + local
+        self.acker.len() + self.notices.len() + self.tuples.len() + self.local_tuples.len() + local
     }
 
     /// Whether nothing is waiting to be routed: no envelope, no split-off acker message or
     /// notice. The local ackers' lists ([`local_acks`](Self::local_acks)) are not routed and
-    /// not looked at ([`split_off_len`](Self::split_off_len) counts them).
+    /// not looked at, nor the local tuples ([`local_tuples`](Self::local_tuples));
+    /// [`split_off_len`](Self::split_off_len) counts them.
     #[inline]
     pub(crate) fn nothing_waiting(&self) -> bool {
         self.is_empty()
@@ -613,6 +650,7 @@ impl Outbox {
     pub fn clear(&mut self) {
         self.envelopes.clear();
         self.tuples.clear();
+        self.local_tuples.clear();
         self.acker.clear();
         self.notices.clear();
         for (_, l) in &mut self.local.lists {
@@ -769,6 +807,45 @@ mod tests {
         s.push_tuple(4, tuple(40));
         s.clear();
         assert!(s.no_tuples() && s.nothing_waiting() && s.split_off_len() == 0);
+    }
+
+    /// With local tuples split off, a tuple for a task marked local goes to the local list,
+    /// every other one (unmarked, or beyond the marks) to the routed list, each in sending
+    /// order; `split_off_len` counts both, `nothing_waiting` only the routed ones, `clear`
+    /// drops both.
+    #[test]
+    fn local_tuples_are_a_list_of_their_own_in_sending_order() {
+        let tuple = |n: i64| Tuple {
+            values: crate::values![n],
+            ..Tuple::default()
+        };
+        let ints = |envs: &[DataEnv]| -> Vec<(TaskId, i64)> {
+            envs.iter()
+                .map(|e| (e.dest, e.tuple.values[0].as_int().unwrap()))
+                .collect()
+        };
+        let mut s = Outbox::new();
+        s.split_off_acker_traffic(LocalAcks::default());
+        s.split_off_local_tuples(vec![false, true, false, true]);
+        for (d, n) in [(1, 10), (2, 20), (3, 30), (1, 11), (9, 90)] {
+            s.push_tuple(d, tuple(n));
+        }
+        assert_eq!(ints(s.local_tuples()), [(1, 10), (3, 30), (1, 11)]);
+        assert_eq!(s.local_tuples_len(), 3);
+        assert_eq!(s.split_off_len(), 5);
+        assert!(s.take_only_tuple().is_none() && !s.nothing_waiting());
+        assert_eq!(
+            ints(&s.take_tuples().collect::<Vec<_>>()),
+            [(2, 20), (9, 90)]
+        );
+        assert!(s.nothing_waiting() && s.split_off_len() == 3);
+        s.clear();
+        assert_eq!(s.split_off_len(), 0);
+        // Not split: every tuple an envelope, whatever the marks.
+        let mut o = Outbox::new();
+        o.split_off_local_tuples(vec![true, true]);
+        o.push_tuple(1, tuple(10));
+        assert_eq!((o.len(), o.local_tuples_len()), (1, 0));
     }
 
     #[test]

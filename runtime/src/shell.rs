@@ -643,6 +643,9 @@ struct Core<'a> {
     acker_batches: Batches<AckerMessage, ACKER_BATCH>,
     /// Acker messages for the ackers on this thread (see [`LocalAcks`]).
     local_acks: LocalAcks,
+    /// An empty list with a buffer, swapped with the outbox's local tuples at each local drain
+    /// (`Outbox::split_off_local_tuples`).
+    local_tuples: Vec<DataEnv>,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -1007,11 +1010,29 @@ impl Core<'_> {
         }
         // Notices leave before the bolts' user code below runs.
         self.close_notice_batches();
-        let m = self.data.local.len().min(limit);
+        let mut m = self.data.local.len().min(limit);
         for _ in 0..m {
             if let Some(env) = self.data.local.pop_front() {
                 self.deliver_tuple(env.dest, env.tuple, now_ns);
             }
+        }
+        // The tuples the executors here sent to tasks here (`Outbox::split_off_local_tuples`),
+        // oldest first: this thread's local data FIFO. Taken whole by a swap, so what their
+        // delivery sends here waits for the next turn.
+        if self.outbox.local_tuples_len() > 0 {
+            let mut list = std::mem::take(&mut self.local_tuples);
+            std::mem::swap(&mut list, self.outbox.local_tuples());
+            let take = list.len().min(limit - m.min(limit));
+            for env in list.drain(..take) {
+                self.deliver_tuple(env.dest, env.tuple, now_ns);
+            }
+            m += take;
+            if !list.is_empty() {
+                // Over the turn's limit: the rest stays ahead of what was sent meanwhile.
+                list.append(self.outbox.local_tuples());
+                std::mem::swap(&mut list, self.outbox.local_tuples());
+            }
+            self.local_tuples = list;
         }
         n + k + m
     }
@@ -1137,10 +1158,14 @@ impl Core<'_> {
                         continue;
                     }
                     for _ in 0..self.batch {
+                        let local_before = self.outbox.local_tuples_len();
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
-                        if self.outbox.no_tuples() && self.outbox.is_empty() {
+                        if self.outbox.no_tuples()
+                            && self.outbox.is_empty()
+                            && self.outbox.local_tuples_len() == local_before
+                        {
                             // Nothing to emit now (an emit leaves a tuple, or with no copy its init's envelope) (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
@@ -1337,8 +1362,14 @@ pub fn run_with_control(
                                 &local_ackers,
                                 batch * 4,
                             ));
+                            // Tuples for tasks on this thread: the local data FIFO, filled by
+                            // the collectors.
+                            o.split_off_local_tuples(
+                                where_is.iter().map(|&(c, _)| c == me).collect(),
+                            );
                             o
                         },
+                        local_tuples: Vec::with_capacity(batch * 4),
                         batch,
                         bp_threshold,
                         under_backpressure: false,
