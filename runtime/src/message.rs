@@ -408,7 +408,7 @@ impl Outbox {
     /// Appends a bolt's message for acker task `dest` (ack, fail or reset): an envelope, or an
     /// entry of the split-off list (see
     /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_acker(&mut self, dest: TaskId, m: AckerMessage) {
         if self.split {
             if !self.local.push(dest, &m) {
