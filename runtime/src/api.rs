@@ -600,6 +600,7 @@ impl OutputCollector<'_> {
     ///
     /// # Errors
     /// See [`emit_to`](Self::emit_to).
+    #[inline]
     pub fn emit(&mut self, anchors: &[&Input], values: Values) -> Result<usize, EmitError> {
         let s = self.bolt.router.default_stream()?;
         self.emit_to(s, anchors, values, None)
@@ -843,6 +844,7 @@ impl BasicOutputCollector<'_, '_> {
     ///
     /// # Errors
     /// As [`OutputCollector::emit_to`].
+    #[inline]
     pub fn emit(&mut self, values: Values) -> Result<usize, EmitError> {
         self.collector.emit(&[self.input], values)
     }
