@@ -792,16 +792,25 @@ impl Core<'_> {
         }
         // An acker's notices (split off), in sending order, as the envelope arms above: an
         // acker sends nothing else, so their order relative to envelopes does not arise.
+        // A run of notices for one spout on this thread is handed over in one call.
         if LISTS & NOTICE_LIST != 0 {
-            for &(dest, n) in self.outbox.notices() {
+            let ns = self.outbox.notices();
+            let mut i = 0;
+            while let Some(&(dest, _)) = ns.get(i) {
                 let (core, idx) = self.where_is[dest as usize];
+                let run = ns[i..].iter().take_while(|&&(d, _)| d == dest).count();
                 if core == me {
-                    self.executors[idx].handle_notice(n, self.now_ns);
-                } else if self.notice_batches.push(dest, &n, |_, _| false) {
-                    let mut full = self.notice_batches.take(dest);
-                    full.sent_us = self.sent_us;
-                    self.sent += self.notices.stage(core, me, full);
+                    self.executors[idx].handle_notices(&ns[i..i + run], self.now_ns);
+                } else {
+                    for (_, n) in &ns[i..i + run] {
+                        if self.notice_batches.push(dest, n, |_, _| false) {
+                            let mut full = self.notice_batches.take(dest);
+                            full.sent_us = self.sent_us;
+                            self.sent += self.notices.stage(core, me, full);
+                        }
+                    }
                 }
+                i += run;
             }
         }
         self.outbox
