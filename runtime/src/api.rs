@@ -257,6 +257,28 @@ impl Input {
         }
     }
 
+    /// [`received`](Self::received) for a tuple its owner keeps: its values and anchors are
+    /// taken (`tuple` is left with none: it owns nothing), its stream and source copied. Built
+    /// straight from the owner's memory: no copy of the whole tuple on the way.
+    #[inline(always)]
+    pub(crate) fn received_in_place(
+        tuple: &mut Tuple,
+        now_ns: u64,
+        ttl_ns: Option<u64>,
+        ledger: &Rc<InputLedger>,
+    ) -> Self {
+        ledger.live.set(ledger.live.get() + 1);
+        Self {
+            anchors: InputAnchors::new(std::mem::take(&mut tuple.anchors)),
+            stream: tuple.stream,
+            source_task: tuple.source_task,
+            values: ManuallyDrop::new(std::mem::take(&mut tuple.values)),
+            expires_ns: Cell::new(expiry(now_ns, ttl_ns)),
+            ledger: ledger.clone(),
+            closed: false,
+        }
+    }
+
     /// The anchors it arrived with: the (root, edge XOR) pairs of the trees it belongs to (empty
     /// for an untracked tuple).
     pub fn anchors(&self) -> &TupleAnchors {

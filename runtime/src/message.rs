@@ -15,6 +15,7 @@
 //! Payloads are [`Values`]: up to two [`Value`]s are stored inline, so a tuple of integers or short
 //! words allocates nothing.
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use acker_core::{AckerMessage, Anchors, RootId, TaskId};
@@ -326,6 +327,18 @@ pub(crate) struct DataEnv {
     pub(crate) tuple: Tuple,
 }
 
+/// A data tuple for bolt task `dest` on the shell's own thread: the entry of an outbox's local
+/// tuple list ([`Outbox::split_off_local_tuples`]), the thread's local data FIFO. The shell
+/// delivers a tuple in place (`Executor::handle_tuple_in_place` takes its values and anchors,
+/// leaving it owning nothing), so an entry is never dropped: a delivered entry has nothing to
+/// drop, and the outbox drops the tuples of the entries it still holds when cleared or dropped.
+#[derive(Debug)]
+#[repr(align(64))]
+pub(crate) struct LocalEnv {
+    pub(crate) dest: TaskId,
+    pub(crate) tuple: ManuallyDrop<Tuple>,
+}
+
 /// Where an executor writes the messages it wants sent, in order.
 ///
 /// The shell drains it after each call. Its buffer is kept between calls, so once it has grown to
@@ -355,7 +368,7 @@ pub struct Outbox {
     /// Data tuples for the bolt tasks on the shell's own thread, in sending order, when split
     /// off ([`split_off_local_tuples`](Self::split_off_local_tuples)): the shell's local data
     /// FIFO itself, delivered at its next local drain straight from here.
-    local_tuples: Vec<DataEnv>,
+    local_tuples: Vec<LocalEnv>,
     /// Task id → whether its tuples go to `local_tuples` (empty: none do).
     local_tuple_dest: Vec<bool>,
     /// A bolt's acker messages for the acker tasks on the shell's own thread, when split off
@@ -379,10 +392,9 @@ impl Outbox {
 
     /// An empty outbox with room for `capacity` envelopes before it grows.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            envelopes: Vec::with_capacity(capacity),
-            ..Self::default()
-        }
+        let mut o = Self::default();
+        o.envelopes = Vec::with_capacity(capacity);
+        o
     }
 
     /// From now on a bolt's acker messages ([`push_acker`](Self::push_acker)) and notices
@@ -426,11 +438,14 @@ impl Outbox {
     #[inline(always)]
     pub(crate) fn push_tuple(&mut self, dest: TaskId, tuple: Tuple) {
         if self.split {
-            let list = match self.local_tuple_dest.get(dest as usize) {
-                Some(true) => &mut self.local_tuples,
-                _ => &mut self.tuples,
-            };
-            list.push(DataEnv { dest, tuple });
+            if let Some(true) = self.local_tuple_dest.get(dest as usize) {
+                self.local_tuples.push(LocalEnv {
+                    dest,
+                    tuple: ManuallyDrop::new(tuple),
+                });
+            } else {
+                self.tuples.push(DataEnv { dest, tuple });
+            }
         } else {
             self.push(dest, Message::Tuple(tuple));
         }
@@ -451,7 +466,7 @@ impl Outbox {
     /// [`split_off_local_tuples`](Self::split_off_local_tuples)), oldest first; the shell takes
     /// them by swapping in an empty list of its own.
     #[inline]
-    pub(crate) fn local_tuples(&mut self) -> &mut Vec<DataEnv> {
+    pub(crate) fn local_tuples(&mut self) -> &mut Vec<LocalEnv> {
         &mut self.local_tuples
     }
 
@@ -646,16 +661,29 @@ impl Outbox {
         }
     }
 
+    /// Drops the local tuples (their entries are `ManuallyDrop`: see [`LocalEnv`]).
+    fn drop_local_tuples(&mut self) {
+        for e in self.local_tuples.drain(..) {
+            drop(ManuallyDrop::into_inner(e.tuple));
+        }
+    }
+
     /// Drops every waiting envelope and split-off message.
     pub fn clear(&mut self) {
         self.envelopes.clear();
         self.tuples.clear();
-        self.local_tuples.clear();
+        self.drop_local_tuples();
         self.acker.clear();
         self.notices.clear();
         for (_, l) in &mut self.local.lists {
             l.clear();
         }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.drop_local_tuples();
     }
 }
 
@@ -830,7 +858,12 @@ mod tests {
         for (d, n) in [(1, 10), (2, 20), (3, 30), (1, 11), (9, 90)] {
             s.push_tuple(d, tuple(n));
         }
-        assert_eq!(ints(s.local_tuples()), [(1, 10), (3, 30), (1, 11)]);
+        let local: Vec<(TaskId, i64)> = s
+            .local_tuples()
+            .iter()
+            .map(|e| (e.dest, e.tuple.values[0].as_int().unwrap()))
+            .collect();
+        assert_eq!(local, [(1, 10), (3, 30), (1, 11)]);
         assert_eq!(s.local_tuples_len(), 3);
         assert_eq!(s.split_off_len(), 5);
         assert!(s.take_only_tuple().is_none() && !s.nothing_waiting());
@@ -846,6 +879,29 @@ mod tests {
         o.split_off_local_tuples(vec![true, true]);
         o.push_tuple(1, tuple(10));
         assert_eq!((o.len(), o.local_tuples_len()), (1, 0));
+    }
+
+    /// The local tuple list's entries are `ManuallyDrop`: a tuple still in it is dropped when
+    /// the outbox is cleared or dropped (its shared value's count goes back).
+    #[test]
+    fn local_tuples_left_in_the_outbox_are_dropped_with_it() {
+        let shared: Arc<str> = Arc::from("a shared value, not stored inline");
+        let tuple = || Tuple {
+            values: crate::values![shared.clone()],
+            ..Tuple::default()
+        };
+        let mut s = Outbox::new();
+        s.split_off_acker_traffic(LocalAcks::default());
+        s.split_off_local_tuples(vec![true]);
+        s.push_tuple(0, tuple());
+        s.push_tuple(0, tuple());
+        assert_eq!((s.local_tuples_len(), Arc::strong_count(&shared)), (2, 3));
+        s.clear();
+        assert_eq!((s.local_tuples_len(), Arc::strong_count(&shared)), (0, 1));
+        s.push_tuple(0, tuple());
+        assert_eq!(Arc::strong_count(&shared), 2);
+        drop(s);
+        assert_eq!(Arc::strong_count(&shared), 1);
     }
 
     #[test]

@@ -94,7 +94,7 @@ use hdrhistogram::Histogram;
 
 use crate::api::ExecutorCounters;
 use crate::executor::{latency_histogram, BuildError, Executor};
-use crate::message::DataEnv;
+use crate::message::{DataEnv, LocalEnv};
 use acker_core::AckerMessage;
 
 use crate::message::{LocalAcks, Message, Notice, Outbox, Tuple};
@@ -645,7 +645,7 @@ struct Core<'a> {
     local_acks: LocalAcks,
     /// An empty list with a buffer, swapped with the outbox's local tuples at each local drain
     /// (`Outbox::split_off_local_tuples`).
-    local_tuples: Vec<DataEnv>,
+    local_tuples: Vec<LocalEnv>,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -818,6 +818,20 @@ impl Core<'_> {
         }
         self.outbox
             .clear_envelopes_and(LISTS & ACKER_LIST != 0, LISTS & NOTICE_LIST != 0);
+    }
+
+    /// [`deliver_tuple`](Self::deliver_tuple) for a tuple in a list this thread keeps (see
+    /// `Executor::handle_tuple_in_place`).
+    #[inline(always)]
+    fn deliver_tuple_in_place(&mut self, dest: TaskId, tuple: &mut Tuple, now_ns: u64) {
+        let (_, idx) = self.where_is[dest as usize];
+        self.executors[idx].handle_tuple_in_place(tuple, now_ns, &mut self.outbox);
+        if !(self.outbox.no_tuples()
+            && self.outbox.is_empty()
+            && self.outbox.acker_messages().is_empty())
+        {
+            self.route_bolt_outbox();
+        }
     }
 
     /// Hands `tuple` to task `dest` (a bolt), then routes what it sent, if anything is to be
@@ -1037,8 +1051,15 @@ impl Core<'_> {
             let mut list = std::mem::take(&mut self.local_tuples);
             std::mem::swap(&mut list, self.outbox.local_tuples());
             let take = list.len().min(limit - m.min(limit));
-            for env in list.drain(..take) {
-                self.deliver_tuple(env.dest, env.tuple, now_ns);
+            // Delivered in place: each tuple is left owning nothing (`LocalEnv`), so the
+            // entries are then removed without a drop.
+            for env in &mut list[..take] {
+                self.deliver_tuple_in_place(env.dest, &mut env.tuple, now_ns);
+            }
+            if take == list.len() {
+                list.clear();
+            } else {
+                list.drain(..take);
             }
             m += take;
             if !list.is_empty() {

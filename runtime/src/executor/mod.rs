@@ -140,6 +140,22 @@ impl Executor {
         self.ignore_tuple(tuple);
     }
 
+    /// [`handle_tuple`](Self::handle_tuple) for a tuple the caller keeps: a bolt takes its
+    /// values and anchors; a spout or an acker counts it as ignored and drops them. Either way
+    /// `tuple` is left owning nothing.
+    #[inline(always)]
+    pub(crate) fn handle_tuple_in_place(
+        &mut self,
+        tuple: &mut Tuple,
+        now_ns: u64,
+        out: &mut Outbox,
+    ) {
+        if let Executor::Bolt(e) = self {
+            return e.handle_in_place(tuple, now_ns, out);
+        }
+        self.ignore_tuple(std::mem::take(tuple));
+    }
+
     /// A tuple for a spout or an acker: counted as ignored and dropped.
     #[cold]
     #[inline(never)]
@@ -647,6 +663,41 @@ mod tests {
         let mut acker = small_acker();
         acker.handle_notices(&[(9, Notice::Completed { root: 1 }); 3], 0);
         assert_eq!(acker.counters().ignored, 3);
+    }
+
+    /// `handle_tuple_in_place` leaves the tuple owning nothing: a bolt takes its values (and
+    /// drops them with the input), a spout or an acker drops them, counted as ignored (the
+    /// shell's local tuple list relies on it: its entries are never dropped).
+    #[test]
+    fn a_tuple_handled_in_place_is_left_owning_nothing() {
+        let shared: std::sync::Arc<str> = std::sync::Arc::from("a shared value, not inline");
+        let tuple = || Tuple {
+            values: crate::values![shared.clone(), shared.clone(), shared.clone()],
+            anchors: acker_core::Anchors::spout(5, 6),
+            ..Tuple::default()
+        };
+        let mut b = TopologyBuilder::new();
+        b.set_spout("spout", || Idle, 1).output_fields(&["n"]);
+        b.set_basic_bolt("bolt", || crate::bolts::NullBolt, 1)
+            .shuffle_grouping("spout");
+        let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+        let placement = Placement::single(plan.tasks().len());
+        let mut out = Outbox::new();
+        for task in [0, 1, plan.acker_tasks().start] {
+            let mut e = plan.build_executor(task, &placement).unwrap();
+            let mut t = tuple();
+            assert_eq!(std::sync::Arc::strong_count(&shared), 4);
+            e.handle_tuple_in_place(&mut t, 0, &mut out);
+            assert!(t.values.is_empty() && t.anchors.is_empty(), "task {task}");
+            assert_eq!(std::sync::Arc::strong_count(&shared), 1, "task {task}");
+            let c = e.counters();
+            assert_eq!(
+                (c.executed, c.ignored),
+                if task == 1 { (1, 0) } else { (0, 1) }
+            );
+        }
+        // The bolt acked its input: one `Ack` for root 5.
+        assert_eq!(out.len(), 1);
     }
 
     /// A batch applied by `handle_acker_batch` does what the same messages do one by one
