@@ -515,6 +515,7 @@ impl SpoutOutputCollector<'_> {
     ///
     /// # Errors
     /// As [`emit_direct`](Self::emit_direct), plus [`EmitError::UnknownStreamId`].
+    #[inline]
     pub fn emit_to(
         &mut self,
         stream: StreamId,
