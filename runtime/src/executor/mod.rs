@@ -203,7 +203,7 @@ impl Executor {
 
     /// [`handle_notice`](Self::handle_notice) for each notice of `ns`, in order, dispatched once
     /// (the task ids in `ns` are not looked at: every notice is for this executor).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn handle_notices(&mut self, ns: &[(acker_core::TaskId, Notice)], now_ns: u64) {
         match self {
             Executor::Spout(e) => {
