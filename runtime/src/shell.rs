@@ -1197,16 +1197,18 @@ impl Core<'_> {
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
-                        if self.outbox.no_tuples()
-                            && self.outbox.is_empty()
-                            && self.outbox.local_tuples_len() == local_before
-                        {
+                        let nothing_to_route = self.outbox.no_tuples() && self.outbox.is_empty();
+                        if nothing_to_route && self.outbox.local_tuples_len() == local_before {
                             // Nothing to emit now (an emit leaves a tuple, or with no copy its init's envelope) (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
                         }
                         work += 1;
-                        self.route_outbox_from_spout();
+                        // Tuples for tasks here, and inits for ackers here, are in the local
+                        // lists already: nothing to route.
+                        if !nothing_to_route {
+                            self.route_outbox_from_spout();
+                        }
                     }
                 }
             }
