@@ -21,7 +21,9 @@
 //!   has applied the acker messages of one lane's drain or a tick). A message for a task on the same thread goes to that thread's local FIFO
 //!   of the lane instead, except a notice for a spout on the acker's own thread: it is handed to
 //!   the spout at once, as the acker sends it, stamped with the loop turn's clock (a spout's
-//!   `ack` / `fail` sends nothing, so this cannot recurse).
+//!   `ack` / `fail` sends nothing, so this cannot recurse). The local data FIFO is a list in the
+//!   thread's outbox that the collectors write a tuple for a task on their thread into as they
+//!   emit it (no routing), delivered in place at the next turn's local drain, in sending order.
 //! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
 //!   (one index update); an outgoing envelope goes straight into its ring while nothing is staged
 //!   before it, and staged envelopes are written back in chunks. The acker messages bolts send
