@@ -623,7 +623,7 @@ impl OutputCollector<'_> {
     ///
     /// # Errors
     /// See [`emit_to`](Self::emit_to).
-    #[inline]
+    #[inline(always)]
     pub fn emit(&mut self, anchors: &[&Input], values: Values) -> Result<usize, EmitError> {
         let s = self.bolt.router.default_stream()?;
         self.emit_to(s, anchors, values, None)
@@ -665,6 +665,7 @@ impl OutputCollector<'_> {
     /// [`EmitError::NotDirectTarget`], [`EmitError::Anchor`] (more than [`MAX_ROOTS`] trees, or
     /// an input of another bolt task), [`EmitError::InputExpired`] (an input held past its
     /// expiry). Nothing is sent on error.
+    #[inline]
     pub fn emit_to(
         &mut self,
         stream: StreamId,
@@ -679,6 +680,7 @@ impl OutputCollector<'_> {
         r
     }
 
+    #[inline(always)]
     fn emit_inner(
         &mut self,
         stream: StreamId,
@@ -867,7 +869,7 @@ impl BasicOutputCollector<'_, '_> {
     ///
     /// # Errors
     /// As [`OutputCollector::emit_to`].
-    #[inline]
+    #[inline(always)]
     pub fn emit(&mut self, values: Values) -> Result<usize, EmitError> {
         self.collector.emit(&[self.input], values)
     }
