@@ -15,6 +15,7 @@
 //! Payloads are [`Values`]: up to two [`Value`]s are stored inline, so a tuple of integers or short
 //! words allocates nothing.
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use acker_core::{AckerMessage, Anchors, RootId, TaskId};
@@ -326,6 +327,18 @@ pub(crate) struct DataEnv {
     pub(crate) tuple: Tuple,
 }
 
+/// A data tuple for bolt task `dest` on the shell's own thread: the entry of an outbox's local
+/// tuple list ([`Outbox::split_off_local_tuples`]), the thread's local data FIFO. The shell
+/// delivers a tuple in place (`Executor::handle_tuple_in_place` takes its values and anchors,
+/// leaving it owning nothing), so an entry is never dropped: a delivered entry has nothing to
+/// drop, and the outbox drops the tuples of the entries it still holds when cleared or dropped.
+#[derive(Debug)]
+#[repr(align(64))]
+pub(crate) struct LocalEnv {
+    pub(crate) dest: TaskId,
+    pub(crate) tuple: ManuallyDrop<Tuple>,
+}
+
 /// Where an executor writes the messages it wants sent, in order.
 ///
 /// The shell drains it after each call. Its buffer is kept between calls, so once it has grown to
@@ -349,8 +362,15 @@ pub struct Outbox {
     acker: Vec<(TaskId, AckerMessage)>,
     /// An acker's notices, in sending order, when split off; empty otherwise.
     notices: Vec<(TaskId, Notice)>,
-    /// Data tuples, in sending order, when split off; empty otherwise.
+    /// Data tuples, in sending order, when split off; empty otherwise. With local tuples split
+    /// off too, only those for tasks on other threads.
     tuples: Vec<DataEnv>,
+    /// Data tuples for the bolt tasks on the shell's own thread, in sending order, when split
+    /// off ([`split_off_local_tuples`](Self::split_off_local_tuples)): the shell's local data
+    /// FIFO itself, delivered at its next local drain straight from here.
+    local_tuples: Vec<LocalEnv>,
+    /// Task id → whether its tuples go to `local_tuples` (empty: none do).
+    local_tuple_dest: Vec<bool>,
     /// A bolt's acker messages for the acker tasks on the shell's own thread, when split off
     /// and given ([`split_off_acker_traffic`](Self::split_off_acker_traffic)): one list per
     /// acker, applied by the shell straight from here.
@@ -372,10 +392,9 @@ impl Outbox {
 
     /// An empty outbox with room for `capacity` envelopes before it grows.
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            envelopes: Vec::with_capacity(capacity),
-            ..Self::default()
-        }
+        let mut o = Self::default();
+        o.envelopes = Vec::with_capacity(capacity);
+        o
     }
 
     /// From now on a bolt's acker messages ([`push_acker`](Self::push_acker)) and notices
@@ -401,7 +420,7 @@ impl Outbox {
     /// Appends a bolt's message for acker task `dest` (ack, fail or reset): an envelope, or an
     /// entry of the split-off list (see
     /// [`split_off_acker_traffic`](Self::split_off_acker_traffic)).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_acker(&mut self, dest: TaskId, m: AckerMessage) {
         if self.split {
             if !self.local.push(dest, &m) {
@@ -416,13 +435,45 @@ impl Outbox {
     /// the tuple list ([`take_tuples`](Self::take_tuples)), which the threaded shell moves into
     /// its data lane as is. A tuple goes on the data lane and any other message on another, so
     /// only the order among the tuples is kept, as the lanes keep it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_tuple(&mut self, dest: TaskId, tuple: Tuple) {
         if self.split {
-            self.tuples.push(DataEnv { dest, tuple });
+            if let Some(true) = self.local_tuple_dest.get(dest as usize) {
+                self.local_tuples.push(LocalEnv {
+                    dest,
+                    tuple: ManuallyDrop::new(tuple),
+                });
+            } else {
+                self.tuples.push(DataEnv { dest, tuple });
+            }
         } else {
             self.push(dest, Message::Tuple(tuple));
         }
+    }
+
+    /// With acker traffic split off ([`split_off_acker_traffic`](Self::split_off_acker_traffic)),
+    /// from now on a tuple for a task `t` with `local[t]` (the bolt tasks on the shell's own
+    /// thread) goes to a list of its own, [`local_tuples`](Self::local_tuples), in sending order,
+    /// instead of the tuple list the shell routes: the shell delivers that list at its next local
+    /// drain, where the routed tuple would have waited in its local FIFO. Only the order among
+    /// the tuples for this thread's tasks is kept, as the local FIFO kept it.
+    pub(crate) fn split_off_local_tuples(&mut self, local: Vec<bool>) {
+        self.local_tuple_dest = local;
+        self.local_tuples.reserve(self.envelopes.capacity() * 4);
+    }
+
+    /// The tuples for tasks on the shell's thread (see
+    /// [`split_off_local_tuples`](Self::split_off_local_tuples)), oldest first; the shell takes
+    /// them by swapping in an empty list of its own.
+    #[inline]
+    pub(crate) fn local_tuples(&mut self) -> &mut Vec<LocalEnv> {
+        &mut self.local_tuples
+    }
+
+    /// How many tuples for tasks on the shell's thread are waiting.
+    #[inline]
+    pub(crate) fn local_tuples_len(&self) -> usize {
+        self.local_tuples.len()
     }
 
     /// Removes and yields the split-off tuples, oldest first (none unless split off).
@@ -497,12 +548,13 @@ impl Outbox {
     /// not count them.
     pub(crate) fn split_off_len(&self) -> usize {
         let local: usize = self.local.lists.iter().map(|(_, l)| l.len()).sum();
-        self.acker.len() + self.notices.len() + self.tuples.len() + local
+        self.acker.len() + self.notices.len() + self.tuples.len() + self.local_tuples.len() + local
     }
 
     /// Whether nothing is waiting to be routed: no envelope, no split-off acker message or
     /// notice. The local ackers' lists ([`local_acks`](Self::local_acks)) are not routed and
-    /// not looked at ([`split_off_len`](Self::split_off_len) counts them).
+    /// not looked at, nor the local tuples ([`local_tuples`](Self::local_tuples));
+    /// [`split_off_len`](Self::split_off_len) counts them.
     #[inline]
     pub(crate) fn nothing_waiting(&self) -> bool {
         self.is_empty()
@@ -609,15 +661,29 @@ impl Outbox {
         }
     }
 
+    /// Drops the local tuples (their entries are `ManuallyDrop`: see [`LocalEnv`]).
+    fn drop_local_tuples(&mut self) {
+        for e in self.local_tuples.drain(..) {
+            drop(ManuallyDrop::into_inner(e.tuple));
+        }
+    }
+
     /// Drops every waiting envelope and split-off message.
     pub fn clear(&mut self) {
         self.envelopes.clear();
         self.tuples.clear();
+        self.drop_local_tuples();
         self.acker.clear();
         self.notices.clear();
         for (_, l) in &mut self.local.lists {
             l.clear();
         }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.drop_local_tuples();
     }
 }
 
@@ -769,6 +835,73 @@ mod tests {
         s.push_tuple(4, tuple(40));
         s.clear();
         assert!(s.no_tuples() && s.nothing_waiting() && s.split_off_len() == 0);
+    }
+
+    /// With local tuples split off, a tuple for a task marked local goes to the local list,
+    /// every other one (unmarked, or beyond the marks) to the routed list, each in sending
+    /// order; `split_off_len` counts both, `nothing_waiting` only the routed ones, `clear`
+    /// drops both.
+    #[test]
+    fn local_tuples_are_a_list_of_their_own_in_sending_order() {
+        let tuple = |n: i64| Tuple {
+            values: crate::values![n],
+            ..Tuple::default()
+        };
+        let ints = |envs: &[DataEnv]| -> Vec<(TaskId, i64)> {
+            envs.iter()
+                .map(|e| (e.dest, e.tuple.values[0].as_int().unwrap()))
+                .collect()
+        };
+        let mut s = Outbox::new();
+        s.split_off_acker_traffic(LocalAcks::default());
+        s.split_off_local_tuples(vec![false, true, false, true]);
+        for (d, n) in [(1, 10), (2, 20), (3, 30), (1, 11), (9, 90)] {
+            s.push_tuple(d, tuple(n));
+        }
+        let local: Vec<(TaskId, i64)> = s
+            .local_tuples()
+            .iter()
+            .map(|e| (e.dest, e.tuple.values[0].as_int().unwrap()))
+            .collect();
+        assert_eq!(local, [(1, 10), (3, 30), (1, 11)]);
+        assert_eq!(s.local_tuples_len(), 3);
+        assert_eq!(s.split_off_len(), 5);
+        assert!(s.take_only_tuple().is_none() && !s.nothing_waiting());
+        assert_eq!(
+            ints(&s.take_tuples().collect::<Vec<_>>()),
+            [(2, 20), (9, 90)]
+        );
+        assert!(s.nothing_waiting() && s.split_off_len() == 3);
+        s.clear();
+        assert_eq!(s.split_off_len(), 0);
+        // Not split: every tuple an envelope, whatever the marks.
+        let mut o = Outbox::new();
+        o.split_off_local_tuples(vec![true, true]);
+        o.push_tuple(1, tuple(10));
+        assert_eq!((o.len(), o.local_tuples_len()), (1, 0));
+    }
+
+    /// The local tuple list's entries are `ManuallyDrop`: a tuple still in it is dropped when
+    /// the outbox is cleared or dropped (its shared value's count goes back).
+    #[test]
+    fn local_tuples_left_in_the_outbox_are_dropped_with_it() {
+        let shared: Arc<str> = Arc::from("a shared value, not stored inline");
+        let tuple = || Tuple {
+            values: crate::values![shared.clone()],
+            ..Tuple::default()
+        };
+        let mut s = Outbox::new();
+        s.split_off_acker_traffic(LocalAcks::default());
+        s.split_off_local_tuples(vec![true]);
+        s.push_tuple(0, tuple());
+        s.push_tuple(0, tuple());
+        assert_eq!((s.local_tuples_len(), Arc::strong_count(&shared)), (2, 3));
+        s.clear();
+        assert_eq!((s.local_tuples_len(), Arc::strong_count(&shared)), (0, 1));
+        s.push_tuple(0, tuple());
+        assert_eq!(Arc::strong_count(&shared), 2);
+        drop(s);
+        assert_eq!(Arc::strong_count(&shared), 1);
     }
 
     #[test]

@@ -21,7 +21,9 @@
 //!   has applied the acker messages of one lane's drain or a tick). A message for a task on the same thread goes to that thread's local FIFO
 //!   of the lane instead, except a notice for a spout on the acker's own thread: it is handed to
 //!   the spout at once, as the acker sends it, stamped with the loop turn's clock (a spout's
-//!   `ack` / `fail` sends nothing, so this cannot recurse).
+//!   `ack` / `fail` sends nothing, so this cannot recurse). The local data FIFO is a list in the
+//!   thread's outbox that the collectors write a tuple for a task on their thread into as they
+//!   emit it (no routing), delivered in place at the next turn's local drain, in sending order.
 //! - **Batching.** A thread pops up to [`ShellOptions::batch`] envelopes from a ring in one chunk
 //!   (one index update); an outgoing envelope goes straight into its ring while nothing is staged
 //!   before it, and staged envelopes are written back in chunks. The acker messages bolts send
@@ -94,7 +96,7 @@ use hdrhistogram::Histogram;
 
 use crate::api::ExecutorCounters;
 use crate::executor::{latency_histogram, BuildError, Executor};
-use crate::message::DataEnv;
+use crate::message::{DataEnv, LocalEnv};
 use acker_core::AckerMessage;
 
 use crate::message::{LocalAcks, Message, Notice, Outbox, Tuple};
@@ -643,6 +645,9 @@ struct Core<'a> {
     acker_batches: Batches<AckerMessage, ACKER_BATCH>,
     /// Acker messages for the ackers on this thread (see [`LocalAcks`]).
     local_acks: LocalAcks,
+    /// An empty list with a buffer, swapped with the outbox's local tuples at each local drain
+    /// (`Outbox::split_off_local_tuples`).
+    local_tuples: Vec<LocalEnv>,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -677,7 +682,10 @@ impl Core<'_> {
 
     /// [`route_outbox`](Self::route_outbox) after a bolt's call: a bolt sends no notice, so the
     /// notice list is not looked at (an empty-list check and a clear less on every tuple).
-    #[inline]
+    /// Out of line: a bolt's call on one thread routes nothing (its tuples and acks for this
+    /// thread are in the local lists already), and `deliver_tuple`, inlined into the loops
+    /// that deliver tuples, stays small without it.
+    #[inline(never)]
     fn route_bolt_outbox(&mut self) {
         self.route::<true, ACKER_LIST>();
     }
@@ -789,23 +797,48 @@ impl Core<'_> {
         }
         // An acker's notices (split off), in sending order, as the envelope arms above: an
         // acker sends nothing else, so their order relative to envelopes does not arise.
+        // A run of notices for one spout on this thread is handed over in one call.
         if LISTS & NOTICE_LIST != 0 {
-            for &(dest, n) in self.outbox.notices() {
+            let ns = self.outbox.notices();
+            let mut i = 0;
+            while let Some(&(dest, _)) = ns.get(i) {
                 let (core, idx) = self.where_is[dest as usize];
+                let run = ns[i..].iter().take_while(|&&(d, _)| d == dest).count();
                 if core == me {
-                    self.executors[idx].handle_notice(n, self.now_ns);
-                } else if self.notice_batches.push(dest, &n, |_, _| false) {
-                    let mut full = self.notice_batches.take(dest);
-                    full.sent_us = self.sent_us;
-                    self.sent += self.notices.stage(core, me, full);
+                    self.executors[idx].handle_notices(&ns[i..i + run], self.now_ns);
+                } else {
+                    for (_, n) in &ns[i..i + run] {
+                        if self.notice_batches.push(dest, n, |_, _| false) {
+                            let mut full = self.notice_batches.take(dest);
+                            full.sent_us = self.sent_us;
+                            self.sent += self.notices.stage(core, me, full);
+                        }
+                    }
                 }
+                i += run;
             }
         }
         self.outbox
             .clear_envelopes_and(LISTS & ACKER_LIST != 0, LISTS & NOTICE_LIST != 0);
     }
 
-    #[inline]
+    /// [`deliver_tuple`](Self::deliver_tuple) for a tuple in a list this thread keeps (see
+    /// `Executor::handle_tuple_in_place`).
+    #[inline(always)]
+    fn deliver_tuple_in_place(&mut self, dest: TaskId, tuple: &mut Tuple, now_ns: u64) {
+        let (_, idx) = self.where_is[dest as usize];
+        self.executors[idx].handle_tuple_in_place(tuple, now_ns, &mut self.outbox);
+        if !(self.outbox.no_tuples()
+            && self.outbox.is_empty()
+            && self.outbox.acker_messages().is_empty())
+        {
+            self.route_bolt_outbox();
+        }
+    }
+
+    /// Hands `tuple` to task `dest` (a bolt), then routes what it sent, if anything is to be
+    /// routed.
+    #[inline(always)]
     fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
@@ -1007,11 +1040,36 @@ impl Core<'_> {
         }
         // Notices leave before the bolts' user code below runs.
         self.close_notice_batches();
-        let m = self.data.local.len().min(limit);
+        let mut m = self.data.local.len().min(limit);
         for _ in 0..m {
             if let Some(env) = self.data.local.pop_front() {
                 self.deliver_tuple(env.dest, env.tuple, now_ns);
             }
+        }
+        // The tuples the executors here sent to tasks here (`Outbox::split_off_local_tuples`),
+        // oldest first: this thread's local data FIFO. Taken whole by a swap, so what their
+        // delivery sends here waits for the next turn.
+        if self.outbox.local_tuples_len() > 0 {
+            let mut list = std::mem::take(&mut self.local_tuples);
+            std::mem::swap(&mut list, self.outbox.local_tuples());
+            let take = list.len().min(limit - m.min(limit));
+            // Delivered in place: each tuple is left owning nothing (`LocalEnv`), so the
+            // entries are then removed without a drop.
+            for env in &mut list[..take] {
+                self.deliver_tuple_in_place(env.dest, &mut env.tuple, now_ns);
+            }
+            if take == list.len() {
+                list.clear();
+            } else {
+                list.drain(..take);
+            }
+            m += take;
+            if !list.is_empty() {
+                // Over the turn's limit: the rest stays ahead of what was sent meanwhile.
+                list.append(self.outbox.local_tuples());
+                std::mem::swap(&mut list, self.outbox.local_tuples());
+            }
+            self.local_tuples = list;
         }
         n + k + m
     }
@@ -1137,16 +1195,22 @@ impl Core<'_> {
                         continue;
                     }
                     for _ in 0..self.batch {
+                        let local_before = self.outbox.local_tuples_len();
                         if !self.executors[i].next_tuple(now_ns, &mut self.outbox) {
                             break;
                         }
-                        if self.outbox.no_tuples() && self.outbox.is_empty() {
+                        let nothing_to_route = self.outbox.no_tuples() && self.outbox.is_empty();
+                        if nothing_to_route && self.outbox.local_tuples_len() == local_before {
                             // Nothing to emit now (an emit leaves a tuple, or with no copy its init's envelope) (Storm's spout wait strategy): leave this spout
                             // until the next turn, and let an otherwise idle thread go idle.
                             break;
                         }
                         work += 1;
-                        self.route_outbox_from_spout();
+                        // Tuples for tasks here, and inits for ackers here, are in the local
+                        // lists already: nothing to route.
+                        if !nothing_to_route {
+                            self.route_outbox_from_spout();
+                        }
                     }
                 }
             }
@@ -1337,8 +1401,14 @@ pub fn run_with_control(
                                 &local_ackers,
                                 batch * 4,
                             ));
+                            // Tuples for tasks on this thread: the local data FIFO, filled by
+                            // the collectors.
+                            o.split_off_local_tuples(
+                                where_is.iter().map(|&(c, _)| c == me).collect(),
+                            );
                             o
                         },
+                        local_tuples: Vec::with_capacity(batch * 4),
                         batch,
                         bp_threshold,
                         under_backpressure: false,

@@ -421,6 +421,73 @@ fn the_bolt_counts_each_input_it_executes() {
     assert_eq!(bolt.open_inputs(), 0);
 }
 
+/// A basic bolt that emits nothing: the adapter acks every input.
+struct BasicNull;
+impl acker_runtime::BasicBolt for BasicNull {
+    fn execute(
+        &mut self,
+        _input: &Input,
+        _c: &mut acker_runtime::BasicOutputCollector<'_, '_>,
+    ) -> Result<(), acker_runtime::FailedException> {
+        Ok(())
+    }
+}
+
+/// Through the basic-bolt adapter, an untracked input's ack sends nothing and a one-tree
+/// input's sends its one `Ack`, each counted as acked (never as dropped), as `ack` does.
+#[test]
+fn a_basic_bolt_acks_untracked_and_tracked_inputs_as_ack_does() {
+    let log = new_log();
+    let mut b = TopologyBuilder::new();
+    add_counting_spout(&mut b, log.clone());
+    b.set_basic_bolt("bolt", || BasicNull, 1)
+        .shuffle_grouping("spout");
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            num_ackers: 1,
+            message_timeout_ns: TIMEOUT_NS,
+            seed: 7,
+            ..Config::default()
+        })
+        .unwrap();
+    let mut bolt = build(&plan, BOLT);
+    let mut out = Outbox::new();
+    for now in 0..3 {
+        bolt.handle(Message::Tuple(Tuple::default()), now, &mut out);
+    }
+    let c = bolt.counters();
+    assert_eq!(
+        (c.executed, c.acked, c.errors, c.inputs_dropped_unacked),
+        (3, 3, 0, 0),
+        "{c:?}"
+    );
+    assert!(out.is_empty() && bolt.open_inputs() == 0);
+    let tracked = Tuple {
+        anchors: acker_core::Anchors::spout(41, 0x5eed),
+        ..Tuple::default()
+    };
+    bolt.handle(Message::Tuple(tracked), 3, &mut out);
+    let c = bolt.counters();
+    assert_eq!(
+        (c.executed, c.acked, c.errors, c.inputs_dropped_unacked),
+        (4, 4, 0, 0),
+        "{c:?}"
+    );
+    let acker = plan.acker_tasks().start;
+    assert_eq!(
+        out.as_slice(),
+        &[Envelope {
+            dest: acker,
+            message: Message::Acker(AckerMessage::Ack {
+                root: 41,
+                xor: 0x5eed
+            }),
+        }]
+    );
+}
+
 #[test]
 fn roots_go_to_the_acker_task_their_fixed_hash_names() {
     let log = new_log();

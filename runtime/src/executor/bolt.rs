@@ -24,4 +24,19 @@ impl BoltExecutor {
         };
         self.user.execute(input, &mut c);
     }
+
+    /// [`handle`](Self::handle) for a tuple its owner keeps (its values and anchors are taken:
+    /// see `Input::received_in_place`).
+    #[inline(always)]
+    pub(super) fn handle_in_place(&mut self, t: &mut Tuple, now_ns: u64, out: &mut Outbox) {
+        let s = &mut self.state;
+        s.counters.executed += 1;
+        let input = Input::received_in_place(t, now_ns, s.input_ttl_ns, &s.ledger);
+        let mut c = OutputCollector {
+            now_ns,
+            bolt: s,
+            out,
+        };
+        self.user.execute(input, &mut c);
+    }
 }

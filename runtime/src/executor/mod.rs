@@ -140,6 +140,22 @@ impl Executor {
         self.ignore_tuple(tuple);
     }
 
+    /// [`handle_tuple`](Self::handle_tuple) for a tuple the caller keeps: a bolt takes its
+    /// values and anchors; a spout or an acker counts it as ignored and drops them. Either way
+    /// `tuple` is left owning nothing.
+    #[inline(always)]
+    pub(crate) fn handle_tuple_in_place(
+        &mut self,
+        tuple: &mut Tuple,
+        now_ns: u64,
+        out: &mut Outbox,
+    ) {
+        if let Executor::Bolt(e) = self {
+            return e.handle_in_place(tuple, now_ns, out);
+        }
+        self.ignore_tuple(std::mem::take(tuple));
+    }
+
     /// A tuple for a spout or an acker: counted as ignored and dropped.
     #[cold]
     #[inline(never)]
@@ -182,6 +198,21 @@ impl Executor {
             Executor::Spout(e) => e.notice(n, now_ns),
             Executor::Bolt(e) => e.state.counters.ignored += 1,
             Executor::Acker(e) => e.counters.ignored += 1,
+        }
+    }
+
+    /// [`handle_notice`](Self::handle_notice) for each notice of `ns`, in order, dispatched once
+    /// (the task ids in `ns` are not looked at: every notice is for this executor).
+    #[inline(always)]
+    pub(crate) fn handle_notices(&mut self, ns: &[(acker_core::TaskId, Notice)], now_ns: u64) {
+        match self {
+            Executor::Spout(e) => {
+                for &(_, n) in ns {
+                    e.notice_inlined(n, now_ns);
+                }
+            }
+            Executor::Bolt(e) => e.state.counters.ignored += ns.len() as u64,
+            Executor::Acker(e) => e.counters.ignored += ns.len() as u64,
         }
     }
 
@@ -566,6 +597,107 @@ mod tests {
         let task = plan.acker_tasks().start;
         plan.build_executor(task, &Placement::single(plan.tasks().len()))
             .unwrap()
+    }
+
+    /// Emits 0, 1, 2, ... tracked (message id = value), logging the ids acked.
+    struct Tracked(u64, std::sync::Arc<std::sync::Mutex<Vec<u64>>>);
+    impl Spout for Tracked {
+        fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+            c.emit(crate::values![self.0 as i64], Some(self.0)).unwrap();
+            self.0 += 1;
+        }
+        fn ack(&mut self, id: u64) {
+            self.1.lock().unwrap().push(id);
+        }
+    }
+
+    /// `handle_notices` does what `handle_notice` does for each notice in turn: a spout acks
+    /// every completed root once, in the notices' order (the unknown root and the repeated one
+    /// ignored and counted), with the same latencies; a bolt or an acker counts them ignored.
+    #[test]
+    fn a_run_of_notices_is_handled_as_the_notices_one_by_one() {
+        let run = |as_slice: bool| {
+            let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let l2 = log.clone();
+            let mut b = TopologyBuilder::new();
+            b.set_spout("spout", move || Tracked(0, l2.clone()), 1)
+                .output_fields(&["n"]);
+            b.set_basic_bolt("bolt", || crate::bolts::NullBolt, 1)
+                .shuffle_grouping("spout");
+            let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+            let placement = Placement::single(plan.tasks().len());
+            let mut spout = plan.build_executor(0, &placement).unwrap();
+            let mut out = Outbox::new();
+            let mut roots = Vec::new();
+            for now in 0..5 {
+                assert!(spout.next_tuple(now, &mut out));
+                for e in out.drain() {
+                    if let Message::Acker(AckerMessage::Init { root, .. }) = e.message {
+                        roots.push(root);
+                    }
+                }
+            }
+            let mut ns: Vec<(TaskId, Notice)> = [3, 0, 4, 3, 1]
+                .iter()
+                .map(|&i| (0, Notice::Completed { root: roots[i] }))
+                .collect();
+            ns.insert(2, (0, Notice::Completed { root: 12345 }));
+            if as_slice {
+                spout.handle_notices(&ns, 100);
+            } else {
+                for &(_, n) in &ns {
+                    spout.handle_notice(n, 100);
+                }
+            }
+            let c = spout.counters();
+            let h = spout.complete_latency_ns().unwrap().clone();
+            let acked = log.lock().unwrap().clone();
+            (acked, c.acked, c.ignored, h.len(), h.mean())
+        };
+        let one_by_one = run(false);
+        assert_eq!(
+            (&one_by_one.0[..], one_by_one.1, one_by_one.2, one_by_one.3),
+            (&[3, 0, 4, 1][..], 4, 2, 4)
+        );
+        assert_eq!(run(true), one_by_one);
+        let mut acker = small_acker();
+        acker.handle_notices(&[(9, Notice::Completed { root: 1 }); 3], 0);
+        assert_eq!(acker.counters().ignored, 3);
+    }
+
+    /// `handle_tuple_in_place` leaves the tuple owning nothing: a bolt takes its values (and
+    /// drops them with the input), a spout or an acker drops them, counted as ignored (the
+    /// shell's local tuple list relies on it: its entries are never dropped).
+    #[test]
+    fn a_tuple_handled_in_place_is_left_owning_nothing() {
+        let shared: std::sync::Arc<str> = std::sync::Arc::from("a shared value, not inline");
+        let tuple = || Tuple {
+            values: crate::values![shared.clone(), shared.clone(), shared.clone()],
+            anchors: acker_core::Anchors::spout(5, 6),
+            ..Tuple::default()
+        };
+        let mut b = TopologyBuilder::new();
+        b.set_spout("spout", || Idle, 1).output_fields(&["n"]);
+        b.set_basic_bolt("bolt", || crate::bolts::NullBolt, 1)
+            .shuffle_grouping("spout");
+        let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+        let placement = Placement::single(plan.tasks().len());
+        let mut out = Outbox::new();
+        for task in [0, 1, plan.acker_tasks().start] {
+            let mut e = plan.build_executor(task, &placement).unwrap();
+            let mut t = tuple();
+            assert_eq!(std::sync::Arc::strong_count(&shared), 4);
+            e.handle_tuple_in_place(&mut t, 0, &mut out);
+            assert!(t.values.is_empty() && t.anchors.is_empty(), "task {task}");
+            assert_eq!(std::sync::Arc::strong_count(&shared), 1, "task {task}");
+            let c = e.counters();
+            assert_eq!(
+                (c.executed, c.ignored),
+                if task == 1 { (1, 0) } else { (0, 1) }
+            );
+        }
+        // The bolt acked its input: one `Ack` for root 5.
+        assert_eq!(out.len(), 1);
     }
 
     /// A batch applied by `handle_acker_batch` does what the same messages do one by one

@@ -45,6 +45,12 @@ impl SpoutExecutor {
     }
 
     pub(super) fn notice(&mut self, notice: Notice, now_ns: u64) {
+        self.notice_inlined(notice, now_ns);
+    }
+
+    /// [`notice`](Self::notice), always inlined (the copy in a loop over several notices).
+    #[inline(always)]
+    pub(super) fn notice_inlined(&mut self, notice: Notice, now_ns: u64) {
         match notice {
             Notice::Completed { root } => match self.state.pending.completed(root, now_ns) {
                 Some(c) => {
