@@ -132,7 +132,7 @@ impl<const R: usize> InputAnchors<R> {
     /// # Errors
     /// [`AnchorError::TooManyRoots`] if the copy would belong to more than `R` trees. Nothing
     /// changes on error (no edge id is drawn or accumulated).
-    #[inline]
+    #[inline(always)]
     pub fn emit<'a, I>(inputs: I, ids: &mut IdGenerator) -> Result<Anchors<R>, AnchorError>
     where
         I: IntoIterator<Item = &'a InputAnchors<R>>,

@@ -251,6 +251,7 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
 
     /// The acker's `Completed { root }` at `now_ns`: the message id to `ack` and the complete
     /// latency, or `None` (counted in [`ignored`](Self::ignored)) when the root is not pending.
+    #[inline]
     pub fn completed(&mut self, root: RootId, now_ns: u64) -> Option<Completed<M>> {
         match self.find(root) {
             Some(i) => {
