@@ -506,11 +506,13 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     /// Applies `messages` in order, handing each result to `sink` with the message's index:
     /// exactly what calling [`apply`](Self::apply) on each would return, in the same order,
     /// leaving the table in the same state. Meant for tables larger than the CPU caches: while
-    /// it applies message `i`, it already hashes message `i + 8` and prefetches both its buckets
+    /// it applies message `i`, it already hashes message `i + d` and prefetches both its buckets
     /// (an ack and an init both scan both), so that several cache misses
     /// are in flight at once instead of one after the other; the hashed buckets wait in a small
-    /// ring on the stack until their message's turn. Tables under [`BATCH_READ_AHEAD_MIN_SLOTS`]
-    /// slots (which stay in the core's cache) are applied one message at a time, inlined.
+    /// ring on the stack until their message's turn. The distance `d` is 8 messages, 16 in tables
+    /// of [`FAR_READ_AHEAD_MIN_SLOTS`] slots or more (whose misses mostly go to memory). Tables
+    /// under [`BATCH_READ_AHEAD_MIN_SLOTS`] slots (which stay in the core's cache) are applied one
+    /// message at a time, inlined.
     ///
     /// ```
     /// use acker_core::{AckerMessage, AckerTable, Decision, Slot};
@@ -537,21 +539,26 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             }
             return;
         }
-        // Software pipeline: the buckets of message `i + LOOKAHEAD` are computed and prefetched
+        // Software pipeline: the buckets of message `i + lookahead` are computed and prefetched
         // while message `i` is applied, and kept in a ring until their turn (hashed once).
-        const RING: usize = 2 * LOOKAHEAD;
+        let lookahead = if self.capacity() >= FAR_READ_AHEAD_MIN_SLOTS {
+            FAR_LOOKAHEAD
+        } else {
+            LOOKAHEAD
+        };
+        const RING: usize = 2 * FAR_LOOKAHEAD;
         let mut ring = [(0usize, 0usize); RING];
         let mut touched = 0u64;
-        for (j, m) in messages.iter().enumerate().take(LOOKAHEAD) {
+        for (j, m) in messages.iter().enumerate().take(lookahead) {
             let buckets = buckets_of(m.root(), nb);
             touched ^= self.warm_buckets(buckets);
             ring[j % RING] = buckets;
         }
         for (i, m) in messages.iter().enumerate() {
-            if let Some(ahead) = messages.get(i + LOOKAHEAD) {
+            if let Some(ahead) = messages.get(i + lookahead) {
                 let buckets = buckets_of(ahead.root(), nb);
                 touched ^= self.warm_buckets(buckets);
-                ring[(i + LOOKAHEAD) % RING] = buckets;
+                ring[(i + lookahead) % RING] = buckets;
             }
             sink(i, self.apply_in(*m, ring[i % RING]));
         }
@@ -1090,6 +1097,17 @@ pub const BATCH_LOOKAHEAD: usize = 8;
 
 /// How many messages ahead [`AckerTable::apply_batch`] prefetches the buckets of (both of them).
 const LOOKAHEAD: usize = 8;
+
+/// How many messages ahead [`AckerTable::apply_batch`] prefetches in tables of at least
+/// [`FAR_READ_AHEAD_MIN_SLOTS`] slots. Measured (`benches/RESULTS.md`, ninth sitting): at W = 1M
+/// (25 MB of slots) 16 ran 16 % faster than 8 (8 of 8 alternated pairs), at W = 100k (2.5 MB)
+/// 3 % slower (4 of 4), 4 and 12 no better than 8 at 1M.
+const FAR_LOOKAHEAD: usize = 16;
+
+/// [`AckerTable::apply_batch`] reads [`FAR_LOOKAHEAD`] messages ahead in tables of at least this
+/// many slots (8 MiB of slots, between the 2.5 MB table where 8 is better and the 25 MB one where
+/// 16 is; not measured in between).
+pub const FAR_READ_AHEAD_MIN_SLOTS: usize = (8 << 20) / 20;
 
 /// [`AckerTable::apply_batch`] reads ahead only in tables of at least this many slots (1 MiB of
 /// slots, the L2 cache of one core of the benchmark machine); smaller ones are applied one message
