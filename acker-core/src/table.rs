@@ -1104,7 +1104,7 @@ const LOOKAHEAD: usize = 8;
 /// 3 % slower (4 of 4), 4 and 12 no better than 8 at 1M.
 const FAR_LOOKAHEAD: usize = 16;
 
-/// [`AckerTable::apply_batch`] reads [`FAR_LOOKAHEAD`] messages ahead in tables of at least this
+/// [`AckerTable::apply_batch`] reads 16 messages ahead (not 8) in tables of at least this
 /// many slots (8 MiB of slots, between the 2.5 MB table where 8 is better and the 25 MB one where
 /// 16 is; not measured in between).
 pub const FAR_READ_AHEAD_MIN_SLOTS: usize = (8 << 20) / 20;
