@@ -190,3 +190,38 @@ fn bench_help_names_every_json_key() {
         }
     }
 }
+
+/// `--vs-acking-off` with acker options runs: they size the acking-on run's ackers and the
+/// acking-off run has none (the off run was refused: "--acker-capacity 20000 was given, but this
+/// run has no ackers").
+#[test]
+fn bench_pipeline_vs_acking_off_takes_acker_options() {
+    let o = common::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_acker-run")).args([
+            "bench",
+            "pipeline",
+            "--seconds",
+            "0.2",
+            "--vs-acking-off",
+            "1",
+            "--acker-capacity",
+            "20000",
+            "--acker-park-capacity",
+            "100",
+            "--colocate-ackers",
+            "--max-spout-pending",
+            "1024",
+            "--cores",
+            "1",
+            "--no-pin",
+        ]),
+        LIMIT,
+        "acker-run bench pipeline --vs-acking-off 1 --acker-capacity 20000",
+    );
+    let v = common::json_of_success(&o);
+    assert_eq!(v["ackers"], 1, "{v}");
+    assert!(
+        v["ratio_acking_on_to_off"]["median"].as_f64() > Some(0.0),
+        "{v}"
+    );
+}

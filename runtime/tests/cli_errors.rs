@@ -234,6 +234,26 @@ fn bench_wordcount_min_mb_must_be_at_least_one() {
     let _ = std::fs::remove_file(input);
 }
 
+/// `--colocate-ackers` with no ackers is refused as `--acker-capacity` is (new-user trial: it was
+/// accepted and ignored).
+#[test]
+fn colocate_ackers_without_ackers_is_refused() {
+    let input = tiny_input("colocate");
+    let input = input.to_str().expect("utf-8 temp path");
+    assert_usage_error(
+        &[
+            "wordcount",
+            "--input",
+            input,
+            "--ackers",
+            "0",
+            "--colocate-ackers",
+        ],
+        "--colocate-ackers was given, but this run has no ackers (at-most-once: nothing is \
+         tracked): leave --colocate-ackers out",
+    );
+}
+
 /// `bench wordcount --input` reads as `wordcount --input` does (new-user trial): an input of
 /// whitespace only is refused (it printed `ratio: null` with exit 0), a file that is not UTF-8
 /// names the offset of the first bad byte, and `-` is standard input.

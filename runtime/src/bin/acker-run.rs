@@ -445,6 +445,14 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
     if run.cores == Some(0) {
         return Err("--cores must be at least 1".to_string());
     }
+    if run.ackers == 0 && run.colocate_ackers {
+        // As `--acker-capacity` with no ackers: an option that would be ignored (new-user trial).
+        return Err(
+            "--colocate-ackers was given, but this run has no ackers (at-most-once: nothing is \
+             tracked): leave --colocate-ackers out"
+                .to_string(),
+        );
+    }
     if run.max_spout_pending == Some(0) {
         return Err("--max-spout-pending must be at least 1".to_string());
     }
@@ -979,8 +987,13 @@ fn pipeline_vs_acking_off(
             "--vs-acking-off compares acking on with off: give --ackers 1 or more".to_string(),
         ));
     }
+    // The acker options size and place the acking-on run's ackers; the acking-off run has none
+    // (kept, `--acker-capacity` refused the off run as an option for ackers it does not have).
     let off_run = RunArgs {
         ackers: 0,
+        colocate_ackers: false,
+        acker_capacity: None,
+        acker_park_capacity: None,
         ..run.clone()
     };
     let runs = [
