@@ -1782,7 +1782,15 @@ fn a_second_delivery_of_a_pruned_entry_is_not_counted_again() {
             .chain(["--max-retries", "1000"])
             .collect::<Vec<&str>>()
     };
-    let a = Proc::spawn("first worker", &args("first", "30", "60000"));
+    // The first worker holds the whole entry while its writer is blocked: its sink's cap (16 x
+    // --sink-batch inputs) above the entry's 200,000 words, else past the cap the sink fails the
+    // oldest inputs every 2 s (BACKPRESSURE_WAIT_MS), the spout re-delivers the entry to itself
+    // after its retry backoff, and each re-delivery (`XCLAIM`) resets the idle time the second
+    // worker's claim waits for: on a fast host it then never claimed (90 s), where this test was
+    // written it still did within 30 s.
+    let mut first = args("first", "30", "60000");
+    first.extend(["--sink-batch", "20000"]);
+    let a = Proc::spawn("first worker", &first);
     // The first worker has read (its start's look at the records, which waits 1 s on the lock,
     // is no blocked writer), then its writer is blocked.
     let t0 = Instant::now();
