@@ -297,7 +297,8 @@ enum BenchCommand {
     /// the topology's words per second ÷ the plain loop's), `ratio` (the first round's alone),
     /// `plain_words`, `plain_distinct`, `plain_secs`, `plain_words_per_sec`,
     /// `plain_words_per_cpu_s`, `plain_cpu_s` and the same `topology_*` keys (first round; CPU
-    /// seconds from 10 ms ticks, `null` when a phase took none), `bytes` (the repeated text),
+    /// seconds from 10 ms ticks: the per-CPU-second rate is `null` when its phase's CPU seconds
+    /// read 0), `bytes` (the repeated text),
     /// `complete_latency_us` (`p50`, `p99`, `max`), `cores`, `ackers`, `rounds`.
     Wordcount {
         /// Text file to repeat (`-`: standard input), UTF-8, holding at least one word.
