@@ -47,6 +47,7 @@ message on stderr (an argument error clap finds adds the usage and a hint).";
 /// The names `--only` accepts: every structure `compare` runs, single-owner then shared, as
 /// `run_compare` names them.
 fn structure_names() -> [&'static str; 10] {
+    let [a, b, c, d] = shared_names();
     [
         <AckerTable<Box<[Slot]>> as AckerStructure>::NAME,
         OneAtATime::NAME,
@@ -54,6 +55,16 @@ fn structure_names() -> [&'static str; 10] {
         HashbrownAcker::NAME,
         HashbrownLean::NAME,
         StormStyle::NAME,
+        a,
+        b,
+        c,
+        d,
+    ]
+}
+
+/// The shared structures' names (the ones `--threads 0` skips), as `run_compare` names them.
+fn shared_names() -> [&'static str; 4] {
+    [
         CoreShared::NAME,
         CoreSharedBatch::NAME,
         MutexHashbrown::NAME,
@@ -226,12 +237,7 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let shared = [
-        CoreShared::NAME,
-        CoreSharedBatch::NAME,
-        MutexHashbrown::NAME,
-        DashMapAcker::NAME,
-    ];
+    let shared = shared_names();
     if args.threads == [0]
         && !args.only.is_empty()
         && args.only.iter().all(|n| shared.contains(&n.as_str()))
