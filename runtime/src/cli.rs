@@ -158,6 +158,29 @@ pub fn exit_status(program: &str, result: Result<ExitCode, CliError>) -> ExitCod
     }
 }
 
+/// The items of a comma-separated option value (`acker-sim`'s `--faults`, `--cells`), each
+/// trimmed: none for an empty (or all-whitespace) value, and an error for an empty item (`,`,
+/// `a,`, `a,,b`), which would otherwise be skipped and read as if fewer items had been given
+/// (new-user trial: `--faults ','` ran with no fault at all).
+///
+/// # Errors
+/// A message quoting the list and saying which item is empty.
+pub fn list_items(text: &str) -> Result<Vec<&str>, String> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    match items.iter().position(|s| s.is_empty()) {
+        Some(i) => Err(format!(
+            "item {} of {} in the comma-separated list `{text}` is empty (no comma before the \
+             first item, after the last or next to another)",
+            i + 1,
+            items.len()
+        )),
+        None => Ok(items),
+    }
+}
+
 /// clap value parser for a whole number of at least `MIN`: refuses negative numbers (the options
 /// using it also set `allow_negative_numbers`, so `-1` reaches here instead of being read as a
 /// flag), fractions and numbers past `u64::MAX` with a message naming the limit.

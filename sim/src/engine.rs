@@ -658,8 +658,9 @@ impl Simulation {
         let plan = self.plan()?;
         let targets = Targets::new(&plan, &self.opts)?;
         let mut specs = Vec::new();
-        for item in text.split(',').map(str::trim) {
-            if item.is_empty() || item == "none" {
+        let items = acker_runtime::cli::list_items(text).map_err(FaultError::EmptyItem)?;
+        for item in items {
+            if item == "none" {
                 continue;
             }
             let resolved = match item.split_once(':') {

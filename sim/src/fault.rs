@@ -29,6 +29,7 @@
 
 use crate::rng::{self, SimRng};
 use crate::units::{format_ns, parse_duration_ns};
+use acker_runtime::cli::list_items;
 use std::fmt;
 use std::str::FromStr;
 
@@ -143,6 +144,9 @@ pub enum FaultError {
     BadTarget(String),
     /// The specs expand to more than [`MAX_FAULTS`] faults.
     TooMany,
+    /// The comma-separated list has an empty item (`,`, `bolt-crash,`): the message of
+    /// [`acker_runtime::cli::list_items`].
+    EmptyItem(String),
     /// An offset trigger at or past the end of the input.
     OffsetPastInput {
         /// The offset given.
@@ -173,6 +177,7 @@ impl fmt::Display for FaultError {
                 "bad fault time `{s}`: expected a duration (2s, 500ms, 30us, 100ns) or #offset"
             ),
             FaultError::BadTarget(s) => write!(f, "bad fault target {s}"),
+            FaultError::EmptyItem(s) => write!(f, "bad fault list: {s}"),
             FaultError::TooMany => write!(
                 f,
                 "the fault specs expand to more than {MAX_FAULTS} faults; lower the rates"
@@ -365,11 +370,13 @@ fn parse_rate(s: &str) -> Result<(f64, RateUnit), FaultError> {
 /// Parses a comma-separated `--faults` list (empty text or `none` gives no spec).
 ///
 /// # Errors
-/// The first bad item's [`FaultError`].
+/// [`FaultError::EmptyItem`] for a list with an empty item (`,`, `bolt-crash,`), else the first
+/// bad item's [`FaultError`].
 pub fn parse_specs(text: &str) -> Result<Vec<FaultSpec>, FaultError> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty() && *s != "none")
+    list_items(text)
+        .map_err(FaultError::EmptyItem)?
+        .into_iter()
+        .filter(|s| *s != "none")
         .map(str::parse)
         .collect()
 }

@@ -59,8 +59,8 @@ pub fn cells(quick: bool) -> Vec<Cell> {
 /// # Errors
 /// A message naming the bad cell.
 pub fn parse_cells(s: &str) -> Result<Vec<Cell>, String> {
-    s.split(',')
-        .filter(|c| !c.trim().is_empty())
+    acker_runtime::cli::list_items(s)?
+        .into_iter()
         .map(|c| {
             let parts: Vec<&str> = c.trim().split('/').collect();
             let [g, f, n] = parts[..] else {
@@ -1066,7 +1066,9 @@ mod tests {
             ("at-least-once/worker-crash/1", "worker-crash"),
             ("at-least-once/worker-kill/x", "`x`"),
             ("at-least-once/none/2", "count 0"),
-            (",", "no cell"),
+            (",", "item 1 of 2 in the comma-separated list `,` is empty"),
+            ("at-least-once/none/0,", "item 2 of 2"),
+            ("", "no cell"),
         ] {
             let e = parse_cells(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
