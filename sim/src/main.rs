@@ -7,7 +7,7 @@
 //! Output goes through a locked stdout with `writeln!`; a write error ends the command (see
 //! [`EXIT_STATUS_HELP`] for the exit statuses, also shown under `--help`).
 
-use acker_runtime::cli::{at_least, count_at_least, exit_status, CliError};
+use acker_runtime::cli::{at_least, count_at_least, exit_status, list_items, CliError};
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::shapes::Shape;
@@ -98,6 +98,58 @@ fn faults_line(fired: &[Fault]) -> String {
     )
 }
 
+/// clap value parser for a `--faults` list: refuses an empty item (`,`, `bolt-crash,`) by the
+/// option's name (each item is parsed later, against the run's topology).
+fn fault_list(s: &str) -> Result<String, String> {
+    list_items(s)?;
+    Ok(s.to_string())
+}
+
+/// clap value parser for `--cells`: refuses an empty item, as [`fault_list`].
+fn cell_list(s: &str) -> Result<String, String> {
+    list_items(s)?;
+    Ok(s.to_string())
+}
+
+/// The `note:` lines under `run`'s `faults:` line for every fault of the `--faults` list `text`
+/// that fired 0 times, so that `faults: none` (or a short list) never reads as if every spec had
+/// been applied (new-user trial): the scheduled faults whose trigger lay past the run's end
+/// (`end_ns`), and each item of a kind of which nothing was scheduled (a rate that drew no
+/// fault from the seed, or a partition rate in a topology of one worker).
+fn write_fault_notes(
+    out: &mut impl Write,
+    text: &str,
+    scheduled: &[Fault],
+    fired: &[Fault],
+    end_ns: u64,
+) -> io::Result<()> {
+    let not_fired = scheduled.len().saturating_sub(fired.len());
+    if not_fired > 0 {
+        writeln!(
+            out,
+            "note: {not_fired} scheduled fault(s) did not fire: the run ended at {:.3} ms of \
+             simulated time (more --tuples, or an earlier trigger)",
+            end_ns as f64 / 1e6
+        )?;
+    }
+    // The list was checked when parsed: an item that does not parse here names no kind.
+    for item in list_items(text).unwrap_or_default() {
+        let head = item.split(['@', '*', '~', ':']).next().unwrap_or(item);
+        let Ok(kind) = head.parse::<FaultKind>() else {
+            continue;
+        };
+        if scheduled.iter().all(|f| f.kind != kind) {
+            writeln!(
+                out,
+                "note: `{item}` did not fire (0 times): its rate drew no fault from this seed \
+                 (per second over --fault-until, per thousand tuples over the input; a partition \
+                 needs two workers): raise the rate, or give a count (`{kind}*N`) or a time"
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn source_model(s: &str) -> Result<SourceModel, String> {
     s.parse()
         .map_err(|e: acker_sim::source::UnknownSourceModel| e.to_string())
@@ -156,9 +208,11 @@ struct SimArgs {
     /// Acker time per message.
     #[arg(long, default_value = "200ns", allow_hyphen_values = true, value_parser = duration)]
     acker_ns: u64,
-    /// How long a crashed task or worker stays down.
-    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = duration)]
-    restart_delay: u64,
+    /// How long a crashed task or worker stays down [default: 1s, a restarted worker process;
+    /// 1ms for `experiment`, a task restarted in place, so that a crashed task comes back within
+    /// its run (about 0.2 s of simulated time at 100000 tuples); its title line gives the value].
+    #[arg(long, allow_hyphen_values = true, value_parser = duration)]
+    restart_delay: Option<u64>,
     /// How long a partition lasts.
     #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
     partition: u64,
@@ -214,7 +268,9 @@ impl SimArgs {
         sc.spout_ns = self.spout_ns;
         sc.bolt_ns = self.bolt_ns;
         sc.acker_ns = self.acker_ns;
-        sc.restart_delay_ns = self.restart_delay;
+        if let Some(d) = self.restart_delay {
+            sc.restart_delay_ns = d;
+        }
         sc.partition_ns = self.partition;
         sc.outage_ns = self.outage;
         sc.source_model = self.source_model;
@@ -245,8 +301,9 @@ struct ExperimentArgs {
     /// With --real: 10,000 tuples (unless --tuples) and counts 0 and 1.
     #[arg(long, requires = "real")]
     quick: bool,
-    /// With --real: only these cells, `GUARANTEE/FAULT/COUNT,...` (FAULT `none` with count 0).
-    #[arg(long, requires = "real", value_name = "CELLS")]
+    /// With --real: only these cells, `GUARANTEE/FAULT/COUNT,...` (FAULT `none` with count 0; an
+    /// empty item is refused).
+    #[arg(long, requires = "real", value_name = "CELLS", value_parser = cell_list)]
     cells: Option<String>,
     /// With --real: cut a cell after this long [default: 60 s + 1 s per 1000 tuples].
     #[arg(long, requires = "real", allow_hyphen_values = true, value_parser = positive_duration)]
@@ -267,8 +324,9 @@ struct RunArgs {
     /// at-most-once, at-least-once or exactly-once.
     #[arg(long, default_value = "at-least-once")]
     guarantee: String,
-    /// Comma-separated faults, e.g. `acker-crash*2,message-loss~0.5/s,bolt-crash@1s:0`.
-    #[arg(long, default_value = "")]
+    /// Comma-separated faults, e.g. `acker-crash*2,message-loss~0.5/s,bolt-crash@1s:0` (`none`
+    /// or leaving it out: no fault; an empty item, as in `,` or `bolt-crash,`, is refused).
+    #[arg(long, default_value = "", value_parser = fault_list)]
     faults: String,
     /// Write the text trace (one line per send, drop, fault, restart) to this file.
     #[arg(long, value_name = "FILE")]
@@ -303,9 +361,10 @@ struct SearchArgs {
     /// Fix the guarantee (default: the three in turn by seed).
     #[arg(long)]
     guarantee: Option<String>,
-    /// Faults of every seed without --swarm (default: every kind but the outages, at 0.5 to 1 per
-    /// thousand tuples).
-    #[arg(long)]
+    /// Faults of every seed without --swarm, comma-separated as `run --faults` takes them (an
+    /// empty item is refused; default: every kind but the outages, at 0.5 to 1 per thousand
+    /// tuples).
+    #[arg(long, value_parser = fault_list)]
     faults: Option<String>,
     /// Swarm mode's base rate, in faults per thousand tuples (only with --swarm).
     #[arg(
@@ -419,46 +478,65 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         check_plot_path(a.plot.as_deref())?;
         return cmd_real_experiment(a);
     }
-    let base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
+    let mut base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
+    if a.sim.restart_delay.is_none() {
+        base.restart_delay_ns = experiment::RESTART_DELAY_NS;
+    }
     experiment::check_saturating(&base).map_err(|e| e.to_string())?;
     check_plot_path(a.plot.as_deref())?;
     let start = Instant::now();
-    let cells = experiment::cells().len() as u64;
-    let bar = indicatif::ProgressBar::new(cells);
+    let cells = experiment::cells();
+    let bar = indicatif::ProgressBar::new(cells.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs {msg} [{elapsed}]")
             .map_err(|e| e.to_string())?,
     );
-    let rows = experiment::run(&base, |r| {
-        bar.set_message(format!("{} {} {}", r.guarantee, r.fault, r.injected));
+    // Each row is written as its run finishes (the title and header first), so that a reader
+    // that stops early (`| head -1`) ends the command at its next write instead of after every
+    // run (new-user trial: `experiment | head -1` ran all 75 runs).
+    let mut out = io::stdout().lock();
+    let layout = experiment::TableLayout::for_input(base.tuples, base.max_spout_pending as u64);
+    if a.json {
+        write!(out, "{}", experiment::json_rows_start())?;
+    } else {
+        writeln!(out,
+            "Reliability experiment: {} unique sequential numbers (the input of every row), seed {},\nmax spout pending {}, message timeout {} s, restart delay {} s, {} source model, faults spread over the input",
+            base.tuples,
+            base.seed,
+            base.max_spout_pending,
+            base.message_timeout_ns as f64 / 1e9,
+            base.restart_delay_ns as f64 / 1e9,
+            base.source_model
+        )?;
+        writeln!(out)?;
+        write!(out, "{}", layout.header())?;
+    }
+    out.flush()?;
+    let mut rows = Vec::with_capacity(cells.len());
+    for (g, k, c) in cells {
+        let (row, _) = experiment::run_cell(&base, g, k, c).map_err(|e| e.to_string())?;
+        bar.set_message(format!("{} {} {}", row.guarantee, row.fault, row.injected));
         bar.inc(1);
-    })
-    .map_err(|e| e.to_string())?;
+        let text = if a.json {
+            experiment::json_row(&row, rows.is_empty()).map_err(|e| e.to_string())?
+        } else {
+            layout.row(&row)
+        };
+        bar.suspend(|| {
+            write!(out, "{text}")?;
+            out.flush()
+        })?;
+        rows.push(row);
+    }
     bar.finish_and_clear();
     let relations = experiment::relations_for(&rows, base.source_model);
     if let Some(path) = &a.plot {
         experiment::plot_svg(&rows, path)
             .map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
     }
-    let mut out = io::stdout().lock();
     if a.json {
-        let json = serde_json::json!({ "rows": rows });
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?
-        )?;
+        write!(out, "{}", experiment::json_rows_end(rows.is_empty()))?;
     } else {
-        writeln!(out,
-            "Reliability experiment: {} unique sequential numbers (the input of every row), seed {},\nmax spout pending {}, message timeout {} s, {} source model, faults spread over the input",
-            base.tuples,
-            base.seed,
-            base.max_spout_pending,
-            base.message_timeout_ns as f64 / 1e9,
-            base.source_model
-        )?;
-        writeln!(out)?;
-        write!(out, "{}", experiment::format_table(&rows))?;
         writeln!(out)?;
         writeln!(
             out,
@@ -521,17 +599,7 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
     let mut out = io::stdout().lock();
     writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
-    // A fault whose trigger lies past the run's end never fires: say so instead of letting
-    // `faults: none` read as if the spec had been applied (found by the new-user trial).
-    let not_fired = sc.faults.len().saturating_sub(o.fired.len());
-    if not_fired > 0 {
-        writeln!(
-            out,
-            "note: {not_fired} scheduled fault(s) did not fire: the run ended at {:.3} ms of \
-             simulated time (more --tuples, or an earlier trigger)",
-            o.end_ns as f64 / 1e6
-        )?;
-    }
+    write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns)?;
     writeln!(
         out,
         "input {}  distinct {}  lost {}  duplicates {}  absorbed {}",
@@ -667,10 +735,12 @@ fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
             .map_err(|e| format!("cannot create trace file {}: {e}", p.display()))?;
         sim.trace_to(Box::new(std::io::BufWriter::new(f)));
     }
+    let scheduled = sim.options().faults.clone();
     let o = sim.run().map_err(|e| e.to_string())?;
     let mut out = io::stdout().lock();
     writeln!(out, "seed {} (shape {shape}, at-least-once)", a.seed)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
+    write_fault_notes(&mut out, &a.faults, &scheduled, &o.fired, o.end_ns)?;
     for (spout, cb) in &o.callbacks {
         let (acks, fails) = cb.iter().fold((0u64, 0u64), |(x, y), (_, c)| {
             (x + c.acks as u64, y + c.fails as u64)

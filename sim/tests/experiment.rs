@@ -8,6 +8,8 @@ fn base() -> Scenario {
     let mut sc = Scenario::new(7, Guarantee::AtLeastOnce);
     sc.tuples = 4000;
     sc.max_spout_pending = 100;
+    // As `acker-sim experiment` runs it: a crashed bolt comes back within the run.
+    sc.restart_delay_ns = experiment::RESTART_DELAY_NS;
     sc
 }
 
