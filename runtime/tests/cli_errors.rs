@@ -478,7 +478,8 @@ fn acker_park_capacity_has_a_documented_limit() {
         "exact ",
         "at-least-once",
         "at-most-once",
-        "lines: E emitted, R replayed",
+        "pieces: E emitted, R replayed",
+        "header             the input's lines holding a word (L) and the pieces (P)",
         "trees: A acked",
         "complete latency",
         "component table",
@@ -1043,4 +1044,126 @@ fn sink_tasks_out_of_range_is_refused_in_clap_s_form() {
             stderr(&o)
         );
     }
+}
+
+/// `--cores` above the CPUs the process may use is run, with a warning on stderr saying the
+/// threads will share CPUs (new-user trial: `--cores 8` on 2 CPUs ran a tiny pending window 25 x
+/// slower without a word); within the CPU count there is no warning. `--help` says so.
+#[test]
+fn cores_above_the_cpu_count_draw_a_warning() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Well above the CPUs, within the refused limit (4 x the machine's cores).
+    let cores = cpus + cpus.min(4);
+    let input = tiny_input("oversubscribed");
+    let o = common::output_bounded(
+        bin()
+            .args([
+                "wordcount",
+                "--no-pin",
+                "--cores",
+                &cores.to_string(),
+                "--input",
+            ])
+            .arg(&input),
+        LIMIT,
+        "acker-run wordcount --cores (above the CPUs)",
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "acker-run: warning: --cores {cores} is more than the {cpus} CPU(s) this process may \
+             use: the {cores} threads will share CPUs, and a thread spinning or parking while it \
+             waits for input takes CPU time from the others"
+        )),
+        "{err}"
+    );
+    let o = common::output_bounded(
+        bin()
+            .args(["wordcount", "--no-pin", "--cores", "1", "--input"])
+            .arg(&input),
+        LIMIT,
+        "acker-run wordcount --cores 1",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let help = common::output_bounded(
+        bin().args(["bench", "pipeline", "--help"]),
+        LIMIT,
+        "acker-run bench pipeline --help",
+    );
+    let help = String::from_utf8_lossy(&help.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains(
+            "more than the CPUs this process may use (`std::thread::available_parallelism`) runs \
+             with a warning on stderr"
+        ),
+        "{help}"
+    );
+}
+
+/// `bench pipeline` and `bench wordcount` describe their own topology under `--ackers` and
+/// `--max-spout-pending` (new-user trial: both showed the word count's text, `wordcount --redis`
+/// defaults included); `wordcount --help` keeps its own.
+#[test]
+fn bench_help_describes_each_command_s_own_topology() {
+    let help_of = |args: &[&str]| {
+        let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let pipeline = help_of(&["bench", "pipeline", "--help"]);
+    let bench_wc = help_of(&["bench", "wordcount", "--help"]);
+    let wordcount = help_of(&["wordcount", "--help"]);
+    for (help, own) in [
+        (&pipeline, "Acker tasks tracking the pipeline's trees"),
+        (
+            &pipeline,
+            "the most trees the pipeline's spout task (`ints`, one integer a tree)",
+        ),
+        (
+            &bench_wc,
+            "Acker tasks tracking the benchmark's word-count trees",
+        ),
+        (
+            &bench_wc,
+            "the most line trees a spout task of the benchmark's word count",
+        ),
+        (
+            &wordcount,
+            "`wordcount --guarantee at-most-once` runs with 0",
+        ),
+        (&wordcount, "With `wordcount --redis` the default is"),
+    ] {
+        assert!(help.contains(own), "{own:?} missing from {help}");
+    }
+    for help in [&pipeline, &bench_wc] {
+        for other in ["wordcount --redis", "wordcount --guarantee", "N + 1 slots"] {
+            assert!(!help.contains(other), "{other:?} in {help}");
+        }
+    }
+    assert!(!pipeline.contains("1 MiB of text"), "{pipeline}");
+}
+
+/// `bench pipeline --local` runs one thread: `--cores` with it is refused by name, not ignored.
+#[test]
+fn bench_pipeline_local_refuses_cores() {
+    assert_usage_error(
+        &[
+            "bench",
+            "pipeline",
+            "--local",
+            "--seconds",
+            "0.1",
+            "--cores",
+            "1",
+        ],
+        "error: the argument '--local' cannot be used with '--cores <CORES>'",
+    );
 }

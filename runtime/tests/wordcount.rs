@@ -231,7 +231,9 @@ fn cli_default_run_and_human_output() {
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("top 10:"), "{s}");
     assert!(
-        s.contains("(200000 lines holding words), 1 core, 1 acker(s)"),
+        s.contains(
+            "(200000 lines holding words, 200000 pieces of up to 64 KiB), 1 core, 1 acker(s)"
+        ),
         "{s}"
     );
     assert!(s.contains("200000 acked, 0 failed, 0 timed out"), "{s}");
@@ -461,11 +463,11 @@ fn cli_at_most_once_summary_says_trees_are_not_tracked() {
     let summary = String::from_utf8_lossy(&out.stdout);
     let line = summary
         .lines()
-        .find(|l| l.starts_with("lines: "))
-        .unwrap_or_else(|| panic!("no lines: row in {summary}"));
+        .find(|l| l.starts_with("pieces: "))
+        .unwrap_or_else(|| panic!("no pieces: row in {summary}"));
     assert_eq!(
         line,
-        "lines: 32777 emitted, 0 replayed; trees: not tracked (at-most-once: no acker; the spout \
+        "pieces: 32777 emitted, 0 replayed; trees: not tracked (at-most-once: no acker; the spout \
          counts all 32777 acked at their emit, 3371 of them lost)"
     );
     let v = json_run(&AT_MOST_ONCE_ARGS, Some(text.as_bytes()));
@@ -620,4 +622,39 @@ fn readme_lists_exactly_the_json_fields() {
         "README.md's component fields (left) against a run's (right)"
     );
     assert_eq!(v["words_total"], 6);
+}
+
+/// The summary counts one unit throughout, and names it: the header gives the lines holding a
+/// word and the pieces of up to 64 KiB they make, the `pieces:` row and the rate count those
+/// pieces (new-user trial: the header counted lines while the summary called 64 KiB pieces
+/// "lines"). A known input: a two-word line, a 100,000-byte line (two pieces) and a blank line
+/// (no word, not emitted), and a last line.
+#[test]
+fn cli_summary_counts_pieces_and_says_so() {
+    let long = "word ".repeat(20_000);
+    let input = common::TempFile::with_text(
+        "wordcount-pieces",
+        &format!("a b\n{long}\n   \nlast line\n"),
+    );
+    let out = bin()
+        .args(["wordcount", "--cores", "1", "--no-pin", "--input"])
+        .arg(&input)
+        .output_within(LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        s.contains("(3 lines holding words, 4 pieces of up to 64 KiB), 1 core, 1 acker(s)"),
+        "{s}"
+    );
+    assert!(s.contains("words: 20004 total, 5 distinct (exact"), "{s}");
+    assert!(
+        s.contains("\npieces: 4 emitted, 0 replayed; trees: 4 acked, 0 failed, 0 timed out\n"),
+        "{s}"
+    );
+    assert!(s.contains(" pieces/s, "), "{s}");
+    assert!(!s.contains("lines: "), "{s}");
 }

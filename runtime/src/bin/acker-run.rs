@@ -88,29 +88,32 @@ The summary (and the same figures in --json):
                       exceed `wc -w`; the replays are printed beside them;
      at-most-once     with --ackers 0 nothing is tracked or replayed: lines_lost lines whose
                       tree failed were dropped, and their words are missing.
-  lines: E emitted, R replayed   pieces emitted once each, and re-emitted after a fail or a
-     timeout. A line that holds no word (empty or only whitespace) is not emitted; a line over
-     64 KiB is cut at whitespace into pieces of at most 64 KiB, each emitted as a line of its
-     own (its own tuple tree), so `pieces_total` may exceed `lines_total`.
+  header             the input's lines holding a word (L) and the pieces (P) they make: a
+     line of up to 64 KiB is one piece; a line over 64 KiB is cut at whitespace into pieces of
+     at most 64 KiB, each a spout tuple of its own (its own tuple tree), so P may exceed L
+     (lines_total and pieces_total in --json). A line that holds no word (empty or only
+     whitespace) is not emitted.
+  pieces: E emitted, R replayed   pieces emitted once each, and re-emitted after a fail or a
+     timeout (lines_emitted and replays in --json: lines_emitted counts pieces).
   trees: A acked, F failed, T timed out   spout-side decisions: completed trees, trees failed
      by a bolt (--fail-rate), trees failed by the message timeout. With --ackers 0
      (at-most-once) trees are not tracked and the summary says so ('trees: not tracked'): the
      spout counts every tree acked as it is emitted (Storm without ackers), so `acked` in
      --json and the lines row of the component table equal the lines emitted, lost lines
      included; lines_lost counts the lost ones.
-  elapsed            wall time from start to the end of the drain; lines/s = trees acked per
-     second, words/s = words_total per second.
+  elapsed            wall time from start to the end of the drain; pieces/s = trees acked per
+     second (a tree is a piece), words/s = words_total per second.
   peak memory        the process's peak resident memory (VmHWM, Linux; peak_rss_mb).
   complete latency   from the spout's emit of a line to the moment the acker's completion notice
      left for the spout (p50, p99, max over acked trees); 'not measured' with --ackers 0.
   component table    per component, summed over its tasks: emitted = emit calls by user code
-     (lines: one per line emitted or replayed; split: one per word); executed = inputs handed
+     (lines: one per piece emitted or replayed; split: one per word); executed = inputs handed
      to the bolt (__acker: acker messages applied: inits, acks, fails, where consecutive acks
      of one root from one thread arrive merged into one message and count once, so it can be
      below the acks the bolts sent); acked / failed = inputs
      acked or failed by the bolt (lines: trees completed / failed; __acker: trees decided);
      timed out = the spout's timeouts. __acker is the acker tasks.
-Progress: when stderr is a terminal, a progress line (lines acked of the total) appears on it
+Progress: when stderr is a terminal, a progress line (pieces acked of the total) appears on it
 once a run has lasted a second, and is cleared at the end.
 Memory: the input is held once (no per-line index), and a spout keeps at most 1 MiB of text in
 flight, so the peak stays under 2 x the input size + 200 MB whatever the lines look like
@@ -186,7 +189,11 @@ struct ConnectorCountsArgs {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// Threads, one pinned per core (default: every available core).
+    /// Threads, one pinned per core (default: every available core). At most 4 x the machine's
+    /// cores; more than the CPUs this process may use (`std::thread::available_parallelism`)
+    /// runs with a warning on stderr: the threads then share CPUs, and each one's spinning and
+    /// parking while it waits for input costs the others their CPU time (a new user saw a run
+    /// with a small pending window take 25 x longer with --cores 8 on 2 CPUs).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     cores: Option<usize>,
     /// Acker tasks (0 = at-most-once). `wordcount --guarantee at-most-once` runs with 0: leave
@@ -251,6 +258,29 @@ struct WordcountArgs {
     connectors: acker_runtime::connectors::wordcount::ConnectorArgs,
 }
 
+/// `bench pipeline --ackers`' help (the shared `RunArgs` text speaks of the word count).
+const PIPELINE_ACKERS_HELP: &str = "Acker tasks tracking the pipeline's trees (0 = at-most-once: \
+nothing is tracked, the spout counts each tree acked as it emits it, so `trees_acked` is the trees \
+emitted). Tasks plus ackers may be at most 65535 (task ids 0 to 65534; the id 65535 is reserved).";
+
+/// `bench pipeline --max-spout-pending`' help.
+const PIPELINE_PENDING_HELP: &str = "Max spout pending: the most trees the pipeline's spout task \
+(`ints`, one integer a tree) keeps pending (emitted, neither acked nor failed yet). Default 16384 \
+(the runtime's fixed-size pending set, `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, \
+this runtime needs a bound).";
+
+/// `bench wordcount --ackers`' help.
+const BENCH_WORDCOUNT_ACKERS_HELP: &str = "Acker tasks tracking the benchmark's word-count trees \
+(a line and its words; 0 = at-most-once: nothing is tracked or replayed). Tasks plus ackers may \
+be at most 65535 (task ids 0 to 65534; the id 65535 is reserved).";
+
+/// `bench wordcount --max-spout-pending`' help.
+const BENCH_WORDCOUNT_PENDING_HELP: &str = "Max spout pending: the most line trees a spout task \
+of the benchmark's word count keeps pending (emitted, neither acked nor failed yet). Default 16384 \
+(the runtime's fixed-size pending set, `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, \
+this runtime needs a bound); the spout also keeps at most 1 MiB of text in flight, which binds \
+first when the lines average more than 64 bytes.";
+
 #[derive(Subcommand)]
 enum BenchCommand {
     /// spout → identity bolt → null bolt on integer payloads.
@@ -266,6 +296,10 @@ enum BenchCommand {
     /// `{min, median, max}` over the rounds). With `--local`: `bench` is `pipeline-local` and the
     /// keys are `trees_acked`, `trees_per_sec`, `spout_calls` (`next_tuple` calls),
     /// `bolt_executed` (tuples both bolts executed), `ackers`, `elapsed_s`.
+    #[command(
+        mut_arg("ackers", |a| a.help(PIPELINE_ACKERS_HELP).long_help(None::<&str>)),
+        mut_arg("max_spout_pending", |a| a.help(PIPELINE_PENDING_HELP).long_help(None::<&str>))
+    )]
     Pipeline {
         /// How long the spout runs.
         #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
@@ -300,6 +334,12 @@ enum BenchCommand {
     /// seconds from 10 ms ticks: the per-CPU-second rate is `null` when its phase's CPU seconds
     /// read 0), `bytes` (the repeated text),
     /// `complete_latency_us` (`p50`, `p99`, `max`), `cores`, `ackers`, `rounds`.
+    #[command(
+        mut_arg("ackers", |a| a.help(BENCH_WORDCOUNT_ACKERS_HELP).long_help(None::<&str>)),
+        mut_arg("max_spout_pending", |a| {
+            a.help(BENCH_WORDCOUNT_PENDING_HELP).long_help(None::<&str>)
+        })
+    )]
     Wordcount {
         /// Text file to repeat (`-`: standard input), UTF-8, holding at least one word.
         #[arg(long)]
@@ -437,9 +477,30 @@ const MAX_ACKER_PARK_CAPACITY: usize = 1 << 24;
 /// Largest `--timeout-secs` accepted (one year).
 const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 
-/// Refuses run flags out of range, as a bad argument ([`CliError::Usage`]).
+/// Refuses run flags out of range, as a bad argument ([`CliError::Usage`]); then warns on stderr
+/// when `--cores` exceeds the CPUs this process may use ([`oversubscription_warning`]).
 fn check_run(run: &RunArgs) -> Result<(), CliError> {
-    check_run_flags(run).map_err(CliError::Usage)
+    check_run_flags(run).map_err(CliError::Usage)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(w) = run.cores.and_then(|c| oversubscription_warning(c, cpus)) {
+        eprintln!("acker-run: warning: {w}");
+    }
+    Ok(())
+}
+
+/// The warning for `--cores cores` on a process that may use `cpus` CPUs, when it asks for more
+/// threads than CPUs (said, not refused: a test of many threads on a small machine is
+/// legitimate; new-user trial: `--cores 8` on 2 CPUs ran a tiny pending window 25 x slower with
+/// no word).
+fn oversubscription_warning(cores: usize, cpus: usize) -> Option<String> {
+    (cores > cpus).then(|| {
+        format!(
+            "--cores {cores} is more than the {cpus} CPU(s) this process may use: the {cores} \
+             threads will share CPUs, and a thread spinning or parking while it waits for input \
+             takes CPU time from the others, so the run may be many times slower than with \
+             --cores {cpus}"
+        )
+    })
 }
 
 fn check_run_flags(run: &RunArgs) -> Result<(), String> {
@@ -530,7 +591,7 @@ fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1000.0)
 }
 
-/// A progress line on stderr (lines acked of the total) while a run goes on, shown only when
+/// A progress line on stderr (pieces acked of the total) while a run goes on, shown only when
 /// stderr is a terminal and the run has lasted a second; it disappears when dropped.
 struct Progress {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -557,7 +618,7 @@ impl Progress {
                 )
                 .with_elapsed(t0.elapsed());
                 if let Ok(style) = indicatif::ProgressStyle::with_template(
-                    "{elapsed_precise} {wide_bar} {pos}/{len} lines acked",
+                    "{elapsed_precise} {wide_bar} {pos}/{len} pieces acked",
                 ) {
                     bar.set_style(style);
                 }
@@ -786,13 +847,17 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     } else {
         writeln!(
             out,
-            "word count on {} ({} line{} holding words), {} core{}, {} acker(s)",
+            "word count on {} ({} line{} holding words, {} piece{} of up to {} KiB), {} core{}, \
+             {} acker(s)",
             args.input
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| format!("built-in sentences (seed {})", args.run.seed)),
             lines.len(),
             if lines.len() == 1 { "" } else { "s" },
+            lines.pieces(),
+            if lines.pieces() == 1 { "" } else { "s" },
+            wordcount::MAX_PIECE_BYTES / 1024,
             report.cores,
             if report.cores == 1 { "" } else { "s" },
             args.run.ackers
@@ -805,7 +870,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
                 spout.timed_out
             ),
             _ => format!(
-                "at-most-once: {lines_lost} lines lost (failed, not replayed), their words missing"
+                "at-most-once: {lines_lost} pieces lost (failed, not replayed), their words missing"
             ),
         };
         writeln!(
@@ -832,13 +897,13 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
         };
         writeln!(
             out,
-            "lines: {} emitted, {} replayed; trees: {trees}",
+            "pieces: {} emitted, {} replayed; trees: {trees}",
             stats.lines_emitted.load(Ordering::Relaxed),
             stats.replays.load(Ordering::Relaxed),
         )?;
         writeln!(
             out,
-            "elapsed {:.1} ms: {:.0} lines/s, {:.0} words/s",
+            "elapsed {:.1} ms: {:.0} pieces/s, {:.0} words/s",
             elapsed_ms,
             spout.acked as f64 / report.elapsed.as_secs_f64().max(1e-9),
             words_total as f64 / report.elapsed.as_secs_f64().max(1e-9)
