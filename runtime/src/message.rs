@@ -331,7 +331,8 @@ pub(crate) struct DataEnv {
 /// tuple list ([`Outbox::split_off_local_tuples`]), the thread's local data FIFO. The shell
 /// delivers a tuple in place (`Executor::handle_tuple_in_place` takes its values and anchors,
 /// leaving it owning nothing), so an entry is never dropped: a delivered entry has nothing to
-/// drop, and the outbox drops the tuples of the entries it still holds when cleared or dropped.
+/// drop, and the outbox drops the tuples of the entries it still holds when cleared or dropped
+/// (as the shell's FIFO drops those it took from the outbox but has not delivered yet).
 #[derive(Debug)]
 #[repr(align(64))]
 pub(crate) struct LocalEnv {
@@ -464,7 +465,7 @@ impl Outbox {
 
     /// The tuples for tasks on the shell's thread (see
     /// [`split_off_local_tuples`](Self::split_off_local_tuples)), oldest first; the shell takes
-    /// them by swapping in an empty list of its own.
+    /// them by swapping in an empty list of its own once it has delivered its last list.
     #[inline]
     pub(crate) fn local_tuples(&mut self) -> &mut Vec<LocalEnv> {
         &mut self.local_tuples

@@ -627,6 +627,53 @@ fn rings<T>(cores: usize, capacity: usize) -> Vec<ThreadRings<T>> {
     producers.into_iter().zip(consumers).collect()
 }
 
+/// A thread's local data FIFO while it is being delivered: the outbox's list of local tuples
+/// (`Outbox::split_off_local_tuples`), taken whole, with the entries before `head` delivered (left
+/// owning nothing: [`LocalEnv`]) and the rest still to deliver, oldest first.
+///
+/// A turn delivers at most its limit from the head; nothing is shifted or copied however long
+/// the list is. What is still to deliver is dropped with the FIFO (the entries are
+/// `ManuallyDrop`).
+#[derive(Debug, Default)]
+struct LocalFifo {
+    list: Vec<LocalEnv>,
+    head: usize,
+}
+
+impl LocalFifo {
+    fn with_capacity(capacity: usize) -> Self {
+        LocalFifo {
+            list: Vec::with_capacity(capacity),
+            head: 0,
+        }
+    }
+
+    /// Whether every entry has been delivered.
+    #[inline]
+    fn is_done(&self) -> bool {
+        self.head == self.list.len()
+    }
+
+    /// Takes `outbox_list` whole as the list to deliver (leaving it this FIFO's emptied buffer).
+    /// Only when [`is_done`](Self::is_done).
+    #[inline]
+    fn refill(&mut self, outbox_list: &mut Vec<LocalEnv>) {
+        debug_assert!(self.is_done());
+        // Every entry was delivered in place and owns nothing: cleared without a drop.
+        self.list.clear();
+        self.head = 0;
+        std::mem::swap(&mut self.list, outbox_list);
+    }
+}
+
+impl Drop for LocalFifo {
+    fn drop(&mut self) {
+        for e in self.list.drain(self.head..) {
+            drop(std::mem::ManuallyDrop::into_inner(e.tuple));
+        }
+    }
+}
+
 struct Core<'a> {
     me: usize,
     shared: &'a Shared,
@@ -645,9 +692,9 @@ struct Core<'a> {
     acker_batches: Batches<AckerMessage, ACKER_BATCH>,
     /// Acker messages for the ackers on this thread (see [`LocalAcks`]).
     local_acks: LocalAcks,
-    /// An empty list with a buffer, swapped with the outbox's local tuples at each local drain
-    /// (`Outbox::split_off_local_tuples`).
-    local_tuples: Vec<LocalEnv>,
+    /// The local tuples being delivered: taken whole from the outbox
+    /// (`Outbox::split_off_local_tuples`) and consumed from its head across turns.
+    local_tuples: LocalFifo,
     outbox: Outbox,
     batch: usize,
     bp_threshold: usize,
@@ -1047,31 +1094,39 @@ impl Core<'_> {
             }
         }
         // The tuples the executors here sent to tasks here (`Outbox::split_off_local_tuples`),
-        // oldest first: this thread's local data FIFO. Taken whole by a swap, so what their
-        // delivery sends here waits for the next turn.
-        if self.outbox.local_tuples_len() > 0 {
-            let mut list = std::mem::take(&mut self.local_tuples);
-            std::mem::swap(&mut list, self.outbox.local_tuples());
-            let take = list.len().min(limit - m.min(limit));
-            // Delivered in place: each tuple is left owning nothing (`LocalEnv`), so the
-            // entries are then removed without a drop.
-            for env in &mut list[..take] {
-                self.deliver_tuple_in_place(env.dest, &mut env.tuple, now_ns);
-            }
-            if take == list.len() {
-                list.clear();
-            } else {
-                list.drain(..take);
-            }
-            m += take;
-            if !list.is_empty() {
-                // Over the turn's limit: the rest stays ahead of what was sent meanwhile.
-                list.append(self.outbox.local_tuples());
-                std::mem::swap(&mut list, self.outbox.local_tuples());
-            }
-            self.local_tuples = list;
+        // oldest first: this thread's local data FIFO. What was sent before this turn is
+        // delivered, up to the turn's limit; what their delivery sends here waits for the next
+        // turn. The list is taken from the outbox whole (a swap) and consumed from its head, so
+        // a long list (a bolt that emits thousands of tuples an input) is never shifted or
+        // copied: each tuple is delivered in place, once.
+        let fresh = self.outbox.local_tuples_len();
+        let budget = limit - m.min(limit);
+        // First what is left of the list being delivered (all of it sent before this turn) ...
+        let mut delivered = self.deliver_local_tuples(budget, now_ns);
+        // ... then, if that list is done, the outbox's, up to what was in it when the turn began.
+        if self.local_tuples.is_done() && fresh > 0 && delivered < budget {
+            self.local_tuples.refill(self.outbox.local_tuples());
+            delivered += self.deliver_local_tuples((budget - delivered).min(fresh), now_ns);
         }
+        m += delivered;
         n + k + m
+    }
+
+    /// Delivers up to `max` tuples from the head of the list being delivered
+    /// ([`LocalFifo`]), in place; returns how many.
+    #[inline]
+    fn deliver_local_tuples(&mut self, max: usize, now_ns: u64) -> usize {
+        let mut fifo = std::mem::take(&mut self.local_tuples);
+        let start = fifo.head;
+        let end = fifo.list.len().min(start.saturating_add(max));
+        // Delivered in place: each tuple is left owning nothing (`LocalEnv`), so delivered
+        // entries are later removed without a drop.
+        for env in &mut fifo.list[start..end] {
+            self.deliver_tuple_in_place(env.dest, &mut env.tuple, now_ns);
+        }
+        fifo.head = end;
+        self.local_tuples = fifo;
+        end - start
     }
 
     fn staged(&self) -> usize {
@@ -1134,6 +1189,7 @@ impl Core<'_> {
             && self.acker_batches.is_closed()
             && self.local_acks.is_empty()
             && self.outbox.split_off_len() == 0
+            && self.local_tuples.is_done()
             && self.staged() == 0;
         s.quiet.store(quiet, Ordering::Release);
         let pending: usize = self
@@ -1408,7 +1464,7 @@ pub fn run_with_control(
                             );
                             o
                         },
-                        local_tuples: Vec::with_capacity(batch * 4),
+                        local_tuples: LocalFifo::with_capacity(batch * 4),
                         batch,
                         bp_threshold,
                         under_backpressure: false,
@@ -1635,6 +1691,40 @@ mod tests {
         assert!(b.is_closed());
         // Closed batches ship nothing again.
         b.close(|_| panic!("nothing is open"));
+    }
+
+    /// The FIFO takes the outbox's list whole, delivers from its head, and drops with itself
+    /// only what it has not delivered (delivered entries own nothing); the outbox keeps the
+    /// emptied buffer.
+    #[test]
+    fn the_local_fifo_drops_what_it_has_not_delivered() {
+        let shared: Arc<str> = Arc::from("a shared value, not stored inline");
+        let mut outbox = Outbox::new();
+        outbox.split_off_acker_traffic(LocalAcks::default());
+        outbox.split_off_local_tuples(vec![true]);
+        for _ in 0..5 {
+            outbox.push_tuple(
+                0,
+                Tuple {
+                    values: crate::values![shared.clone()],
+                    ..Tuple::default()
+                },
+            );
+        }
+        assert_eq!(Arc::strong_count(&shared), 6);
+        let mut fifo = LocalFifo::with_capacity(8);
+        assert!(fifo.is_done());
+        fifo.refill(outbox.local_tuples());
+        assert_eq!((fifo.list.len(), outbox.local_tuples_len()), (5, 0));
+        assert!(!fifo.is_done());
+        // Two delivered in place: what a delivery leaves behind owns nothing.
+        for env in &mut fifo.list[..2] {
+            drop(std::mem::take(&mut *env.tuple));
+        }
+        fifo.head = 2;
+        assert_eq!(Arc::strong_count(&shared), 4);
+        drop(fifo);
+        assert_eq!(Arc::strong_count(&shared), 1, "the three left were dropped");
     }
 
     #[test]
