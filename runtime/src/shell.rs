@@ -690,6 +690,23 @@ impl Core<'_> {
         self.route::<true, ACKER_LIST>();
     }
 
+    /// [`route_bolt_outbox`](Self::route_bolt_outbox) for a bolt's call that sent nothing but
+    /// acker messages (the acking bolt at the end of a pipeline, on another thread than its
+    /// acker): they go into the acker batches as the route's acker list would send them, in
+    /// sending order, without the route's look at tuples and envelopes (there are none).
+    #[inline(always)]
+    fn route_bolt_acker_messages(&mut self) {
+        let me = self.me;
+        for &(dest, m) in self.outbox.acker_messages() {
+            if self.acker_batches.push(dest, &m, coalesce_ack) {
+                let (core, _) = self.where_is[dest as usize];
+                let full = self.acker_batches.take(dest);
+                self.sent += self.acks.stage(core, me, full);
+            }
+        }
+        self.outbox.clear_envelopes_and(true, false);
+    }
+
     /// [`route_outbox`](Self::route_outbox) after an acker batch: an acker sends only notices,
     /// so the acker-message list is not looked at.
     #[inline]
@@ -828,11 +845,10 @@ impl Core<'_> {
     fn deliver_tuple_in_place(&mut self, dest: TaskId, tuple: &mut Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
         self.executors[idx].handle_tuple_in_place(tuple, now_ns, &mut self.outbox);
-        if !(self.outbox.no_tuples()
-            && self.outbox.is_empty()
-            && self.outbox.acker_messages().is_empty())
-        {
+        if !(self.outbox.no_tuples() && self.outbox.is_empty()) {
             self.route_bolt_outbox();
+        } else if !self.outbox.acker_messages().is_empty() {
+            self.route_bolt_acker_messages();
         }
     }
 
@@ -844,11 +860,10 @@ impl Core<'_> {
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
         // Only a bolt handles a tuple, and a bolt sends no notice: two of the three lists to
         // look at (the notices are checked wherever an acker runs).
-        if !(self.outbox.no_tuples()
-            && self.outbox.is_empty()
-            && self.outbox.acker_messages().is_empty())
-        {
+        if !(self.outbox.no_tuples() && self.outbox.is_empty()) {
             self.route_bolt_outbox();
+        } else if !self.outbox.acker_messages().is_empty() {
+            self.route_bolt_acker_messages();
         }
     }
 
