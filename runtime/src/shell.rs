@@ -909,11 +909,8 @@ impl Core<'_> {
     #[inline]
     fn deliver_notice_batch(&mut self, b: &NoticeBatch, now_ns: u64) {
         let (_, idx) = self.where_is[b.dest as usize];
-        let e = &mut self.executors[idx];
         let sent = sent_ns(b.sent_us, now_ns);
-        for &n in b.items() {
-            e.handle_notice(n, sent);
-        }
+        self.executors[idx].handle_notice_batch(b.items(), sent);
     }
 
     /// Handles up to `batch` entries from every inbound ring of the notice lane.
