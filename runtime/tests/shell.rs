@@ -829,8 +829,7 @@ fn the_pipeline_on_two_threads_applies_three_messages_a_tree_and_completes_each_
     let n = 20_000;
     let ids = SpoutIds::default();
     let mut b = TopologyBuilder::new();
-    b.set_spout("spout", ids.finite(n), 1)
-        .output_fields(&["n"]);
+    b.set_spout("spout", ids.finite(n), 1).output_fields(&["n"]);
     b.set_basic_bolt("identity", || acker_runtime::bolts::IdentityBolt, 1)
         .shuffle_grouping("spout")
         .output_fields(&["n"]);
