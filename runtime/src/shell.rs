@@ -737,6 +737,23 @@ impl Core<'_> {
         self.route::<true, ACKER_LIST>();
     }
 
+    /// [`route_bolt_outbox`](Self::route_bolt_outbox) for a bolt's call that sent nothing but
+    /// acker messages (the acking bolt at the end of a pipeline, on another thread than its
+    /// acker): they go into the acker batches as the route's acker list would send them, in
+    /// sending order, without the route's look at tuples and envelopes (there are none).
+    #[inline(always)]
+    fn route_bolt_acker_messages(&mut self) {
+        let me = self.me;
+        for &(dest, m) in self.outbox.acker_messages() {
+            if self.acker_batches.push(dest, &m, coalesce_ack) {
+                let (core, _) = self.where_is[dest as usize];
+                let full = self.acker_batches.take(dest);
+                self.sent += self.acks.stage(core, me, full);
+            }
+        }
+        self.outbox.clear_envelopes_and(true, false);
+    }
+
     /// [`route_outbox`](Self::route_outbox) after an acker batch: an acker sends only notices,
     /// so the acker-message list is not looked at.
     #[inline]
@@ -875,11 +892,10 @@ impl Core<'_> {
     fn deliver_tuple_in_place(&mut self, dest: TaskId, tuple: &mut Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
         self.executors[idx].handle_tuple_in_place(tuple, now_ns, &mut self.outbox);
-        if !(self.outbox.no_tuples()
-            && self.outbox.is_empty()
-            && self.outbox.acker_messages().is_empty())
-        {
+        if !(self.outbox.no_tuples() && self.outbox.is_empty()) {
             self.route_bolt_outbox();
+        } else if !self.outbox.acker_messages().is_empty() {
+            self.route_bolt_acker_messages();
         }
     }
 
@@ -891,11 +907,10 @@ impl Core<'_> {
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
         // Only a bolt handles a tuple, and a bolt sends no notice: two of the three lists to
         // look at (the notices are checked wherever an acker runs).
-        if !(self.outbox.no_tuples()
-            && self.outbox.is_empty()
-            && self.outbox.acker_messages().is_empty())
-        {
+        if !(self.outbox.no_tuples() && self.outbox.is_empty()) {
             self.route_bolt_outbox();
+        } else if !self.outbox.acker_messages().is_empty() {
+            self.route_bolt_acker_messages();
         }
     }
 
@@ -941,11 +956,8 @@ impl Core<'_> {
     #[inline]
     fn deliver_notice_batch(&mut self, b: &NoticeBatch, now_ns: u64) {
         let (_, idx) = self.where_is[b.dest as usize];
-        let e = &mut self.executors[idx];
         let sent = sent_ns(b.sent_us, now_ns);
-        for &n in b.items() {
-            e.handle_notice(n, sent);
-        }
+        self.executors[idx].handle_notice_batch(b.items(), sent);
     }
 
     /// Handles up to `batch` entries from every inbound ring of the notice lane.
@@ -1004,12 +1016,24 @@ impl Core<'_> {
         am + nm + cm + dm
     }
 
-    /// Handles up to `batch` envelopes from every inbound ring of the control lane.
+    /// Handles up to `batch` envelopes from every inbound ring of the control lane. A spout's
+    /// init for an acker on this thread (sent from another thread, one envelope each) joins
+    /// that acker's list in [`LocalAcks`], applied with the acker's other messages as one slice
+    /// at this turn's local drain: the table takes a tree's messages in any order (acker-core
+    /// rule 1), and the batch loop costs fewer instructions a message than one dispatch and
+    /// call each.
     fn drain_ctrl(&mut self, now_ns: u64) -> usize {
         let mut inbound = std::mem::take(&mut self.ctrl.inbound);
         let mut work = 0;
         for c in inbound.iter_mut() {
-            work += c.pop_batch(self.batch, |env| self.deliver_ctrl(env, now_ns));
+            work += c.pop_batch(self.batch, |env| {
+                if let CtrlMsg::Acker(m) = &env.msg {
+                    if self.local_acks.push(env.dest, m) {
+                        return;
+                    }
+                }
+                self.deliver_ctrl(env, now_ns)
+            });
         }
         self.ctrl.inbound = inbound;
         self.received += work as u64;

@@ -901,3 +901,64 @@ fn a_long_local_fifo_is_delivered_in_linear_time() {
         "1,000,000 local tuples took {took:?} (linear delivery takes well under a second)"
     );
 }
+
+/// The benchmark pipeline (spout → identity → null, one acker) on two threads: the spout and the
+/// null bolt on thread 0, the identity bolt and the acker on thread 1. So each tree's init
+/// crosses threads as a control envelope and joins the acker's local list, the identity bolt's
+/// ack goes into that list directly, and the null bolt's ack (its only message) goes into an
+/// acker batch without the whole route. Every tree completes, once, and the acker applies
+/// exactly three messages a tree (an init and two acks of different sources never merge).
+#[test]
+fn the_pipeline_on_two_threads_applies_three_messages_a_tree_and_completes_each_once() {
+    let n = 20_000;
+    let ids = SpoutIds::default();
+    let mut b = TopologyBuilder::new();
+    b.set_spout("spout", ids.finite(n), 1).output_fields(&["n"]);
+    b.set_basic_bolt("identity", || acker_runtime::bolts::IdentityBolt, 1)
+        .shuffle_grouping("spout")
+        .output_fields(&["n"]);
+    b.set_basic_bolt("null", || acker_runtime::bolts::NullBolt, 1)
+        .shuffle_grouping("identity");
+    let plan = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            num_ackers: 1,
+            // A lost init or ack shows as a timeout within the watchdog's limit.
+            message_timeout_ns: 5_000_000_000,
+            ..Config::default()
+        })
+        .unwrap();
+    let tasks: Vec<_> = plan.tasks().iter().map(|t| (t.task, t.kind)).collect();
+    assert_eq!(
+        tasks,
+        [
+            (0, TaskKind::Spout),
+            (1, TaskKind::Bolt),
+            (2, TaskKind::Bolt),
+            (3, TaskKind::Acker)
+        ],
+        "task t runs on thread t % 2: the acker shares the identity bolt's thread"
+    );
+    let report = run_with_watchdog(
+        plan,
+        ShellOptions {
+            cores: Some(2),
+            pin_threads: false,
+            ..ShellOptions::default()
+        },
+        Duration::from_secs(60),
+    );
+    let (acked, failed) = ids.sorted();
+    assert_eq!(acked, (0..n).collect::<Vec<_>>());
+    assert!(failed.is_empty());
+    let s = report.spout_totals();
+    assert_eq!((s.acked, s.failed, s.timed_out, s.ignored), (n, 0, 0, 0));
+    let a = report.kind_totals(TaskKind::Acker);
+    assert_eq!(
+        (a.executed, a.acked, a.failed, a.errors, a.ignored),
+        (3 * n, n, 0, 0, 0)
+    );
+    assert_eq!(report.components["null"].acked, n);
+    assert_eq!(report.undecided_roots, 0);
+}

@@ -216,6 +216,22 @@ impl Executor {
         }
     }
 
+    /// [`handle_notice`](Self::handle_notice) for each notice of `ns` (a notice batch from
+    /// another thread, every notice for this executor), in order, dispatched once, all with the
+    /// batch's send time `now_ns`.
+    #[inline(always)]
+    pub(crate) fn handle_notice_batch(&mut self, ns: &[Notice], now_ns: u64) {
+        match self {
+            Executor::Spout(e) => {
+                for &n in ns {
+                    e.notice_inlined(n, now_ns);
+                }
+            }
+            Executor::Bolt(e) => e.state.counters.ignored += ns.len() as u64,
+            Executor::Acker(e) => e.counters.ignored += ns.len() as u64,
+        }
+    }
+
     /// [`handle`](Self::handle) for a tick. An acker may apply parked messages (expiry freed
     /// slots), so decisions can go out.
     #[inline]
@@ -611,12 +627,14 @@ mod tests {
         }
     }
 
-    /// `handle_notices` does what `handle_notice` does for each notice in turn: a spout acks
-    /// every completed root once, in the notices' order (the unknown root and the repeated one
-    /// ignored and counted), with the same latencies; a bolt or an acker counts them ignored.
+    /// `handle_notices` (a run of a local acker's notices) and `handle_notice_batch` (a notice
+    /// batch from another thread) do what `handle_notice` does for each notice in turn: a spout
+    /// acks every completed root once, in the notices' order (the unknown root and the repeated
+    /// one ignored and counted), with the same latencies; a bolt or an acker counts them ignored.
     #[test]
     fn a_run_of_notices_is_handled_as_the_notices_one_by_one() {
-        let run = |as_slice: bool| {
+        // 0: one by one; 1: `handle_notices`; 2: `handle_notice_batch`.
+        let run = |how: u8| {
             let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
             let l2 = log.clone();
             let mut b = TopologyBuilder::new();
@@ -642,11 +660,16 @@ mod tests {
                 .map(|&i| (0, Notice::Completed { root: roots[i] }))
                 .collect();
             ns.insert(2, (0, Notice::Completed { root: 12345 }));
-            if as_slice {
-                spout.handle_notices(&ns, 100);
-            } else {
-                for &(_, n) in &ns {
-                    spout.handle_notice(n, 100);
+            match how {
+                1 => spout.handle_notices(&ns, 100),
+                2 => {
+                    let batch: Vec<Notice> = ns.iter().map(|&(_, n)| n).collect();
+                    spout.handle_notice_batch(&batch, 100);
+                }
+                _ => {
+                    for &(_, n) in &ns {
+                        spout.handle_notice(n, 100);
+                    }
                 }
             }
             let c = spout.counters();
@@ -654,15 +677,18 @@ mod tests {
             let acked = log.lock().unwrap().clone();
             (acked, c.acked, c.ignored, h.len(), h.mean())
         };
-        let one_by_one = run(false);
+        let one_by_one = run(0);
         assert_eq!(
             (&one_by_one.0[..], one_by_one.1, one_by_one.2, one_by_one.3),
             (&[3, 0, 4, 1][..], 4, 2, 4)
         );
-        assert_eq!(run(true), one_by_one);
+        assert_eq!(run(1), one_by_one);
+        assert_eq!(run(2), one_by_one);
         let mut acker = small_acker();
         acker.handle_notices(&[(9, Notice::Completed { root: 1 }); 3], 0);
         assert_eq!(acker.counters().ignored, 3);
+        acker.handle_notice_batch(&[Notice::Completed { root: 1 }; 2], 0);
+        assert_eq!(acker.counters().ignored, 5);
     }
 
     /// `handle_tuple_in_place` leaves the tuple owning nothing: a bolt takes its values (and
