@@ -469,13 +469,12 @@ pub struct CompareReport {
 }
 
 impl CompareReport {
-    /// The JSON rows: structures `acker-core`, `storm-style`, `hashbrown`, and with threads
-    /// `acker-core-shared`, `mutex-hashbrown`, `dashmap` (`acker-core-one-at-a-time` and the
-    /// `acker-core-prefetch` experiment are only in the printed table).
+    /// The JSON rows: one for every structure, mode, window (and thread count) measured, the
+    /// same rows as the printed table (the final new-user trial found `acker-core-one-at-a-time`
+    /// and `acker-core-prefetch` left out, so that `--only` naming just those printed no row).
     pub fn rows(&self) -> Vec<Row> {
         self.medians
             .iter()
-            .filter(|m| m.structure != OneAtATime::NAME && m.structure != Prefetched::NAME)
             .map(|m| Row {
                 structure: m.structure.to_string(),
                 mode: m.mode.name(),

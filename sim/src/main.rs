@@ -98,15 +98,22 @@ fn faults_line(fired: &[Fault]) -> String {
     )
 }
 
-/// clap value parser for a `--faults` list: refuses an empty item (`,`, `bolt-crash,`) by the
-/// option's name (each item is parsed later, against the run's topology).
+/// clap value parser for a `--faults` list: refuses an empty value (`''`: `none`, or leaving the
+/// option out, says "no fault") and an empty item (`,`, `bolt-crash,`) by the option's name (each
+/// item is parsed later, against the run's topology).
 fn fault_list(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("is empty (for no fault, give `none` or leave the option out)".to_string());
+    }
     list_items(s)?;
     Ok(s.to_string())
 }
 
-/// clap value parser for `--cells`: refuses an empty item, as [`fault_list`].
+/// clap value parser for `--cells`: refuses an empty value or item, as [`fault_list`].
 fn cell_list(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("is empty (leave the option out for every cell)".to_string());
+    }
     list_items(s)?;
     Ok(s.to_string())
 }

@@ -543,10 +543,20 @@ fn empty_items_of_a_fault_list_are_refused() {
         &["experiment", "--real", "--cells", "at-least-once/none/0,"],
         "invalid value 'at-least-once/none/0,' for '--cells <CELLS>': item 2 of 2",
     );
-    for ok in ["none", ""] {
-        let out = run_ok(&["run", "--seed", "1", "--tuples", "200", "--faults", ok]);
-        assert_eq!(line(&out, "faults:"), " none", "{out}");
+    // An empty value is refused too (final new-user trial: `--faults ''` ran as no fault, where
+    // the README says `none` or leaving the option out does): only `none` says "no fault".
+    for empty in ["", "  "] {
+        assert_usage_error(
+            &["run", "--seed", "1", "--faults", empty],
+            &format!("invalid value '{empty}' for '--faults <FAULTS>': is empty (for no fault, give `none`"),
+        );
     }
+    assert_usage_error(
+        &["experiment", "--real", "--cells", ""],
+        "invalid value '' for '--cells <CELLS>': is empty",
+    );
+    let out = run_ok(&["run", "--seed", "1", "--tuples", "200", "--faults", "none"]);
+    assert_eq!(line(&out, "faults:"), " none", "{out}");
 }
 
 /// A seed whose default run (1000 tuples) draws no fault from `message-loss~1/kt`.

@@ -85,13 +85,84 @@ pub fn redact_password(url: &str) -> String {
         };
         return format!("{scheme}://{authority}{}", redact_query_password(tail));
     }
-    url.split(' ')
-        .map(|pair| match pair.split_once('=') {
-            Some((key, _)) if key.trim() == "password" => format!("{key}=***"),
-            _ => pair.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    redact_keyword_value_password(url)
+}
+
+/// A PostgreSQL key=value connection string with the value of its `password` keyword replaced by
+/// `***`, read as libpq reads it: spaces around `=` are optional, a value is either a run of
+/// non-space characters or single-quoted (may hold spaces), and `\` escapes the next character
+/// in either. An unterminated quote runs to the end, so a malformed password is hidden whole.
+fn redact_keyword_value_password(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.char_indices().peekable();
+    while let Some(&(start, c)) = chars.peek() {
+        if c.is_whitespace() {
+            out.push(c);
+            chars.next();
+            continue;
+        }
+        // The keyword: up to whitespace or '='.
+        let mut end = start;
+        while let Some(&(i, c)) = chars.peek() {
+            if c.is_whitespace() || c == '=' {
+                break;
+            }
+            end = i + c.len_utf8();
+            chars.next();
+        }
+        let keyword = &s[start..end];
+        out.push_str(keyword);
+        // Optional spaces, '=', optional spaces.
+        while let Some(&(_, c)) = chars.peek() {
+            if !c.is_whitespace() {
+                break;
+            }
+            out.push(c);
+            chars.next();
+        }
+        if chars.peek().map(|&(_, c)| c) != Some('=') {
+            continue; // not a keyword = value pair: left as it is
+        }
+        out.push('=');
+        chars.next();
+        while let Some(&(_, c)) = chars.peek() {
+            if !c.is_whitespace() {
+                break;
+            }
+            out.push(c);
+            chars.next();
+        }
+        // The value: quoted or a run of non-space characters, with backslash escapes.
+        let value_start = chars.peek().map_or(s.len(), |&(i, _)| i);
+        let quoted = chars.peek().map(|&(_, c)| c) == Some('\'');
+        if quoted {
+            chars.next();
+        }
+        let mut value_end = s.len();
+        while let Some(&(i, c)) = chars.peek() {
+            if c == '\\' {
+                chars.next();
+                chars.next();
+                continue;
+            }
+            if quoted && c == '\'' {
+                chars.next();
+                value_end = i + 1;
+                break;
+            }
+            if !quoted && c.is_whitespace() {
+                value_end = i;
+                break;
+            }
+            chars.next();
+        }
+        if keyword == "password" {
+            out.push_str("***");
+        } else {
+            out.push_str(&s[value_start..value_end]);
+        }
+    }
+    out
 }
 
 /// A URL's path, query and fragment (`/db?user=u&password=p#f`) with the value of every
@@ -560,6 +631,35 @@ mod tests {
             redact_password("redis://127.0.0.1:6379/"),
             "redis://127.0.0.1:6379/"
         );
+        // Key=value strings as libpq reads them (final new-user trial: a quoted password with a
+        // space showed its second half, one with spaces around '=' showed whole).
+        assert_eq!(
+            redact_password("host=127.0.0.1 port=1 user=u password='top secret' dbname=d"),
+            "host=127.0.0.1 port=1 user=u password=*** dbname=d"
+        );
+        assert_eq!(
+            redact_password("host=127.0.0.1 user=u password = topsecret dbname=d"),
+            "host=127.0.0.1 user=u password = *** dbname=d"
+        );
+        assert_eq!(
+            redact_password("password='sec ret' bogus=1"),
+            "password=*** bogus=1"
+        );
+        assert_eq!(
+            redact_password(r"user='a b' password='it\'s \\ x' dbname=d"),
+            r"user='a b' password=*** dbname=d"
+        );
+        assert_eq!(
+            redact_password(r"password=un\ quoted host=h"),
+            "password=*** host=h"
+        );
+        // An unterminated quote: the rest is the password.
+        assert_eq!(
+            redact_password("host=h password='no end dbname=d"),
+            "host=h password=***"
+        );
+        assert_eq!(redact_password("password="), "password=***");
+        assert_eq!(redact_password("host=h  dbname=d"), "host=h  dbname=d");
         // Query parameters (new-user trial: these were printed in clear).
         assert_eq!(
             redact_password(
