@@ -333,7 +333,7 @@ struct RunArgs {
     guarantee: String,
     /// Comma-separated faults, e.g. `acker-crash*2,message-loss~0.5/s,bolt-crash@1s:0` (`none`
     /// or leaving it out: no fault; an empty item, as in `,` or `bolt-crash,`, is refused).
-    #[arg(long, default_value = "", value_parser = fault_list)]
+    #[arg(long, default_value = "none", value_parser = fault_list)]
     faults: String,
     /// Write the text trace (one line per send, drop, fault, restart) to this file.
     #[arg(long, value_name = "FILE")]
