@@ -892,11 +892,7 @@ impl Core<'_> {
     fn deliver_tuple_in_place(&mut self, dest: TaskId, tuple: &mut Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
         self.executors[idx].handle_tuple_in_place(tuple, now_ns, &mut self.outbox);
-        if !(self.outbox.no_tuples() && self.outbox.is_empty()) {
-            self.route_bolt_outbox();
-        } else if !self.outbox.acker_messages().is_empty() {
-            self.route_bolt_acker_messages();
-        }
+        self.route_after_bolt();
     }
 
     /// Hands `tuple` to task `dest` (a bolt), then routes what it sent, if anything is to be
@@ -905,8 +901,15 @@ impl Core<'_> {
     fn deliver_tuple(&mut self, dest: TaskId, tuple: Tuple, now_ns: u64) {
         let (_, idx) = self.where_is[dest as usize];
         self.executors[idx].handle_tuple(tuple, now_ns, &mut self.outbox);
-        // Only a bolt handles a tuple, and a bolt sends no notice: two of the three lists to
-        // look at (the notices are checked wherever an acker runs).
+        self.route_after_bolt();
+    }
+
+    /// Routes what a bolt's call sent, if anything: the whole route for tuples or envelopes,
+    /// the acker batches alone for acker messages only. Only a bolt handles a tuple, and a bolt
+    /// sends no notice: two of the three lists to look at (the notices are checked wherever an
+    /// acker runs).
+    #[inline(always)]
+    fn route_after_bolt(&mut self) {
         if !(self.outbox.no_tuples() && self.outbox.is_empty()) {
             self.route_bolt_outbox();
         } else if !self.outbox.acker_messages().is_empty() {

@@ -102,17 +102,19 @@ fn faults_line(fired: &[Fault]) -> String {
 /// option out, says "no fault") and an empty item (`,`, `bolt-crash,`) by the option's name (each
 /// item is parsed later, against the run's topology).
 fn fault_list(s: &str) -> Result<String, String> {
-    if s.trim().is_empty() {
-        return Err("is empty (for no fault, give `none` or leave the option out)".to_string());
-    }
-    list_items(s)?;
-    Ok(s.to_string())
+    non_empty_list(s, "for no fault, give `none` or leave the option out")
 }
 
 /// clap value parser for `--cells`: refuses an empty value or item, as [`fault_list`].
 fn cell_list(s: &str) -> Result<String, String> {
+    non_empty_list(s, "leave the option out for every cell")
+}
+
+/// A comma-separated option value with at least one item and no empty one ([`list_items`]);
+/// `instead` says what to do for none.
+fn non_empty_list(s: &str, instead: &str) -> Result<String, String> {
     if s.trim().is_empty() {
-        return Err("is empty (leave the option out for every cell)".to_string());
+        return Err(format!("is empty ({instead})"));
     }
     list_items(s)?;
     Ok(s.to_string())
