@@ -108,6 +108,11 @@ pub struct Completed<M> {
     pub complete_latency_ns: u64,
 }
 
+/// Slots of at least this many bytes in all make a [`SpoutPending`] read ahead (see
+/// [`SpoutPending::reads_ahead`]): 1 MiB, the L2 cache of one core of the benchmark machine, as
+/// for the acker table's `apply_batch` ([`crate::table::BATCH_READ_AHEAD_MIN_SLOTS`]).
+pub const READ_AHEAD_MIN_BYTES: usize = 1 << 20;
+
 /// The spout side of the mechanism for one spout task (see the [module docs](self)).
 ///
 /// `M` is the user's message id type; `S` the slot storage (`Vec<PendingSlot<M>>`,
@@ -120,6 +125,14 @@ pub struct SpoutPending<M, S> {
     config: SpoutConfig,
     clock_epoch: u64,
     ids: IdGenerator,
+    /// The root id the next tracked emit tries first (0: none drawn yet). Drawn at the end of
+    /// the previous emit, so that its home slot was asked for then (a cache miss out of the
+    /// way in a set larger than the caches); the ids drawn, and their order, are the same as
+    /// drawing it at the emit.
+    next_root: RootId,
+    /// Whether the slots take at least [`READ_AHEAD_MIN_BYTES`]: then emits prefetch the next
+    /// root's home slot (see [`reads_ahead`](Self::reads_ahead)).
+    reads_ahead: bool,
     ignored: u64,
     timed_out: u64,
     _msg: core::marker::PhantomData<M>,
@@ -148,6 +161,9 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
             config,
             clock_epoch: 0,
             ids: IdGenerator::from_seed(config.seed),
+            next_root: 0,
+            reads_ahead: n.saturating_mul(core::mem::size_of::<PendingSlot<M>>())
+                >= READ_AHEAD_MIN_BYTES,
             ignored: 0,
             timed_out: 0,
             _msg: core::marker::PhantomData,
@@ -217,7 +233,10 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
         }
         // One probe per drawn id: where it ends on a free slot, the new entry goes there.
         let (root, free) = loop {
-            let r = self.ids.next_id();
+            let r = match core::mem::take(&mut self.next_root) {
+                0 => self.ids.next_id(),
+                drawn => drawn,
+            };
             match self.probe(r) {
                 Probe::Free(i) => break (r, i),
                 Probe::Found(_) => continue,
@@ -239,6 +258,13 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
         };
         self.slots.as_mut()[free].0 = Some(entry);
         self.len += 1;
+        // The next emit's root, drawn now (the next id of the same sequence) and its home slot
+        // asked for: by the next emit it has arrived.
+        let next = self.ids.next_id();
+        self.next_root = next;
+        if self.reads_ahead {
+            self.warm(self.home(next));
+        }
         Ok(SpoutEmit::Tracked {
             root,
             init: AckerMessage::Init {
@@ -247,6 +273,25 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
                 spout_task: self.config.spout_task,
             },
         })
+    }
+
+    /// Whether the slots take at least [`READ_AHEAD_MIN_BYTES`] (more than a core's L2 cache):
+    /// then each emit asks for the next emit's home slot ahead of time, and a caller handling a
+    /// batch of notices gains from [`prefetch`](Self::prefetch); below, everything stays in the
+    /// cache and prefetching only costs instructions.
+    #[inline]
+    pub fn reads_ahead(&self) -> bool {
+        self.reads_ahead
+    }
+
+    /// Asks the CPU to bring `root`'s home slot (where [`completed`](Self::completed),
+    /// [`failed`](Self::failed) and [`reset`](Self::reset) start looking) into its cache: for a
+    /// spout that handles a batch of notices and wants their cache misses, in a set larger than
+    /// the caches, to overlap; call it a few notices ahead. A hint only: nothing changes, and
+    /// off x86_64 it does nothing.
+    #[inline]
+    pub fn prefetch(&self, root: RootId) {
+        self.warm(self.home(root));
     }
 
     /// The acker's `Completed { root }` at `now_ns`: the message id to `ack` and the complete
@@ -322,6 +367,15 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
             Some(t) => now_ns / t,
             None => 0,
         }
+    }
+
+    /// Asks for slot `i`'s cache line (see [`crate::table`]'s `prefetch`); a no-op off x86_64.
+    #[inline(always)]
+    fn warm(&self, i: usize) {
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        crate::table::prefetch(self.slots.as_ref(), i, 1);
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        let _ = i;
     }
 
     fn cap(&self) -> usize {

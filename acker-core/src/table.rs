@@ -574,6 +574,21 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         warm(slots, b1 * BUCKET) ^ warm(slots, b2 * BUCKET)
     }
 
+    /// Asks the CPU to bring both buckets of `root` (where an ack or an init for it reads) into
+    /// its cache: for an engine that applies its messages one at a time with
+    /// [`apply`](Self::apply) (say, because it must act on each decision before the next
+    /// message) and wants the cache misses of a table larger than its caches to overlap, as
+    /// [`apply_batch`](Self::apply_batch) does itself: call it for the message a few places
+    /// ahead of the one being applied (the runtime's acker executor uses
+    /// [`BATCH_LOOKAHEAD`] places in tables of at least [`BATCH_READ_AHEAD_MIN_SLOTS`] slots).
+    /// A hint only: nothing is read into the program and the table does not change (on
+    /// architectures without a prefetch instruction it reads the two buckets' first slots).
+    /// Costs one hash (about 8 instructions) on top of `apply`'s own.
+    #[inline]
+    pub fn prefetch(&self, root: RootId) {
+        core::hint::black_box(self.warm_buckets(buckets_of(root, self.buckets)));
+    }
+
     /// The slots of `root`'s first bucket (where most roots are): for an embedding engine that
     /// runs its own batching and wants to prefetch them a few messages before calling
     /// [`apply`](Self::apply) on a table larger than its caches. The fast paths of an ack and an

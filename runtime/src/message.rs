@@ -231,6 +231,16 @@ pub enum Notice {
     },
 }
 
+impl Notice {
+    /// The root id the notice is about.
+    #[inline]
+    pub fn root(&self) -> RootId {
+        match *self {
+            Notice::Completed { root } | Notice::Failed { root } | Notice::Reset { root } => root,
+        }
+    }
+}
+
 /// One message into an executor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Message {

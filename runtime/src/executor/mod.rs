@@ -68,6 +68,12 @@ use crate::park::ParkQueue;
 use crate::topology::{Placement, Plan, TaskKind};
 use router::{splitmix64, AckerRoute, FastRoute, RouteState, Router, StreamFast};
 
+/// How many notices ahead a spout handling a run of notices asks for the pending slot of (when
+/// its pending set reads ahead, [`acker_core::SpoutPending::reads_ahead`]), so that their cache
+/// misses overlap: the same distance as the acker table's batches
+/// ([`acker_core::table::BATCH_LOOKAHEAD`]).
+const NOTICE_LOOKAHEAD: usize = acker_core::table::BATCH_LOOKAHEAD;
+
 /// A fresh histogram for complete latencies in ns (1 ns to 1 hour, 3 significant figures).
 pub fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
@@ -206,6 +212,17 @@ impl Executor {
     #[inline(always)]
     pub(crate) fn handle_notices(&mut self, ns: &[(acker_core::TaskId, Notice)], now_ns: u64) {
         match self {
+            Executor::Spout(e) if e.state.pending.reads_ahead() => {
+                for (_, n) in ns.iter().take(NOTICE_LOOKAHEAD) {
+                    e.state.pending.prefetch(n.root());
+                }
+                for (i, &(_, n)) in ns.iter().enumerate() {
+                    if let Some((_, ahead)) = ns.get(i + NOTICE_LOOKAHEAD) {
+                        e.state.pending.prefetch(ahead.root());
+                    }
+                    e.notice_inlined(n, now_ns);
+                }
+            }
             Executor::Spout(e) => {
                 for &(_, n) in ns {
                     e.notice_inlined(n, now_ns);
@@ -222,6 +239,17 @@ impl Executor {
     #[inline(always)]
     pub(crate) fn handle_notice_batch(&mut self, ns: &[Notice], now_ns: u64) {
         match self {
+            Executor::Spout(e) if e.state.pending.reads_ahead() => {
+                for n in ns.iter().take(NOTICE_LOOKAHEAD) {
+                    e.state.pending.prefetch(n.root());
+                }
+                for (i, &n) in ns.iter().enumerate() {
+                    if let Some(ahead) = ns.get(i + NOTICE_LOOKAHEAD) {
+                        e.state.pending.prefetch(ahead.root());
+                    }
+                    e.notice_inlined(n, now_ns);
+                }
+            }
             Executor::Spout(e) => {
                 for &n in ns {
                     e.notice_inlined(n, now_ns);
@@ -631,10 +659,12 @@ mod tests {
     /// batch from another thread) do what `handle_notice` does for each notice in turn: a spout
     /// acks every completed root once, in the notices' order (the unknown root and the repeated
     /// one ignored and counted), with the same latencies; a bolt or an acker counts them ignored.
+    /// Both with a pending set that stays in the cache (max spout pending 32) and with one that
+    /// reads ahead (the default 16384), over a run three times the read-ahead distance.
     #[test]
     fn a_run_of_notices_is_handled_as_the_notices_one_by_one() {
         // 0: one by one; 1: `handle_notices`; 2: `handle_notice_batch`.
-        let run = |how: u8| {
+        let run = |how: u8, max_spout_pending: Option<usize>| {
             let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
             let l2 = log.clone();
             let mut b = TopologyBuilder::new();
@@ -642,12 +672,20 @@ mod tests {
                 .output_fields(&["n"]);
             b.set_basic_bolt("bolt", || crate::bolts::NullBolt, 1)
                 .shuffle_grouping("spout");
-            let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+            let config = Config {
+                max_spout_pending,
+                ..Config::default()
+            };
+            let plan = b.build().unwrap().plan(&config).unwrap();
             let placement = Placement::single(plan.tasks().len());
             let mut spout = plan.build_executor(0, &placement).unwrap();
+            let Executor::Spout(e) = &spout else {
+                panic!("task 0 is no spout")
+            };
+            assert_eq!(e.state.pending.reads_ahead(), max_spout_pending.is_none());
             let mut out = Outbox::new();
             let mut roots = Vec::new();
-            for now in 0..5 {
+            for now in 0..24 {
                 assert!(spout.next_tuple(now, &mut out));
                 for e in out.drain() {
                     if let Message::Acker(AckerMessage::Init { root, .. }) = e.message {
@@ -655,7 +693,12 @@ mod tests {
                     }
                 }
             }
-            let mut ns: Vec<(TaskId, Notice)> = [3, 0, 4, 3, 1]
+            // Tuples 3, 0, 4, then 3 again (ignored), then 23 down to 5 and 1, an unknown root
+            // (ignored) third; 2 stays pending.
+            let mut order = vec![3, 0, 4, 3];
+            order.extend((5..24).rev());
+            order.push(1);
+            let mut ns: Vec<(TaskId, Notice)> = order
                 .iter()
                 .map(|&i| (0, Notice::Completed { root: roots[i] }))
                 .collect();
@@ -677,13 +720,19 @@ mod tests {
             let acked = log.lock().unwrap().clone();
             (acked, c.acked, c.ignored, h.len(), h.mean())
         };
-        let one_by_one = run(0);
-        assert_eq!(
-            (&one_by_one.0[..], one_by_one.1, one_by_one.2, one_by_one.3),
-            (&[3, 0, 4, 1][..], 4, 2, 4)
-        );
-        assert_eq!(run(1), one_by_one);
-        assert_eq!(run(2), one_by_one);
+        let mut want_acked = vec![3, 0, 4];
+        want_acked.extend((5..24).rev());
+        want_acked.push(1);
+        for max_spout_pending in [Some(32), None] {
+            let one_by_one = run(0, max_spout_pending);
+            assert_eq!(
+                (&one_by_one.0[..], one_by_one.1, one_by_one.2, one_by_one.3),
+                (&want_acked[..], 23, 2, 23),
+                "{max_spout_pending:?}"
+            );
+            assert_eq!(run(1, max_spout_pending), one_by_one);
+            assert_eq!(run(2, max_spout_pending), one_by_one);
+        }
         let mut acker = small_acker();
         acker.handle_notices(&[(9, Notice::Completed { root: 1 }); 3], 0);
         assert_eq!(acker.counters().ignored, 3);
@@ -769,5 +818,83 @@ mod tests {
             (c1.acked, c1.parked, c1.executed),
             (c2.acked, c2.parked, c2.executed)
         );
+    }
+
+    /// In a table large enough to read ahead (`BATCH_READ_AHEAD_MIN_SLOTS` slots or more), a
+    /// batch of many more messages than the read-ahead distance is applied as the messages one
+    /// by one: every message once, in order. 24 roots, each init, an ack that leaves it pending
+    /// and the completing ack, interleaved so that roots complete in the batch's first, middle
+    /// and last `BATCH_LOOKAHEAD` messages; plus a stray ack (an orphan, no decision).
+    #[test]
+    fn a_batch_that_reads_ahead_is_applied_as_the_messages_one_by_one() {
+        use acker_core::table::{BATCH_LOOKAHEAD, BATCH_READ_AHEAD_MIN_SLOTS};
+        let large_acker = || {
+            let mut b = TopologyBuilder::new();
+            b.set_spout("spout", || Idle, 1).output_fields(&["n"]);
+            let plan = b
+                .build()
+                .unwrap()
+                .plan(&Config {
+                    acker_capacity_roots: Some(BATCH_READ_AHEAD_MIN_SLOTS),
+                    ..Config::default()
+                })
+                .unwrap();
+            let task = plan.acker_tasks().start;
+            let e = plan
+                .build_executor(task, &Placement::single(plan.tasks().len()))
+                .unwrap();
+            let Executor::Acker(a) = &e else {
+                panic!("task {task} is no acker")
+            };
+            assert!(a.table.capacity() >= BATCH_READ_AHEAD_MIN_SLOTS);
+            e
+        };
+        let mut msgs = Vec::new();
+        let mut completes = Vec::new();
+        for root in 1..=24u64 {
+            let (a, b) = (root * 0x9e37_79b9, root << 40 | 7);
+            msgs.push(AckerMessage::Init {
+                root,
+                xor: a ^ b,
+                spout_task: 0,
+            });
+            msgs.push(AckerMessage::Ack { root, xor: a });
+            completes.push(AckerMessage::Ack { root, xor: b });
+        }
+        // Completions of roots 1..=8 first, the rest spread behind later inits.
+        let mut batch_msgs = Vec::new();
+        let (first, rest) = completes.split_at(BATCH_LOOKAHEAD);
+        batch_msgs.extend_from_slice(&msgs[..2 * BATCH_LOOKAHEAD]);
+        batch_msgs.extend_from_slice(first);
+        batch_msgs.push(AckerMessage::Ack {
+            root: 999,
+            xor: 0x55,
+        });
+        for (i, m) in msgs[2 * BATCH_LOOKAHEAD..].iter().enumerate() {
+            batch_msgs.push(*m);
+            if i % 2 == 1 {
+                batch_msgs.push(rest[i / 2]);
+            }
+        }
+        assert!(batch_msgs.len() > 4 * BATCH_LOOKAHEAD);
+        let (mut one, mut batch) = (large_acker(), large_acker());
+        let (mut out_one, mut out_batch) = (Outbox::new(), Outbox::new());
+        for &m in &batch_msgs {
+            one.handle_acker(m, &mut out_one);
+        }
+        batch.handle_acker_batch(&batch_msgs, &mut out_batch);
+        let completed: Vec<Envelope> = (1..=24u64)
+            .map(|root| Envelope {
+                dest: 0,
+                message: Message::Notice(Notice::Completed { root }),
+            })
+            .collect();
+        assert_eq!(out_one.as_slice(), &completed[..], "one by one");
+        assert_eq!(out_batch.as_slice(), &completed[..], "as one batch");
+        // The stray ack's orphan is the one root left.
+        assert_eq!((one.pending_roots(), batch.pending_roots()), (1, 1));
+        let (c1, c2) = (one.counters(), batch.counters());
+        assert_eq!((c2.acked, c2.executed, c2.parked), (24, 73, 0));
+        assert_eq!((c1.acked, c1.executed), (c2.acked, c2.executed));
     }
 }
