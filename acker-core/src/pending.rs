@@ -275,6 +275,15 @@ impl<M, S: AsRef<[PendingSlot<M>]> + AsMut<[PendingSlot<M>]>> SpoutPending<M, S>
         })
     }
 
+    /// The root id the next tracked emit tries first: drawn at the end of the last tracked emit
+    /// (`None` before the first). For an engine that keeps its own per-root state (an oracle's
+    /// set of every root, say) and wants to bring it into the cache before the emit. The next
+    /// emit uses it unless that root is pending already (then it draws again, as always).
+    #[inline]
+    pub fn upcoming_root(&self) -> Option<RootId> {
+        (self.next_root != 0).then_some(self.next_root)
+    }
+
     /// Whether the slots take at least [`READ_AHEAD_MIN_BYTES`] (more than a core's L2 cache):
     /// then each emit asks for the next emit's home slot ahead of time, and a caller handling a
     /// batch of notices gains from [`prefetch`](Self::prefetch); below, everything stays in the

@@ -1048,7 +1048,8 @@ fn unreachable_no_room() -> ! {
 }
 
 /// Asks the CPU to bring `items[start..start + n]` (clamped to `items`) into its cache: the first
-/// and last element's cache lines, enough for a run of at most two lines. A hint only; nothing
+/// and last element's cache lines (the first only, for `n` = 1), enough for a run of at most two
+/// lines. A hint only; nothing
 /// is read into the program. x86_64 only (elsewhere callers read a value instead).
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 #[inline(always)]
@@ -1068,10 +1069,25 @@ pub(crate) fn prefetch<T>(items: &[T], start: usize, n: usize) {
             #[allow(unsafe_code)]
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(p);
-                _mm_prefetch::<_MM_HINT_T0>(last);
+                if n > 1 {
+                    _mm_prefetch::<_MM_HINT_T0>(last);
+                }
             }
         }
     }
+}
+
+/// Asks the CPU to bring `items[i]`'s cache line into its cache: a hint only (nothing is read
+/// into the program, nothing changes; an index out of range is ignored; off x86_64 it does
+/// nothing). For an engine that keeps its own per-root state beside acker-core's and wants its
+/// cache misses out of the way ahead of time, as the simulator's oracle does for the root that
+/// [`SpoutPending::upcoming_root`](crate::SpoutPending::upcoming_root) names.
+#[inline(always)]
+pub fn prefetch_hint<T>(items: &[T], i: usize) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    prefetch(items, i, 1);
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = (items, i);
 }
 
 /// The loop of both tables' `apply_batch`: applies `messages` to `table` in order with `apply`,

@@ -2,7 +2,8 @@
 //! the next emit's root id and asks for its home slot. These tests check from outside that this
 //! changes nothing a caller sees: the ids come out of the seeded generator in the same order as
 //! when each emit drew its own root first (root, then one edge id per copy), whatever the set's
-//! size, through refusals at max spout pending and completions in between.
+//! size, through refusals at max spout pending and completions in between; and the root that
+//! `upcoming_root` names is the one the next emit hands out.
 
 use acker_core::pending::READ_AHEAD_MIN_BYTES;
 use acker_core::{IdGenerator, PendingSlot, SpoutConfig, SpoutEmit, SpoutPending};
@@ -35,8 +36,15 @@ fn ids_handed_out(
     let mut ids = Vec::new();
     let mut pending_roots = std::collections::VecDeque::new();
     let mut refused = 0;
+    assert_eq!(
+        p.upcoming_root(),
+        None,
+        "no root drawn before the first emit"
+    );
     for m in 0..emits {
         let mut edge = vec![0u64; copies];
+        let upcoming = p.upcoming_root();
+        assert_eq!(upcoming.is_some(), m > 0, "emit {m}");
         let root = match p.emit(Some(m), &mut edge, u64::from(m)) {
             Ok(SpoutEmit::Tracked { root, .. }) => root,
             Err(acker_core::PendingError::MaxSpoutPending { msg_id }) => {
@@ -51,6 +59,9 @@ fn ids_handed_out(
             }
             other => panic!("emit {m}: {other:?}"),
         };
+        if let Some(u) = upcoming {
+            assert_eq!(root, u, "emit {m}: the root named upcoming");
+        }
         pending_roots.push_back(root);
         ids.push(root);
         ids.extend_from_slice(&edge);

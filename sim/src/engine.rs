@@ -1685,6 +1685,12 @@ impl Engine {
         self.tasks[t].busy_until = now + self.tasks[t].service_ns;
         self.after_step(task, out);
         if kind == TaskKind::Spout {
+            // The spout's next root, already drawn: its slot in the set of initialized roots
+            // (a miss in a set of every root of the run) is asked for now, ready by the next
+            // emit's init. Only a cache hint: nothing observable changes.
+            if let Some(root) = self.tasks[t].exec.as_ref().and_then(|e| e.upcoming_root()) {
+                self.inited_roots.prefetch(root);
+            }
             // After the step's messages left: offset-triggered faults strike after the emit.
             self.observe_spout(task, out);
         }

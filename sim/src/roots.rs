@@ -57,6 +57,16 @@ impl RootSet {
         }
     }
 
+    /// Asks the CPU for the slot where [`insert`](Self::insert) of `id` starts probing (a hint:
+    /// the set does not change). The set holds every root of a run (16 MB at 1M tuples), so an
+    /// insert's probe misses every cache unless asked for ahead of time.
+    #[inline]
+    pub(crate) fn prefetch(&self, id: u64) {
+        let mask = self.slots.len() - 1;
+        let i = (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
+        acker_core::table::prefetch_hint(&self.slots, i & mask);
+    }
+
     #[cold]
     #[inline(never)]
     fn grow(&mut self) {
@@ -88,6 +98,8 @@ mod tests {
             } else {
                 rng::below(&mut r, u64::MAX)
             };
+            // A hint before every insert, as the engine gives one: the set must not change.
+            set.prefetch(id);
             assert_eq!(set.insert(id), reference.insert(id), "id {id}");
         }
         assert_eq!(set.len + usize::from(set.has_zero), reference.len());

@@ -281,6 +281,17 @@ impl Executor {
         }
     }
 
+    /// For a spout: the root id its next tracked emit tries first
+    /// ([`SpoutPending::upcoming_root`]); `None` before its first tracked emit and for bolts and
+    /// ackers. For a shell that keeps its own per-root state and prefetches it.
+    #[inline]
+    pub fn upcoming_root(&self) -> Option<acker_core::RootId> {
+        match self {
+            Executor::Spout(e) => e.state.pending.upcoming_root(),
+            _ => None,
+        }
+    }
+
     /// Whether this is a spout below max spout pending (so `next_tuple` would be called).
     pub fn can_emit(&self) -> bool {
         match self {
