@@ -345,7 +345,10 @@ struct RunArgs {
     check_determinism: bool,
     /// The topology shape (experiment, join, all-grouping, fields-chain, ackers, combined; see
     /// `acker_sim::shapes`). Shapes other than the experiment are at-least-once user topologies
-    /// of their own sizes: --guarantee and the size and timing options do not apply to them.
+    /// of their own sizes and timings: they take --seed, --faults, --fault-until, --trace,
+    /// --check-determinism and --planted-bug; any other option given with one is refused (--tuples,
+    /// --restart-delay, --source-model, ...), and --guarantee other than at-least-once draws a
+    /// warning.
     #[arg(long, default_value = "experiment")]
     shape: String,
     #[command(flatten)]
@@ -361,7 +364,8 @@ struct SearchArgs {
     /// The first seed.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
     first_seed: u64,
-    /// Pick a random subset of fault kinds with random weights per seed, and a topology shape
+    /// Pick a random subset of fault kinds with random weights per seed (so not with --faults),
+    /// and a topology shape
     /// (the experiment, or one of `acker_sim::shapes`' at-least-once topologies, which draw
     /// their faults at 30 × --rate: their input is 40 or 80 keys) unless --guarantee names
     /// at-most-once or exactly-once (then every seed runs the experiment).
@@ -370,10 +374,10 @@ struct SearchArgs {
     /// Fix the guarantee (default: the three in turn by seed).
     #[arg(long)]
     guarantee: Option<String>,
-    /// Faults of every seed without --swarm, comma-separated as `run --faults` takes them (an
-    /// empty item is refused; default: every kind but the outages, at 0.5 to 1 per thousand
-    /// tuples).
-    #[arg(long, value_parser = fault_list)]
+    /// Faults of every seed, comma-separated as `run --faults` takes them (an empty item is
+    /// refused; default: every kind but the outages, at 0.5 to 1 per thousand tuples). Not with
+    /// --swarm, which draws each seed's fault kinds and rates itself (refused, not ignored).
+    #[arg(long, value_parser = fault_list, conflicts_with = "swarm")]
     faults: Option<String>,
     /// Swarm mode's base rate, in faults per thousand tuples (only with --swarm).
     #[arg(
@@ -393,11 +397,50 @@ struct SearchArgs {
     sim: SimArgs,
 }
 
+/// The options of `run` a user-topology shape takes: the rest size and time the experiment's
+/// topology, and a shape has its own (its `--help` says so).
+const SHAPE_OPTIONS: [&str; 8] = [
+    "seed",
+    "guarantee",
+    "faults",
+    "trace",
+    "check_determinism",
+    "shape",
+    "fault_until",
+    "planted_bug",
+];
+
+/// The `--long` names of the options given on the command line (not by default) in `matches`
+/// that a shape does not take (not in [`SHAPE_OPTIONS`]), in `command`'s order.
+fn options_a_shape_ignores(command: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
+    command
+        .get_arguments()
+        .filter(|a| !SHAPE_OPTIONS.contains(&a.get_id().as_str()))
+        .filter(|a| {
+            matches.value_source(a.get_id().as_str())
+                == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let r = match cli.command {
         Command::Experiment(a) => cmd_experiment(a),
-        Command::Run(a) => cmd_run(a),
+        Command::Run(a) => {
+            let given = match (command.find_subcommand("run"), matches.subcommand()) {
+                (Some(run), Some(("run", m))) => options_a_shape_ignores(run, m),
+                _ => Vec::new(),
+            };
+            cmd_run(a, &given)
+        }
         Command::Search(a) => cmd_search(a),
         #[cfg(feature = "real")]
         Command::Worker(a) => match acker_sim::real::worker::run(&a) {
@@ -562,13 +605,26 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     Ok(experiment::exit_status(&relations))
 }
 
-fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
+/// `acker-sim run`; `given`: the options on the command line that a shape does not take
+/// ([`options_a_shape_ignores`]).
+fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let g: Guarantee = a
         .guarantee
         .parse()
         .map_err(|e: acker_sim::ScenarioError| e.to_string())?;
     let shape: Shape = a.shape.parse::<Shape>()?;
     if shape != Shape::Experiment {
+        if !given.is_empty() {
+            // Refused, not ignored (new-user trial: `--shape join --tuples 5` ran the shape's
+            // own 40 keys and said nothing).
+            return Err(CliError::Usage(format!(
+                "--shape {} runs a topology of its own sizes and timings, so it does not take {} \
+                 (a shape takes --seed, --faults, --fault-until, --trace, --check-determinism \
+                 and --planted-bug)",
+                a.shape,
+                given.join(", ")
+            )));
+        }
         if g != Guarantee::AtLeastOnce {
             // Said, not refused: a search's replay line for a shape seed names the guarantee too.
             eprintln!(

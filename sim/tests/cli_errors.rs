@@ -654,3 +654,98 @@ fn experiment_s_crashed_bolt_comes_back_within_the_run() {
         "{out}"
     );
 }
+
+#[test]
+fn swarm_refuses_faults_naming_both_options() {
+    // Swarm mode draws each seed's faults itself: a --faults list would be ignored (new-user
+    // trial), so the pair is refused before any seed runs.
+    let o = bin()
+        .args([
+            "search",
+            "--swarm",
+            "--seeds",
+            "3",
+            "--faults",
+            "acker-crash*1",
+        ])
+        .output()
+        .expect("run acker-sim");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: the argument '--swarm' cannot be used with '--faults <FAULTS>'"),
+        "{err}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // Each alone still runs.
+    assert!(
+        run_ok(&["search", "--seeds", "2", "--faults", "acker-crash*1"])
+            .ends_with("searched 2 seeds: 0 violating\n")
+    );
+    assert!(run_ok(&["search", "--seeds", "2", "--swarm"])
+        .ends_with("searched 2 seeds (swarm): 0 violating\n"));
+    let help = run_ok(&["search", "--help"]);
+    assert!(
+        help.contains("Not with --swarm, which draws each seed's fault kinds"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_shape_refuses_the_options_it_does_not_take() {
+    for (extra, named) in [
+        (&["--tuples", "5"][..], "--tuples"),
+        (&["--restart-delay", "2s"][..], "--restart-delay"),
+        (&["--source-model", "redis"][..], "--source-model"),
+        (&["--ackers", "1", "--bolts", "2"][..], "--ackers, --bolts"),
+    ] {
+        let mut args = vec!["run", "--shape", "join", "--seed", "1"];
+        args.extend_from_slice(extra);
+        assert_usage_error(
+            &args,
+            &format!(
+                "acker-sim: error: --shape join runs a topology of its own sizes and timings, so \
+                 it does not take {named} (a shape takes --seed, --faults, --fault-until, \
+                 --trace, --check-determinism and --planted-bug)\n"
+            ),
+        );
+    }
+    // The options a shape takes still run it, and the experiment shape takes every option.
+    let out = run_ok(&[
+        "run",
+        "--shape",
+        "join",
+        "--seed",
+        "1",
+        "--fault-until",
+        "1s",
+        "--faults",
+        "none",
+    ]);
+    assert_eq!(
+        out.lines().next(),
+        Some("seed 1 (shape join, at-least-once)")
+    );
+    let out = run_ok(&[
+        "run",
+        "--shape",
+        "experiment",
+        "--seed",
+        "1",
+        "--tuples",
+        "50",
+    ]);
+    assert_eq!(
+        line(&out, "input "),
+        "50  distinct 50  lost 0  duplicates 0  absorbed 0"
+    );
+    let help = run_ok(&["run", "--help"]);
+    assert!(
+        help.contains("any other option given with one is refused"),
+        "{help}"
+    );
+}
