@@ -300,7 +300,7 @@ struct ExperimentArgs {
     #[arg(long)]
     json: bool,
     /// Also draw loss and duplicates against injected faults into this SVG file (with `--real`:
-    /// measured against predicted).
+    /// measured against predicted; `-` is refused: stdout carries the table).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<std::path::PathBuf>,
     /// Run each cell on a private redis-server and PostgreSQL with real processes and crashes,
@@ -337,7 +337,10 @@ struct RunArgs {
     /// or leaving it out: no fault; an empty item, as in `,` or `bolt-crash,`, is refused).
     #[arg(long, default_value = "none", value_parser = fault_list)]
     faults: String,
-    /// Write the text trace (one line per send, drop, fault, restart) to this file.
+    /// Write the text trace (one line per send, drop, fault, restart) to this file; `-` writes
+    /// it to standard output, and the report (verdict, trace hash, ...) then goes to standard
+    /// error, so that stdout holds the trace alone. A trace that cannot be written ends the run
+    /// with exit status 2 and a message naming the file.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
     /// Run twice and fail unless both trace hashes are equal.
@@ -519,6 +522,15 @@ fn thread_cpu_ns() -> Option<u64> {
 /// plot overwrites at the end.
 fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
     if let Some(path) = plot {
+        if path == std::path::Path::new("-") {
+            // Not a file named `-` (new-user trial: `--trace -` made one), and not stdout,
+            // which carries the table or the JSON.
+            return Err(CliError::Usage(
+                "--plot - is not taken: the plot is an SVG file and standard output carries the \
+                 table (or the JSON); give the file's path"
+                    .to_string(),
+            ));
+        }
         std::fs::File::create(path)
             .map_err(|e| format!("cannot write --plot {}: {e}", path.display()))?;
     }
@@ -605,6 +617,47 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     Ok(experiment::exit_status(&relations))
 }
 
+/// Whether `--trace` names standard output (`-`).
+fn trace_to_stdout(trace: Option<&std::path::Path>) -> bool {
+    trace == Some(std::path::Path::new("-"))
+}
+
+/// The writer of `run --trace`: standard output for `-`, else the file, created (or emptied)
+/// here; `None` without `--trace`.
+fn open_trace(trace: Option<&std::path::Path>) -> Result<Option<Box<dyn Write>>, CliError> {
+    let Some(p) = trace else {
+        return Ok(None);
+    };
+    if trace_to_stdout(trace) {
+        return Ok(Some(Box::new(io::BufWriter::new(io::stdout()))));
+    }
+    let f = std::fs::File::create(p)
+        .map_err(|e| format!("cannot create --trace file {}: {e}", p.display()))?;
+    Ok(Some(Box::new(io::BufWriter::new(f))))
+}
+
+/// A failed run as a [`CliError`]; a trace that could not be written names its file (or is a
+/// stdout error for `--trace -`, so a closed pipe ends the command quietly).
+fn run_error(e: RunError, trace: Option<&std::path::Path>) -> CliError {
+    match (e, trace) {
+        (RunError::Io(e), _) if trace_to_stdout(trace) => CliError::Stdout(e),
+        (RunError::Io(e), Some(p)) => {
+            format!("cannot write --trace file {}: {e}", p.display()).into()
+        }
+        (e, _) => e.to_string().into(),
+    }
+}
+
+/// Where `run` writes its report: standard output, or standard error when the trace goes to
+/// standard output (`--trace -`), so that stdout holds the trace alone.
+fn report_out(trace: Option<&std::path::Path>) -> Box<dyn Write> {
+    if trace_to_stdout(trace) {
+        Box::new(io::stderr().lock())
+    } else {
+        Box::new(io::stdout().lock())
+    }
+}
+
 /// `acker-sim run`; `given`: the options on the command line that a shape does not take
 /// ([`options_a_shape_ignores`]).
 fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
@@ -644,24 +697,15 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let specs = fault::parse_specs(&a.faults).map_err(|e| e.to_string())?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
         .map_err(|e| e.to_string())?;
-    let open_trace = || -> Result<Option<Box<dyn std::io::Write>>, String> {
-        match &a.trace {
-            Some(p) => {
-                let f = std::fs::File::create(p)
-                    .map_err(|e| format!("cannot create trace file {}: {e}", p.display()))?;
-                Ok(Some(Box::new(std::io::BufWriter::new(f))))
-            }
-            None => Ok(None),
-        }
-    };
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
-    let (o, world) = Sim::run_world(sc.clone(), open_trace()?).map_err(|e| e.to_string())?;
+    let (o, world) = Sim::run_world(sc.clone(), open_trace(a.trace.as_deref())?)
+        .map_err(|e| run_error(e, a.trace.as_deref()))?;
     let wall = start.elapsed().as_secs_f64();
     let cpu = cpu_start
         .zip(thread_cpu_ns())
         .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
-    let mut out = io::stdout().lock();
+    let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
     write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns)?;
@@ -795,14 +839,12 @@ fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
         Ok(sim)
     };
     let mut sim = build()?;
-    if let Some(p) = &a.trace {
-        let f = std::fs::File::create(p)
-            .map_err(|e| format!("cannot create trace file {}: {e}", p.display()))?;
-        sim.trace_to(Box::new(std::io::BufWriter::new(f)));
+    if let Some(w) = open_trace(a.trace.as_deref())? {
+        sim.trace_to(w);
     }
     let scheduled = sim.options().faults.clone();
-    let o = sim.run().map_err(|e| e.to_string())?;
-    let mut out = io::stdout().lock();
+    let o = sim.run().map_err(|e| run_error(e, a.trace.as_deref()))?;
+    let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} (shape {shape}, at-least-once)", a.seed)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
     write_fault_notes(&mut out, &a.faults, &scheduled, &o.fired, o.end_ns)?;

@@ -749,3 +749,83 @@ fn a_shape_refuses_the_options_it_does_not_take() {
         "{help}"
     );
 }
+
+#[test]
+fn trace_dash_is_stdout_and_the_report_goes_to_stderr() {
+    let dir = std::env::temp_dir().join(format!("acker-sim-trace-dash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("trace.txt");
+    let o = bin()
+        .current_dir(&dir)
+        .args(["run", "--seed", "1", "--trace", "-"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // No file named `-`; stdout is the trace, line for line the file's.
+    assert!(!dir.join("-").exists(), "--trace - made a file named -");
+    let to_file = bin()
+        .current_dir(&dir)
+        .args(["run", "--seed", "1", "--trace", "trace.txt"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(to_file.status.code(), Some(0), "{}", stderr(&to_file));
+    let trace = std::fs::read_to_string(&file).expect("trace file");
+    assert_eq!(trace.lines().count(), 6000);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), trace);
+    // The report, on stderr, is the one a file trace prints on stdout.
+    let report = String::from_utf8_lossy(&to_file.stdout).into_owned();
+    assert!(report.starts_with("seed 1 (at-least-once)\n"), "{report}");
+    let on_stderr: String = stderr(&o)
+        .lines()
+        .filter(|l| !l.starts_with("acker-sim: wall "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(on_stderr, report);
+    // Also for a shape.
+    let o = bin()
+        .current_dir(&dir)
+        .args(["run", "--shape", "join", "--seed", "1", "--trace", "-"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !dir.join("-").exists(),
+        "--shape join --trace - made a file named -"
+    );
+    assert!(
+        stderr(&o).starts_with("seed 1 (shape join, at-least-once)\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!o.stdout.is_empty());
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("verdict"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_output_file_that_cannot_be_written_is_named() {
+    assert_usage_error(
+        &["run", "--seed", "1", "--trace", "/dev/full"],
+        "acker-sim: error: cannot write --trace file /dev/full: No space left on device",
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "join",
+            "--seed",
+            "1",
+            "--trace",
+            "/dev/full",
+        ],
+        "acker-sim: error: cannot write --trace file /dev/full: No space left on device",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--trace", "/nonexistent-dir/t.txt"],
+        "acker-sim: error: cannot create --trace file /nonexistent-dir/t.txt: No such file",
+    );
+    assert_usage_error(
+        &["experiment", "--plot", "-"],
+        "acker-sim: error: --plot - is not taken: the plot is an SVG file",
+    );
+}
