@@ -360,8 +360,10 @@ struct RunArgs {
 
 #[derive(Args)]
 struct SearchArgs {
-    /// How many seeds to run (required, except with `--planted-bug list`).
-    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>,
+    /// How many seeds to run, 1 to 10000000 (required, except with `--planted-bug list`). A seed
+    /// of the default 1000 tuples takes about 2.5 ms (more with faults to shrink), so the
+    /// largest search runs for hours: split a larger one with --first-seed.
+    #[arg(long, allow_negative_numbers = true, value_parser = seed_count,
           required_unless_present = "planted_bug", default_value_t = 1, hide_default_value = true)]
     seeds: u64,
     /// The first seed.
@@ -396,8 +398,70 @@ struct SearchArgs {
     /// Print each seed's replay command without running it.
     #[arg(long)]
     list: bool,
+    /// Write a progress line to stderr at this interval (e.g. 30s): seeds done of --seeds,
+    /// violating seeds, elapsed time and an estimate of the time left. Without it, a progress
+    /// bar is drawn on stderr only when stderr is a terminal. Either way stdout is unchanged.
+    #[arg(long, value_name = "INTERVAL", allow_hyphen_values = true, value_parser = positive_duration)]
+    progress_every: Option<u64>,
     #[command(flatten)]
     sim: SimArgs,
+}
+
+/// Largest `search --seeds`: at about 2.5 ms a seed of 1000 tuples, some 7 hours of search.
+const MAX_SEEDS: u64 = 10_000_000;
+
+/// clap value parser for `search --seeds`: 1 to [`MAX_SEEDS`].
+fn seed_count(s: &str) -> Result<u64, String> {
+    let too_many = || {
+        format!(
+            "must be at most {MAX_SEEDS} (about 2.5 ms a seed at 1000 tuples: hours of search; \
+             split a larger search into parts with --first-seed)"
+        )
+    };
+    match at_least::<1>(s) {
+        Err(e) if e.starts_with("is too large") => Err(too_many()),
+        Ok(n) if n > MAX_SEEDS => Err(too_many()),
+        r => r,
+    }
+}
+
+/// `search --progress-every`'s lines on stderr: one each interval, as seeds finish.
+struct ProgressLines {
+    every: Option<std::time::Duration>,
+    start: Instant,
+    next: Instant,
+}
+
+impl ProgressLines {
+    fn new(every_ns: Option<u64>) -> Self {
+        let every = every_ns.map(std::time::Duration::from_nanos);
+        let start = Instant::now();
+        ProgressLines {
+            every,
+            start,
+            next: start + every.unwrap_or_default(),
+        }
+    }
+
+    /// Writes the line when the interval has passed: `done` of `total` seeds, `violating`.
+    fn seed_done(&mut self, done: u64, total: u64, violating: u64) {
+        let Some(every) = self.every else {
+            return;
+        };
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        while self.next <= now {
+            self.next += every;
+        }
+        let elapsed = now.duration_since(self.start).as_secs_f64();
+        let left = elapsed / done.max(1) as f64 * total.saturating_sub(done) as f64;
+        eprintln!(
+            "acker-sim: progress: {done}/{total} seeds, {violating} violating, {elapsed:.1} s \
+             elapsed, about {left:.0} s left"
+        );
+    }
 }
 
 /// The options of `run` a user-topology shape takes: the rest size and time the experiment's
@@ -1037,7 +1101,13 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
         rate_per_kilo_tuple: a.rate,
         fault_until_ns: a.sim.fault_until,
     };
-    let bar = indicatif::ProgressBar::new(a.seeds);
+    // With --progress-every the lines replace the bar (the two would mix on a terminal).
+    let bar = if a.progress_every.is_some() {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(a.seeds)
+    };
+    let mut lines = ProgressLines::new(if a.list { None } else { a.progress_every });
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} seeds, {msg} [{elapsed} / {eta}]",
@@ -1052,6 +1122,7 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     let mut done = 0u64;
     let shapes = a.swarm && matches!(fixed, None | Some(Guarantee::AtLeastOnce));
     for seed in a.first_seed..=last_seed {
+        lines.seed_done(done, a.seeds, violating);
         done += 1;
         let shape = if shapes {
             Shape::for_seed(seed)

@@ -829,3 +829,80 @@ fn an_output_file_that_cannot_be_written_is_named() {
         "acker-sim: error: --plot - is not taken: the plot is an SVG file",
     );
 }
+
+#[test]
+fn seeds_have_a_documented_upper_bound() {
+    // The last seed as the first: without the bound this would be refused for running past
+    // u64::MAX instead (and never start a search of 10 million seeds).
+    for n in ["10000001", "99999999999", "18446744073709551616"] {
+        assert_usage_error(
+            &[
+                "search",
+                "--first-seed",
+                "18446744073709551615",
+                "--seeds",
+                n,
+            ],
+            &format!(
+                "error: invalid value '{n}' for '--seeds <SEEDS>': must be at most 10000000 \
+                 (about 2.5 ms a seed at 1000 tuples: hours of search; split a larger search \
+                 into parts with --first-seed)"
+            ),
+        );
+    }
+    // The bound itself is taken (listed from the last seed: refused only for running past it).
+    assert_usage_error(
+        &[
+            "search",
+            "--first-seed",
+            "18446744073709551615",
+            "--seeds",
+            "10000000",
+        ],
+        "acker-sim: error: --first-seed 18446744073709551615 and --seeds 10000000 run past the \
+         last seed",
+    );
+    let help = run_ok(&["search", "--help"]);
+    assert!(
+        help.contains("How many seeds to run, 1 to 10000000"),
+        "{help}"
+    );
+}
+
+#[test]
+fn progress_every_writes_lines_to_stderr_and_leaves_stdout_alone() {
+    let args = ["search", "--seeds", "40", "--first-seed", "5"];
+    let plain = bin().args(args).output().expect("run acker-sim");
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    let o = bin()
+        .args(args)
+        .args(["--progress-every", "1us"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, plain.stdout);
+    let lines: Vec<String> = stderr(&o)
+        .lines()
+        .filter(|l| l.starts_with("acker-sim: progress: "))
+        .map(str::to_string)
+        .collect();
+    // Every seed takes more than a microsecond: a line before each seed after the first (and
+    // maybe before the first, if a microsecond passed since the start), counting up.
+    let done: Vec<u64> = lines
+        .iter()
+        .map(|l| {
+            let rest = l.strip_prefix("acker-sim: progress: ").unwrap_or("");
+            let (n, tail) = rest.split_once("/40 seeds, 0 violating, ").expect(l);
+            assert!(tail.ends_with(" s left"), "{l}");
+            n.parse().expect(l)
+        })
+        .collect();
+    let expected: Vec<u64> = (40 - done.len() as u64..40).collect();
+    assert!(done.len() >= 39, "{lines:?}");
+    assert_eq!(done, expected);
+    assert!(!stderr(&plain).contains("progress"), "{}", stderr(&plain));
+    assert_usage_error(
+        &["search", "--seeds", "2", "--progress-every", "0s"],
+        "error: invalid value '0s' for '--progress-every <INTERVAL>': must be more than 0",
+    );
+}
