@@ -120,6 +120,37 @@ fn non_empty_list(s: &str, instead: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// An error about a comma-separated option value of several items: `OPTION `LIST`: ERROR`,
+/// quoting the list as given, and the place and text of the first item `bad` refuses alone
+/// (`item 2 of 3 (`x`): ...`; new-user trial: a bad item was named without its list). A list
+/// of one item: the error alone (it quotes the item).
+fn list_error(
+    option: &str,
+    list: &str,
+    e: impl std::fmt::Display,
+    bad: impl Fn(&str) -> bool,
+) -> String {
+    let items = list_items(list).unwrap_or_default();
+    if items.len() <= 1 {
+        // The list is its one item, which the message quotes.
+        return e.to_string();
+    }
+    match items.iter().position(|i| bad(i)) {
+        Some(i) => format!(
+            "{option} `{list}`: item {} of {} (`{}`): {e}",
+            i + 1,
+            items.len(),
+            items[i]
+        ),
+        _ => format!("{option} `{list}`: {e}"),
+    }
+}
+
+/// A `--faults` list that does not parse, as [`list_error`].
+fn faults_error(list: &str, e: impl std::fmt::Display) -> String {
+    list_error("--faults", list, e, |i| fault::parse_specs(i).is_err())
+}
+
 /// The `note:` lines under `run`'s `faults:` line for every fault of the `--faults` list `text`
 /// that fired 0 times, so that `faults: none` (or a short list) never reads as if every spec had
 /// been applied (new-user trial): the scheduled faults whose trigger lay past the run's end
@@ -530,7 +561,8 @@ fn cmd_real_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         .tuples
         .unwrap_or(if a.quick { 10_000 } else { 100_000 });
     let cells = match &a.cells {
-        Some(c) => driver::parse_cells(c)?,
+        Some(c) => driver::parse_cells(c)
+            .map_err(|e| list_error("--cells", c, e, |i| driver::parse_cells(i).is_err()))?,
         None => driver::cells(a.quick),
     };
     if let Some(b) = &a.real_planted_bug {
@@ -758,9 +790,9 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         // under must still run; but never a silent clean verdict.
         eprintln!("acker-sim: warning: {e}; this run's verdict says nothing about the bug");
     }
-    let specs = fault::parse_specs(&a.faults).map_err(|e| e.to_string())?;
+    let specs = fault::parse_specs(&a.faults).map_err(|e| faults_error(&a.faults, e))?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| list_error("--faults", &a.faults, e, |_| false))?;
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
     let (o, world) = Sim::run_world(sc.clone(), open_trace(a.trace.as_deref())?)
@@ -899,7 +931,7 @@ fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
     let build = || -> Result<Simulation, String> {
         let mut sim = shape_sim(shape, a.seed, planted).map_err(|e| e.to_string())?;
         sim.set_fault_specs(&a.faults, a.sim.fault_until)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| list_error("--faults", &a.faults, e, |_| false))?;
         Ok(sim)
     };
     let mut sim = build()?;
@@ -1070,8 +1102,10 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
         None => None,
     };
     let default_specs = "bolt-exception-before-emit~1/kt,bolt-exception-after-emit~1/kt,spout-crash~1/kt,acker-crash~1/kt,bolt-crash~1/kt,worker-crash~0.5/kt,message-loss~1/kt,partition~0.5/kt";
-    let specs: Vec<FaultSpec> = fault::parse_specs(a.faults.as_deref().unwrap_or(default_specs))
-        .map_err(|e| e.to_string())?;
+    let specs: Vec<FaultSpec> = match &a.faults {
+        Some(list) => fault::parse_specs(list).map_err(|e| faults_error(list, e))?,
+        None => fault::parse_specs(default_specs).map_err(|e| e.to_string())?,
+    };
     // Seeds `first_seed ..= last_seed`: all of them exist, or the command is refused.
     let last_seed = match a.seeds.checked_sub(1).map(|n| a.first_seed.checked_add(n)) {
         Some(Some(last)) => last,

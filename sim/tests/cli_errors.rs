@@ -229,8 +229,8 @@ fn bad_fault_targets_name_the_fault_and_the_valid_range() {
             "--faults",
             "acker-crash,spout-crash@#10*3:4",
         ],
-        "acker-sim: error: bad fault target in `spout-crash@#10*3:4`: target 4, but the topology \
-         has 1 spout task(s) (targets 0..=0)\n",
+        "acker-sim: error: --faults `acker-crash,spout-crash@#10*3:4`: bad fault target in \
+         `spout-crash@#10*3:4`: target 4, but the topology has 1 spout task(s) (targets 0..=0)\n",
     );
     assert_usage_error(
         &["run", "--seed", "1", "--faults", "partition@1s:0-7"],
@@ -904,5 +904,51 @@ fn progress_every_writes_lines_to_stderr_and_leaves_stdout_alone() {
     assert_usage_error(
         &["search", "--seeds", "2", "--progress-every", "0s"],
         "error: invalid value '0s' for '--progress-every <INTERVAL>': must be more than 0",
+    );
+}
+
+#[test]
+fn fault_list_errors_quote_the_whole_list_and_the_bad_item() {
+    let known =
+        "known faults: bolt-exception-before-emit, bolt-exception-after-emit, spout-crash, \
+                 acker-crash, bolt-crash, worker-crash, message-loss, partition, source-outage, \
+                 sink-outage\n";
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "acker-crash*2,bogus"],
+        &format!(
+            "acker-sim: error: --faults `acker-crash*2,bogus`: item 2 of 2 (`bogus`): unknown \
+             fault `bogus`; {known}"
+        ),
+    );
+    assert_usage_error(
+        &["search", "--seeds", "1", "--faults", "bogus,acker-crash*2"],
+        &format!(
+            "acker-sim: error: --faults `bogus,acker-crash*2`: item 1 of 2 (`bogus`): unknown \
+             fault `bogus`; {known}"
+        ),
+    );
+    // A target the topology lacks: the message quotes the item already, and now the list.
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash*2,bolt-crash:9",
+        ],
+        "acker-sim: error: --faults `acker-crash*2,bolt-crash:9`: bad fault target in \
+         `bolt-crash:9`: target 9",
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "join",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash*2,bogus",
+        ],
+        "acker-sim: error: --faults `acker-crash*2,bogus`: unknown fault `bogus`",
     );
 }
