@@ -1052,7 +1052,7 @@ fn sink_tasks_out_of_range_is_refused_in_clap_s_form() {
 #[test]
 fn cores_above_the_cpu_count_draw_a_warning() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // Well above the CPUs, within the refused limit (4 x the machine's cores).
+    // Well above the CPUs, within the refused limit (4 x the CPUs of the affinity set).
     let cores = cpus + cpus.min(4);
     let input = tiny_input("oversubscribed");
     let o = common::output_bounded(
@@ -1166,4 +1166,54 @@ fn bench_pipeline_local_refuses_cores() {
         ],
         "error: the argument '--local' cannot be used with '--cores <CORES>'",
     );
+}
+
+/// The `--cores` limit counts the CPUs of the process's affinity set, and says so (new-user
+/// trial: under `taskset -c 0` it said "1 core(s) of this machine" on a machine of 2).
+#[test]
+fn the_cores_limit_says_it_counts_the_affinity_set() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPUs");
+    let machine: usize = online
+        .trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    let o = common::output_bounded(
+        Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(env!("CARGO_BIN_EXE_acker-run"))
+            .args(["bench", "pipeline", "--seconds", "0.1", "--cores", "5"]),
+        LIMIT,
+        "taskset -c 0 acker-run bench pipeline --cores 5",
+    );
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "bench pipeline"),
+        format!(
+            "error: --cores 5 is more than 4 x the 1 CPU(s) this process may use (its CPU affinity \
+             set, as `taskset` or a cpuset sets it, out of the {machine} core(s) of this \
+             machine): one thread a core, and a ring per ordered pair of threads\n"
+        )
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // 4 x the affinity set is taken.
+    let o = common::output_bounded(
+        Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(env!("CARGO_BIN_EXE_acker-run"))
+            .args([
+                "bench",
+                "pipeline",
+                "--seconds",
+                "0.1",
+                "--cores",
+                "4",
+                "--no-pin",
+            ]),
+        LIMIT,
+        "taskset -c 0 acker-run bench pipeline --cores 4",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }

@@ -189,8 +189,8 @@ struct ConnectorCountsArgs {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// Threads, one pinned per core (default: every available core). At most 4 x the machine's
-    /// cores; more than the CPUs this process may use (`std::thread::available_parallelism`)
+    /// Threads, one pinned per core (default: every available core). At most 4 x the CPUs this
+    /// process may use (its CPU affinity set, as `taskset` or a cpuset sets it); more than the CPUs this process may use (`std::thread::available_parallelism`)
     /// runs with a warning on stderr: the threads then share CPUs, and each one's spinning and
     /// parking while it waits for input costs the others their CPU time (a new user saw a run
     /// with a small pending window take 25 x longer with --cores 8 on 2 CPUs).
@@ -518,12 +518,19 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
     if run.max_spout_pending == Some(0) {
         return Err("--max-spout-pending must be at least 1".to_string());
     }
-    let machine = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
-    if run.cores.is_some_and(|c| c > 4 * machine) {
+    // The CPUs of the affinity set (what `taskset` or a cpuset leaves this process), not the
+    // machine's: the message says which (new-user trial: "1 core(s) of this machine" under
+    // `taskset -c 0` on a machine of 2).
+    let allowed = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
+    if let Some(cores) = run.cores.filter(|&c| c > 4 * allowed) {
+        let machine = match online_cpus() {
+            Some(n) => format!("out of the {n} core(s) of this machine"),
+            None => "the core(s) of this machine could not be counted".to_string(),
+        };
         return Err(format!(
-            "--cores {} is more than 4 x the {machine} core(s) of this machine (one thread a core, \
-             and a ring per ordered pair of threads)",
-            run.cores.unwrap_or(0)
+            "--cores {cores} is more than 4 x the {allowed} CPU(s) this process may use (its CPU \
+             affinity set, as `taskset` or a cpuset sets it, {machine}): one thread a core, and a \
+             ring per ordered pair of threads"
         ));
     }
     if run.max_spout_pending.is_some_and(|p| p > MAX_PENDING_LIMIT) {
@@ -572,6 +579,27 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The machine's online CPUs (`/sys/devices/system/cpu/online`, e.g. `0-3,6`; Linux), whatever
+/// this process's affinity set; `None` where that file cannot be read.
+fn online_cpus() -> Option<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    let mut n = 0usize;
+    for range in text.trim().split(',') {
+        n += match range.split_once('-') {
+            Some((a, b)) => b
+                .parse::<usize>()
+                .ok()?
+                .checked_sub(a.parse::<usize>().ok()?)?
+                .checked_add(1)?,
+            None => {
+                range.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
 }
 
 /// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`); `None` where it
