@@ -1217,3 +1217,99 @@ fn the_cores_limit_says_it_counts_the_affinity_set() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// `acker-run ARGS` under `ulimit -v KIB` (a shell sets the limit, then becomes acker-run).
+fn under_ulimit_v<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(kib: u64, args: &[S]) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_acker-run"))
+        .args(args);
+    common::output_bounded(
+        &mut cmd,
+        LIMIT,
+        &format!("ulimit -v {kib}; acker-run {args:?}"),
+    )
+}
+
+/// New-user trial: `bench wordcount --ackers 65530` allocated about 2.5 GB of acker tables and,
+/// under `ulimit -v`, died of SIGABRT. The count is bounded by the roots the spouts may keep
+/// pending, and the acker tasks' memory is computed before any is built and refused with its
+/// size when the machine or the process's limit cannot hold it: exit 2, never a signal.
+#[test]
+fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
+    let input = tiny_input("many-ackers");
+    let path = input.to_str().expect("utf-8 path");
+    let bench = |ackers: &'static str| -> Vec<String> {
+        [
+            "bench",
+            "wordcount",
+            "--input",
+            path,
+            "--min-mb",
+            "1",
+            "--rounds",
+            "1",
+            "--cores",
+            "1",
+            "--no-pin",
+            "--ackers",
+            ackers,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let o = under_ulimit_v(2_000_000, &bench("65530"));
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "bench wordcount"),
+        "error: --ackers 65530 is more than the 16384 root(s) the spouts may keep pending (1 \
+         spout task(s) x max spout pending 16384): an acker past them can never hold a root; \
+         give at most 16384\n"
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // Within that bound, but 16000 ackers of about 80 KB (1.3 GB) under a 600 MB limit.
+    let o = under_ulimit_v(600_000, &bench("16000"));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let message = message_of_argument_error(&err, "bench wordcount");
+    assert!(
+        message.starts_with(
+            "error: --ackers 16000 needs about 1.3 GB of memory for the acker tasks (about 79.9 \
+             KB each: measured, twice a table of 1024 roots at 20 B and a park queue of 128 \
+             messages at up to 104 B, plus the task), more than the "
+        ) && message.ends_with(
+            " MB this process may still map under its limit of 614.4 MB (`ulimit -v`): lower \
+             --ackers (or --acker-capacity, --acker-park-capacity)\n"
+        ),
+        "{message}"
+    );
+    // The pipeline too (one spout task: at most max spout pending ackers).
+    let o = under_ulimit_v(
+        2_000_000,
+        &[
+            "bench",
+            "pipeline",
+            "--seconds",
+            "0.1",
+            "--cores",
+            "1",
+            "--ackers",
+            "5",
+            "--max-spout-pending",
+            "4",
+        ],
+    );
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "bench pipeline"),
+        "error: --ackers 5 is more than the 4 root(s) the spouts may keep pending (1 spout \
+         task(s) x max spout pending 4): an acker past them can never hold a root; give at most \
+         4\n"
+    );
+    // What fits runs: 1000 ackers under the same 600 MB.
+    let o = under_ulimit_v(600_000, &bench("1000"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(json["ackers"], 1000);
+    assert_eq!(json["plain_words"], json["topology_words"]);
+}

@@ -199,7 +199,11 @@ struct RunArgs {
     /// Acker tasks (0 = at-most-once). `wordcount --guarantee at-most-once` runs with 0: leave
     /// it out there (a nonzero count is refused). Tasks plus ackers may be at most 65535 (task
     /// ids 0 to 65534; the id 65535 is reserved: a component's tasks are a half-open range of
-    /// 16-bit ids whose end must fit in one).
+    /// 16-bit ids whose end must fit in one). The built-in topologies also refuse more ackers
+    /// than the roots their spouts may keep pending (spout tasks x max spout pending), and
+    /// ackers whose tables and park queues need more memory than the machine has or the
+    /// process's `ulimit -v` / `ulimit -d` leaves (about 80 KB of address space an acker at the
+    /// default 1024-root table), naming the size, before any task is built.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
@@ -261,7 +265,10 @@ struct WordcountArgs {
 /// `bench pipeline --ackers`' help (the shared `RunArgs` text speaks of the word count).
 const PIPELINE_ACKERS_HELP: &str = "Acker tasks tracking the pipeline's trees (0 = at-most-once: \
 nothing is tracked, the spout counts each tree acked as it emits it, so `trees_acked` is the trees \
-emitted). Tasks plus ackers may be at most 65535 (task ids 0 to 65534; the id 65535 is reserved).";
+emitted). Tasks plus ackers may be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
+roots in flight never holds one), and so does memory: about 80 KB of address space an acker at the \
+default 1024-root table, refused with the size when more than the machine or the process's \
+`ulimit -v` / `ulimit -d` allows.";
 
 /// `bench pipeline --max-spout-pending`' help.
 const PIPELINE_PENDING_HELP: &str = "Max spout pending: the most trees the pipeline's spout task \
@@ -272,7 +279,10 @@ this runtime needs a bound).";
 /// `bench wordcount --ackers`' help.
 const BENCH_WORDCOUNT_ACKERS_HELP: &str = "Acker tasks tracking the benchmark's word-count trees \
 (a line and its words; 0 = at-most-once: nothing is tracked or replayed). Tasks plus ackers may \
-be at most 65535 (task ids 0 to 65534; the id 65535 is reserved).";
+be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
+roots in flight never holds one), and so does memory: about 80 KB of address space an acker at the \
+default 1024-root table, refused with the size when more than the machine or the process's \
+`ulimit -v` / `ulimit -d` allows.";
 
 /// `bench wordcount --max-spout-pending`' help.
 const BENCH_WORDCOUNT_PENDING_HELP: &str = "Max spout pending: the most line trees a spout task \
@@ -395,10 +405,117 @@ fn plan(
         .filter(|t| t.kind == acker_runtime::TaskKind::Spout)
         .count();
     check_acker_capacity(&config, spouts).map_err(CliError::Usage)?;
-    Ok(match run.acker_park_capacity {
+    let plan = match run.acker_park_capacity {
         Some(n) => plan.with_acker_park_capacity(n),
         None => plan,
-    })
+    };
+    check_acker_count(&plan, spouts, cores(run)).map_err(CliError::Usage)?;
+    Ok(plan)
+}
+
+/// Address space an acker task takes beside its table and park queue (measured: 16000 ackers of
+/// the default 1024-root table ran under `ulimit -v` 1.3 GB, not 1.2 GB; about 78 KB each, twice
+/// the 33.8 KB of table and queue plus this).
+const ACKER_TASK_BYTES: u64 = 12 * 1024;
+
+/// Refuses an acker count the run cannot use or hold, before any task is built (new-user trial:
+/// `bench wordcount --ackers 65530` asked for about 2.5 GB and under `ulimit -v` died of SIGABRT
+/// in an allocation): more ackers than the roots the spouts may keep pending (`spouts` x max
+/// spout pending: an acker past them can never hold a root), or acker tasks whose tables and
+/// park queues need more memory than this process may have ([`memory_room`]).
+fn check_acker_count(
+    plan: &acker_runtime::Plan,
+    spouts: usize,
+    cores: usize,
+) -> Result<(), String> {
+    let ackers = plan.config().num_ackers;
+    if ackers == 0 {
+        return Ok(());
+    }
+    let pending = plan.config().pending_capacity();
+    let roots = spouts.saturating_mul(pending);
+    if ackers > roots {
+        return Err(format!(
+            "--ackers {ackers} is more than the {roots} root(s) the spouts may keep pending \
+             ({spouts} spout task(s) x max spout pending {pending}): an acker past them can never \
+             hold a root; give at most {roots}"
+        ));
+    }
+    let (capacity, park) = (plan.acker_capacity_roots(), plan.acker_park_capacity());
+    let per_acker = (capacity as u64)
+        .saturating_mul(20)
+        .saturating_add((park as u64).saturating_mul(104))
+        .saturating_mul(2)
+        .saturating_add(ACKER_TASK_BYTES);
+    let need = per_acker.saturating_mul(ackers as u64);
+    if let Some((room, what)) = memory_room(cores) {
+        if need > room {
+            return Err(format!(
+                "--ackers {ackers} needs about {} of memory for the acker tasks (about {} each: \
+                 measured, twice a table of {capacity} roots at 20 B and a park queue of {park} \
+                 messages at up to 104 B, plus the task), more than {what}: lower --ackers (or \
+                 --acker-capacity, --acker-park-capacity)",
+                size(need),
+                size(per_acker)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `bytes` for a message: KB, MB or GB (decimal), one decimal.
+fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.1} KB", b / 1e3)
+    }
+}
+
+/// The most memory a run of `cores` threads may still take, and what bounds it, for a message:
+/// the machine's physical memory, or what is left under this process's address-space or data
+/// limit (`ulimit -v`, `ulimit -d`; what is mapped now and a margin for the threads' stacks
+/// taken off). `None` when none can be read (Linux only).
+fn memory_room(cores: usize) -> Option<(u64, String)> {
+    let mut room: Option<(u64, String)> =
+        physical_memory_bytes().map(|b| (b, format!("this machine's {} of memory", size(b))));
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace()
+            .nth(1)?
+            .parse::<u64>()
+            .ok()?
+            .checked_mul(1024)
+    };
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let limit = |name: &str| -> Option<u64> {
+        let line = limits.lines().find(|l| l.starts_with(name))?;
+        // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
+        line[name.len()..].split_whitespace().next()?.parse().ok()
+    };
+    let margin = 64_000_000 + 8_400_000 * cores as u64;
+    for (name, used, ulimit) in [
+        ("Max address space", kib("VmSize:"), "ulimit -v"),
+        ("Max data size", kib("VmData:"), "ulimit -d"),
+    ] {
+        let Some(max) = limit(name) else { continue };
+        let left = max.saturating_sub(used.unwrap_or(0)).saturating_sub(margin);
+        if room.as_ref().is_none_or(|(r, _)| left < *r) {
+            room = Some((
+                left,
+                format!(
+                    "the {} this process may still map under its limit of {} (`{ulimit}`)",
+                    size(left),
+                    size(max)
+                ),
+            ));
+        }
+    }
+    room
 }
 
 fn cores(run: &RunArgs) -> usize {
