@@ -1275,12 +1275,41 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
     let message = message_of_argument_error(&err, "bench wordcount");
     assert!(
         message.starts_with(
-            "error: --ackers 16000 needs about 1.3 GB of memory for the acker tasks (about 79.9 \
-             KB each: measured, twice a table of 1024 roots at 20 B and a park queue of 128 \
-             messages at up to 104 B, plus the task), more than the "
+            "error: --ackers 16000 and --max-spout-pending 16384 need about 1.3 GB of memory: 1.3 \
+             GB for 16000 acker task(s) (about 78.8 KB each: a table of 1024 roots at 20 B, a \
+             park queue of 128 messages at up to 104 B and the task) and 1.0 MB for 1 spout \
+             pending set(s) of 16384 trees, more than the "
         ) && message.ends_with(
             " MB this process may still map under its limit of 614.4 MB (`ulimit -v`): lower \
-             --ackers (or --acker-capacity, --acker-park-capacity)\n"
+             --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts may \
+             keep pending unless --acker-capacity is given), or --acker-capacity / \
+             --acker-park-capacity\n"
+        ),
+        "{message}"
+    );
+    // One acker, but a table sized for 10M pending trees (40M roots, 5M parked messages) and a
+    // pending set of 10M: about 2 GB, under a 2 GB limit (it died of SIGABRT there).
+    let o = under_ulimit_v(
+        2_000_000,
+        &[
+            "bench",
+            "pipeline",
+            "--seconds",
+            "0.1",
+            "--cores",
+            "1",
+            "--no-pin",
+            "--max-spout-pending",
+            "10000000",
+        ],
+    );
+    let message = message_of_argument_error(&stderr(&o), "bench pipeline");
+    assert!(
+        message.starts_with(
+            "error: --ackers 1 and --max-spout-pending 10000000 need about 2.0 GB of memory: 1.3 \
+             GB for 1 acker task(s) (about 1.3 GB each: a table of 40000000 roots at 20 B, a park \
+             queue of 5000000 messages at up to 104 B and the task) and 640.0 MB for 1 spout \
+             pending set(s) of 10000000 trees, more than the "
         ),
         "{message}"
     );

@@ -201,9 +201,9 @@ struct RunArgs {
     /// ids 0 to 65534; the id 65535 is reserved: a component's tasks are a half-open range of
     /// 16-bit ids whose end must fit in one). The built-in topologies also refuse more ackers
     /// than the roots their spouts may keep pending (spout tasks x max spout pending), and
-    /// ackers whose tables and park queues need more memory than the machine has or the
-    /// process's `ulimit -v` / `ulimit -d` leaves (about 80 KB of address space an acker at the
-    /// default 1024-root table), naming the size, before any task is built.
+    /// ackers whose tables and park queues (with the spouts' pending sets) need more memory than
+    /// the machine has or the process's `ulimit -v` / `ulimit -d` leaves (about 80 KB of address
+    /// space an acker at the default 1024-root table), naming the size, before any task is built.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
@@ -413,25 +413,28 @@ fn plan(
     Ok(plan)
 }
 
-/// Address space an acker task takes beside its table and park queue (measured: 16000 ackers of
-/// the default 1024-root table ran under `ulimit -v` 1.3 GB, not 1.2 GB; about 78 KB each, twice
-/// the 33.8 KB of table and queue plus this).
-const ACKER_TASK_BYTES: u64 = 12 * 1024;
+/// Address space an acker task takes beside its table (20 B a root) and park queue (up to 104 B
+/// a message). Measured with `VmPeak`: 16000 ackers of the default 1024-root table and 128-message
+/// queue (33.8 KB) peaked at 1.27 GB, about 78 KB each.
+const ACKER_TASK_BYTES: u64 = 44 * 1024;
+
+/// Address space a spout task's pending set (and what else grows with max spout pending) takes
+/// a tree, rounded up from measurement: `bench pipeline --max-spout-pending 10000000` (one acker
+/// of 40M roots and a 5M-message park queue, 1.32 GB) died under `ulimit -v` 2.0 GB and ran
+/// under 2.3 GB, so 0.7 to 1.0 GB went to the rest.
+const PENDING_TREE_BYTES: u64 = 64;
 
 /// Refuses an acker count the run cannot use or hold, before any task is built (new-user trial:
 /// `bench wordcount --ackers 65530` asked for about 2.5 GB and under `ulimit -v` died of SIGABRT
 /// in an allocation): more ackers than the roots the spouts may keep pending (`spouts` x max
-/// spout pending: an acker past them can never hold a root), or acker tasks whose tables and
-/// park queues need more memory than this process may have ([`memory_room`]).
+/// spout pending: an acker past them can never hold a root), or acker tables, park queues and
+/// spout pending sets that need more memory than this process may have ([`memory_room`]).
 fn check_acker_count(
     plan: &acker_runtime::Plan,
     spouts: usize,
     cores: usize,
 ) -> Result<(), String> {
     let ackers = plan.config().num_ackers;
-    if ackers == 0 {
-        return Ok(());
-    }
     let pending = plan.config().pending_capacity();
     let roots = spouts.saturating_mul(pending);
     if ackers > roots {
@@ -441,22 +444,33 @@ fn check_acker_count(
              hold a root; give at most {roots}"
         ));
     }
-    let (capacity, park) = (plan.acker_capacity_roots(), plan.acker_park_capacity());
+    let (capacity, park) = if ackers == 0 {
+        (0, 0)
+    } else {
+        (plan.acker_capacity_roots(), plan.acker_park_capacity())
+    };
     let per_acker = (capacity as u64)
         .saturating_mul(20)
         .saturating_add((park as u64).saturating_mul(104))
-        .saturating_mul(2)
         .saturating_add(ACKER_TASK_BYTES);
-    let need = per_acker.saturating_mul(ackers as u64);
+    let pending_sets = (roots as u64).saturating_mul(PENDING_TREE_BYTES);
+    let need = per_acker
+        .saturating_mul(ackers as u64)
+        .saturating_add(pending_sets);
     if let Some((room, what)) = memory_room(cores) {
         if need > room {
             return Err(format!(
-                "--ackers {ackers} needs about {} of memory for the acker tasks (about {} each: \
-                 measured, twice a table of {capacity} roots at 20 B and a park queue of {park} \
-                 messages at up to 104 B, plus the task), more than {what}: lower --ackers (or \
-                 --acker-capacity, --acker-park-capacity)",
+                "--ackers {ackers} and --max-spout-pending {pending} need about {} of memory: {} \
+                 for {ackers} acker task(s) (about {} each: a table of {capacity} roots at 20 B, \
+                 a park queue of {park} messages at up to 104 B and the task) and {} for {spouts} \
+                 spout pending set(s) of {pending} trees, more than {what}: lower --ackers or \
+                 --max-spout-pending (an acker table holds 4 x the trees the spouts may keep \
+                 pending unless --acker-capacity is given), or --acker-capacity / \
+                 --acker-park-capacity",
                 size(need),
-                size(per_acker)
+                size(per_acker.saturating_mul(ackers as u64)),
+                size(per_acker),
+                size(pending_sets)
             ));
         }
     }
@@ -497,7 +511,7 @@ fn memory_room(cores: usize) -> Option<(u64, String)> {
         // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
         line[name.len()..].split_whitespace().next()?.parse().ok()
     };
-    let margin = 64_000_000 + 8_400_000 * cores as u64;
+    let margin = 128_000_000 + 8_400_000 * cores as u64;
     for (name, used, ulimit) in [
         ("Max address space", kib("VmSize:"), "ulimit -v"),
         ("Max data size", kib("VmData:"), "ulimit -d"),
