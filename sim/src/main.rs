@@ -404,7 +404,9 @@ struct SearchArgs {
     /// and a topology shape
     /// (the experiment, or one of `acker_sim::shapes`' at-least-once topologies, which draw
     /// their faults at 30 × --rate: their input is 40 or 80 keys) unless --guarantee names
-    /// at-most-once or exactly-once (then every seed runs the experiment).
+    /// at-most-once or exactly-once (then every seed runs the experiment). The size and timing
+    /// options (--tuples, --restart-delay, ...) apply to the experiment's seeds only, with a
+    /// warning on stderr.
     #[arg(long)]
     swarm: bool,
     /// Fix the guarantee (default: the three in turn by seed).
@@ -508,12 +510,32 @@ const SHAPE_OPTIONS: [&str; 8] = [
     "planted_bug",
 ];
 
+/// The options of `search` that apply to its shape seeds too (the rest size and time the
+/// experiment's topology).
+const SEARCH_SHAPE_OPTIONS: [&str; 11] = [
+    "seeds",
+    "first_seed",
+    "swarm",
+    "guarantee",
+    "faults",
+    "rate",
+    "no_shrink",
+    "list",
+    "progress_every",
+    "fault_until",
+    "planted_bug",
+];
+
 /// The `--long` names of the options given on the command line (not by default) in `matches`
-/// that a shape does not take (not in [`SHAPE_OPTIONS`]), in `command`'s order.
-fn options_a_shape_ignores(command: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
+/// that a shape does not take (not in `takes`), in `command`'s order.
+fn options_a_shape_ignores(
+    command: &clap::Command,
+    matches: &clap::ArgMatches,
+    takes: &[&str],
+) -> Vec<String> {
     command
         .get_arguments()
-        .filter(|a| !SHAPE_OPTIONS.contains(&a.get_id().as_str()))
+        .filter(|a| !takes.contains(&a.get_id().as_str()))
         .filter(|a| {
             matches.value_source(a.get_id().as_str())
                 == Some(clap::parser::ValueSource::CommandLine)
@@ -534,12 +556,20 @@ fn main() -> ExitCode {
         Command::Experiment(a) => cmd_experiment(a),
         Command::Run(a) => {
             let given = match (command.find_subcommand("run"), matches.subcommand()) {
-                (Some(run), Some(("run", m))) => options_a_shape_ignores(run, m),
+                (Some(run), Some(("run", m))) => options_a_shape_ignores(run, m, &SHAPE_OPTIONS),
                 _ => Vec::new(),
             };
             cmd_run(a, &given)
         }
-        Command::Search(a) => cmd_search(a),
+        Command::Search(a) => {
+            let given = match (command.find_subcommand("search"), matches.subcommand()) {
+                (Some(search), Some(("search", m))) => {
+                    options_a_shape_ignores(search, m, &SEARCH_SHAPE_OPTIONS)
+                }
+                _ => Vec::new(),
+            };
+            cmd_search(a, &given)
+        }
         #[cfg(feature = "real")]
         Command::Worker(a) => match acker_sim::real::worker::run(&a) {
             Ok(summary) => {
@@ -1084,7 +1114,9 @@ fn search_shape_run(
     Ok((o.delivered, true))
 }
 
-fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
+/// `acker-sim search`; `given`: the options on the command line that its shape seeds do not
+/// take ([`options_a_shape_ignores`]).
+fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     if a.sim.planted_bug.as_deref() == Some("list") {
         for b in PlantedBug::ALL.into_iter().filter(|b| b.available()) {
             println!("{}", b.name());
@@ -1155,6 +1187,15 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     let mut messages = 0u64;
     let mut done = 0u64;
     let shapes = a.swarm && matches!(fixed, None | Some(Guarantee::AtLeastOnce));
+    if shapes && !given.is_empty() {
+        // Said, not refused: the experiment's seeds of the swarm take them.
+        eprintln!(
+            "acker-sim: warning: {} apply to the swarm's experiment seeds only: its shape seeds \
+             run topologies of their own sizes and timings (their replay lines say so by \
+             leaving them out)",
+            given.join(", ")
+        );
+    }
     for seed in a.first_seed..=last_seed {
         lines.seed_done(done, a.seeds, violating);
         done += 1;

@@ -952,3 +952,46 @@ fn fault_list_errors_quote_the_whole_list_and_the_bad_item() {
         "acker-sim: error: --faults `acker-crash*2,bogus`: unknown fault `bogus`",
     );
 }
+
+#[test]
+fn swarm_says_which_options_its_shape_seeds_do_not_take() {
+    let warning = "acker-sim: warning: --tuples, --restart-delay apply to the swarm's experiment \
+                   seeds only: its shape seeds run topologies of their own sizes and timings \
+                   (their replay lines say so by leaving them out)\n";
+    let args = [
+        "search",
+        "--swarm",
+        "--seeds",
+        "3",
+        "--tuples",
+        "500",
+        "--restart-delay",
+        "2s",
+    ];
+    let o = bin().args(args).output().expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with(warning), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "searched 3 seeds (swarm): 0 violating\n"
+    );
+    // No warning where every seed takes them: without --swarm, or a guarantee no shape runs.
+    for args in [
+        &["search", "--seeds", "3", "--tuples", "500"][..],
+        &[
+            "search",
+            "--swarm",
+            "--guarantee",
+            "exactly-once",
+            "--seeds",
+            "3",
+            "--tuples",
+            "500",
+        ],
+        &["search", "--swarm", "--seeds", "3", "--fault-until", "1s"],
+    ] {
+        let o = bin().args(args).output().expect("run acker-sim");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("warning"), "{args:?}: {}", stderr(&o));
+    }
+}
