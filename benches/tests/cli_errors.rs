@@ -59,11 +59,13 @@ fn ran(o: &Output) -> BTreeSet<String> {
 fn unknown_only_names_are_refused_listing_the_valid_ones() {
     assert_usage_error(
         &["--only", "bogus"],
-        "invalid value 'bogus' for '--only <ONLY>'\n  [possible values: acker-core, ",
+        "invalid value 'bogus' for '--only <ONLY>': no structure is named `bogus` [possible \
+         values: acker-core, ",
     );
     assert_usage_error(
         &["--only", "acker-core,hashbrwn"],
-        "invalid value 'hashbrwn' for '--only <ONLY>'",
+        "invalid value 'acker-core,hashbrwn' for '--only <ONLY>': item 2 of 2 (`hashbrwn`): no \
+         structure is named `hashbrwn` [possible values: acker-core, ",
     );
 }
 
@@ -157,7 +159,8 @@ fn zero_and_negative_counts_are_refused_by_name() {
     assert!(stderr(&o).contains("invalid value '0' for '--ops <OPS>': must be at least 1"));
     assert_usage_error(
         &["--windows", "100,-5"],
-        "invalid value '-5' for '--windows <WINDOWS>': must not be negative",
+        "invalid value '100,-5' for '--windows <WINDOWS>': item 2 of 2 (`-5`): must not be \
+         negative",
     );
     assert_usage_error(
         &["--threads", "-2"],
@@ -264,7 +267,8 @@ fn windows_ops_and_threads_have_documented_limits() {
     );
     assert_usage_error(
         &["--windows", "100,10000001"],
-        "invalid value '10000001' for '--windows <WINDOWS>': must be at most 10000000",
+        "invalid value '100,10000001' for '--windows <WINDOWS>': item 2 of 2 (`10000001`): must \
+         be at most 10000000",
     );
     assert_usage_error(
         &["--windows", "99999999999999999999999"],
@@ -294,7 +298,8 @@ fn windows_ops_and_threads_have_documented_limits() {
     );
     assert_usage_error(
         &["--threads", "1,1025"],
-        "invalid value '1025' for '--threads <THREADS>': must be at most 1024",
+        "invalid value '1,1025' for '--threads <THREADS>': item 2 of 2 (`1025`): must be at \
+         most 1024",
     );
     let o = bin()
         .args(["compare", "--quick", "--ops", "100000001"])
@@ -373,4 +378,75 @@ fn threads_zero_must_stand_alone() {
     let o = run(&["--threads", "0", "--only", "acker-core,acker-core-shared"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(ran(&o), BTreeSet::from(["acker-core".to_string()]));
+}
+
+#[test]
+fn list_errors_quote_the_whole_list_and_the_bad_item() {
+    // New-user trial: `--windows ','` said "invalid value ''", quoting neither the list nor
+    // which item was wrong.
+    for (args, expected) in [
+        (
+            &["--windows", ","][..],
+            "error: invalid value ',' for '--windows <WINDOWS>': item 1 of 2 in the \
+             comma-separated list `,` is empty (no comma before the first item, after the last \
+             or next to another)\n",
+        ),
+        (
+            &["--windows", ""][..],
+            "error: invalid value '' for '--windows <WINDOWS>': is empty (give at least one \
+             comma-separated item)\n",
+        ),
+        (
+            &["--windows", "10,x"][..],
+            "error: invalid value '10,x' for '--windows <WINDOWS>': item 2 of 2 (`x`): must be a \
+             whole number >= 1\n",
+        ),
+        (
+            &["--threads", "1,,2"][..],
+            "error: invalid value '1,,2' for '--threads <THREADS>': item 2 of 3 in the \
+             comma-separated list `1,,2` is empty",
+        ),
+        (
+            &["--only", "acker-core,"][..],
+            "error: invalid value 'acker-core,' for '--only <ONLY>': item 2 of 2 in the \
+             comma-separated list `acker-core,` is empty",
+        ),
+    ] {
+        assert_usage_error(args, expected);
+    }
+    // A list option given twice adds its lists together, as before.
+    let o = run(&[
+        "--windows",
+        "200",
+        "--only",
+        "hashbrown",
+        "--only",
+        "storm-style",
+        "--threads",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let mut seen: Vec<(String, u64)> = rows["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r["structure"].as_str().unwrap_or("").to_string(),
+                r["window"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("hashbrown".to_string(), 100),
+            ("hashbrown".to_string(), 200),
+            ("storm-style".to_string(), 100),
+            ("storm-style".to_string(), 200)
+        ]
+    );
 }

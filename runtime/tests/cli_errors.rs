@@ -1052,7 +1052,7 @@ fn sink_tasks_out_of_range_is_refused_in_clap_s_form() {
 #[test]
 fn cores_above_the_cpu_count_draw_a_warning() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // Well above the CPUs, within the refused limit (4 x the machine's cores).
+    // Well above the CPUs, within the refused limit (4 x the CPUs of the affinity set).
     let cores = cpus + cpus.min(4);
     let input = tiny_input("oversubscribed");
     let o = common::output_bounded(
@@ -1166,4 +1166,179 @@ fn bench_pipeline_local_refuses_cores() {
         ],
         "error: the argument '--local' cannot be used with '--cores <CORES>'",
     );
+}
+
+/// The `--cores` limit counts the CPUs of the process's affinity set, and says so (new-user
+/// trial: under `taskset -c 0` it said "1 core(s) of this machine" on a machine of 2).
+#[test]
+fn the_cores_limit_says_it_counts_the_affinity_set() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPUs");
+    let machine: usize = online
+        .trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum();
+    let o = common::output_bounded(
+        Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(env!("CARGO_BIN_EXE_acker-run"))
+            .args(["bench", "pipeline", "--seconds", "0.1", "--cores", "5"]),
+        LIMIT,
+        "taskset -c 0 acker-run bench pipeline --cores 5",
+    );
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "bench pipeline"),
+        format!(
+            "error: --cores 5 is more than 4 x the 1 CPU(s) this process may use (its CPU affinity \
+             set, as `taskset` or a cpuset sets it, out of the {machine} core(s) of this \
+             machine): one thread a core, and a ring per ordered pair of threads\n"
+        )
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // 4 x the affinity set is taken.
+    let o = common::output_bounded(
+        Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(env!("CARGO_BIN_EXE_acker-run"))
+            .args([
+                "bench",
+                "pipeline",
+                "--seconds",
+                "0.1",
+                "--cores",
+                "4",
+                "--no-pin",
+            ]),
+        LIMIT,
+        "taskset -c 0 acker-run bench pipeline --cores 4",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// `acker-run ARGS` under `ulimit -v KIB` (a shell sets the limit, then becomes acker-run).
+fn under_ulimit_v<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(kib: u64, args: &[S]) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_acker-run"))
+        .args(args);
+    common::output_bounded(
+        &mut cmd,
+        LIMIT,
+        &format!("ulimit -v {kib}; acker-run {args:?}"),
+    )
+}
+
+/// New-user trial: `bench wordcount --ackers 65530` allocated about 2.5 GB of acker tables and,
+/// under `ulimit -v`, died of SIGABRT. The count is bounded by the roots the spouts may keep
+/// pending, and the acker tasks' memory is computed before any is built and refused with its
+/// size when the machine or the process's limit cannot hold it: exit 2, never a signal.
+#[test]
+fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
+    let input = tiny_input("many-ackers");
+    let path = input.to_str().expect("utf-8 path");
+    let bench = |ackers: &'static str| -> Vec<String> {
+        [
+            "bench",
+            "wordcount",
+            "--input",
+            path,
+            "--min-mb",
+            "1",
+            "--rounds",
+            "1",
+            "--cores",
+            "1",
+            "--no-pin",
+            "--ackers",
+            ackers,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let o = under_ulimit_v(2_000_000, &bench("65530"));
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "bench wordcount"),
+        "error: --ackers 65530 is more than the 16384 root(s) the spouts may keep pending (1 \
+         spout task(s) x max spout pending 16384): an acker past them can never hold a root; \
+         give at most 16384\n"
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // Within that bound, but 16000 ackers of about 80 KB (1.3 GB) under a 600 MB limit.
+    let o = under_ulimit_v(600_000, &bench("16000"));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let message = message_of_argument_error(&err, "bench wordcount");
+    assert!(
+        message.starts_with(
+            "error: --ackers 16000 and --max-spout-pending 16384 need about 1.3 GB of memory: 1.3 \
+             GB for 16000 acker task(s) (about 78.8 KB each: a table of 1024 roots at 20 B, a \
+             park queue of 128 messages at up to 104 B and the task) and 1.0 MB for 1 spout \
+             pending set(s) of 16384 trees, more than the "
+        ) && message.ends_with(
+            " MB this process may still map under its limit of 614.4 MB (`ulimit -v`): lower \
+             --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts may \
+             keep pending unless --acker-capacity is given), or --acker-capacity / \
+             --acker-park-capacity\n"
+        ),
+        "{message}"
+    );
+    // One acker, but a table sized for 10M pending trees (40M roots, 5M parked messages) and a
+    // pending set of 10M: about 2 GB, under a 2 GB limit (it died of SIGABRT there).
+    let o = under_ulimit_v(
+        2_000_000,
+        &[
+            "bench",
+            "pipeline",
+            "--seconds",
+            "0.1",
+            "--cores",
+            "1",
+            "--no-pin",
+            "--max-spout-pending",
+            "10000000",
+        ],
+    );
+    let message = message_of_argument_error(&stderr(&o), "bench pipeline");
+    assert!(
+        message.starts_with(
+            "error: --ackers 1 and --max-spout-pending 10000000 need about 2.0 GB of memory: 1.3 \
+             GB for 1 acker task(s) (about 1.3 GB each: a table of 40000000 roots at 20 B, a park \
+             queue of 5000000 messages at up to 104 B and the task) and 640.0 MB for 1 spout \
+             pending set(s) of 10000000 trees, more than the "
+        ),
+        "{message}"
+    );
+    // The pipeline too (one spout task: at most max spout pending ackers).
+    let o = under_ulimit_v(
+        2_000_000,
+        &[
+            "bench",
+            "pipeline",
+            "--seconds",
+            "0.1",
+            "--cores",
+            "1",
+            "--ackers",
+            "5",
+            "--max-spout-pending",
+            "4",
+        ],
+    );
+    assert_eq!(
+        message_of_argument_error(&stderr(&o), "bench pipeline"),
+        "error: --ackers 5 is more than the 4 root(s) the spouts may keep pending (1 spout \
+         task(s) x max spout pending 4): an acker past them can never hold a root; give at most \
+         4\n"
+    );
+    // What fits runs: 1000 ackers under the same 600 MB.
+    let o = under_ulimit_v(600_000, &bench("1000"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(json["ackers"], 1000);
+    assert_eq!(json["plain_words"], json["topology_words"]);
 }

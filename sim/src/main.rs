@@ -120,6 +120,37 @@ fn non_empty_list(s: &str, instead: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// An error about a comma-separated option value of several items: `OPTION `LIST`: ERROR`,
+/// quoting the list as given, and the place and text of the first item `bad` refuses alone
+/// (`item 2 of 3 (`x`): ...`; new-user trial: a bad item was named without its list). A list
+/// of one item: the error alone (it quotes the item).
+fn list_error(
+    option: &str,
+    list: &str,
+    e: impl std::fmt::Display,
+    bad: impl Fn(&str) -> bool,
+) -> String {
+    let items = list_items(list).unwrap_or_default();
+    if items.len() <= 1 {
+        // The list is its one item, which the message quotes.
+        return e.to_string();
+    }
+    match items.iter().position(|i| bad(i)) {
+        Some(i) => format!(
+            "{option} `{list}`: item {} of {} (`{}`): {e}",
+            i + 1,
+            items.len(),
+            items[i]
+        ),
+        _ => format!("{option} `{list}`: {e}"),
+    }
+}
+
+/// A `--faults` list that does not parse, as [`list_error`].
+fn faults_error(list: &str, e: impl std::fmt::Display) -> String {
+    list_error("--faults", list, e, |i| fault::parse_specs(i).is_err())
+}
+
 /// The `note:` lines under `run`'s `faults:` line for every fault of the `--faults` list `text`
 /// that fired 0 times, so that `faults: none` (or a short list) never reads as if every spec had
 /// been applied (new-user trial): the scheduled faults whose trigger lay past the run's end
@@ -300,7 +331,7 @@ struct ExperimentArgs {
     #[arg(long)]
     json: bool,
     /// Also draw loss and duplicates against injected faults into this SVG file (with `--real`:
-    /// measured against predicted).
+    /// measured against predicted; `-` is refused: stdout carries the table).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<std::path::PathBuf>,
     /// Run each cell on a private redis-server and PostgreSQL with real processes and crashes,
@@ -337,7 +368,10 @@ struct RunArgs {
     /// or leaving it out: no fault; an empty item, as in `,` or `bolt-crash,`, is refused).
     #[arg(long, default_value = "none", value_parser = fault_list)]
     faults: String,
-    /// Write the text trace (one line per send, drop, fault, restart) to this file.
+    /// Write the text trace (one line per send, drop, fault, restart) to this file; `-` writes
+    /// it to standard output, and the report (verdict, trace hash, ...) then goes to standard
+    /// error, so that stdout holds the trace alone. A trace that cannot be written ends the run
+    /// with exit status 2 and a message naming the file.
     #[arg(long, value_name = "FILE")]
     trace: Option<std::path::PathBuf>,
     /// Run twice and fail unless both trace hashes are equal.
@@ -345,7 +379,10 @@ struct RunArgs {
     check_determinism: bool,
     /// The topology shape (experiment, join, all-grouping, fields-chain, ackers, combined; see
     /// `acker_sim::shapes`). Shapes other than the experiment are at-least-once user topologies
-    /// of their own sizes: --guarantee and the size and timing options do not apply to them.
+    /// of their own sizes and timings: they take --seed, --faults, --fault-until, --trace,
+    /// --check-determinism and --planted-bug; any other option given with one is refused (--tuples,
+    /// --restart-delay, --source-model, ...), and --guarantee other than at-least-once draws a
+    /// warning.
     #[arg(long, default_value = "experiment")]
     shape: String,
     #[command(flatten)]
@@ -354,26 +391,31 @@ struct RunArgs {
 
 #[derive(Args)]
 struct SearchArgs {
-    /// How many seeds to run (required, except with `--planted-bug list`).
-    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>,
+    /// How many seeds to run, 1 to 10000000 (required, except with `--planted-bug list`). A seed
+    /// of the default 1000 tuples takes about 2.5 ms (more with faults to shrink), so the
+    /// largest search runs for hours: split a larger one with --first-seed.
+    #[arg(long, allow_negative_numbers = true, value_parser = seed_count,
           required_unless_present = "planted_bug", default_value_t = 1, hide_default_value = true)]
     seeds: u64,
     /// The first seed.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
     first_seed: u64,
-    /// Pick a random subset of fault kinds with random weights per seed, and a topology shape
+    /// Pick a random subset of fault kinds with random weights per seed (so not with --faults),
+    /// and a topology shape
     /// (the experiment, or one of `acker_sim::shapes`' at-least-once topologies, which draw
     /// their faults at 30 × --rate: their input is 40 or 80 keys) unless --guarantee names
-    /// at-most-once or exactly-once (then every seed runs the experiment).
+    /// at-most-once or exactly-once (then every seed runs the experiment). The size and timing
+    /// options (--tuples, --restart-delay, ...) apply to the experiment's seeds only, with a
+    /// warning on stderr.
     #[arg(long)]
     swarm: bool,
     /// Fix the guarantee (default: the three in turn by seed).
     #[arg(long)]
     guarantee: Option<String>,
-    /// Faults of every seed without --swarm, comma-separated as `run --faults` takes them (an
-    /// empty item is refused; default: every kind but the outages, at 0.5 to 1 per thousand
-    /// tuples).
-    #[arg(long, value_parser = fault_list)]
+    /// Faults of every seed, comma-separated as `run --faults` takes them (an empty item is
+    /// refused; default: every kind but the outages, at 0.5 to 1 per thousand tuples). Not with
+    /// --swarm, which draws each seed's fault kinds and rates itself (refused, not ignored).
+    #[arg(long, value_parser = fault_list, conflicts_with = "swarm")]
     faults: Option<String>,
     /// Swarm mode's base rate, in faults per thousand tuples (only with --swarm).
     #[arg(
@@ -389,16 +431,145 @@ struct SearchArgs {
     /// Print each seed's replay command without running it.
     #[arg(long)]
     list: bool,
+    /// Write a progress line to stderr at this interval (e.g. 30s): seeds done of --seeds,
+    /// violating seeds, elapsed time and an estimate of the time left. Without it, a progress
+    /// bar is drawn on stderr only when stderr is a terminal. Either way stdout is unchanged.
+    #[arg(long, value_name = "INTERVAL", allow_hyphen_values = true, value_parser = positive_duration)]
+    progress_every: Option<u64>,
     #[command(flatten)]
     sim: SimArgs,
 }
 
+/// Largest `search --seeds`: at about 2.5 ms a seed of 1000 tuples, some 7 hours of search.
+const MAX_SEEDS: u64 = 10_000_000;
+
+/// clap value parser for `search --seeds`: 1 to [`MAX_SEEDS`].
+fn seed_count(s: &str) -> Result<u64, String> {
+    let too_many = || {
+        format!(
+            "must be at most {MAX_SEEDS} (about 2.5 ms a seed at 1000 tuples: hours of search; \
+             split a larger search into parts with --first-seed)"
+        )
+    };
+    match at_least::<1>(s) {
+        Err(e) if e.starts_with("is too large") => Err(too_many()),
+        Ok(n) if n > MAX_SEEDS => Err(too_many()),
+        r => r,
+    }
+}
+
+/// `search --progress-every`'s lines on stderr: one each interval, as seeds finish.
+struct ProgressLines {
+    every: Option<std::time::Duration>,
+    start: Instant,
+    next: Instant,
+}
+
+impl ProgressLines {
+    fn new(every_ns: Option<u64>) -> Self {
+        let every = every_ns.map(std::time::Duration::from_nanos);
+        let start = Instant::now();
+        ProgressLines {
+            every,
+            start,
+            next: start + every.unwrap_or_default(),
+        }
+    }
+
+    /// Writes the line when the interval has passed: `done` of `total` seeds, `violating`.
+    fn seed_done(&mut self, done: u64, total: u64, violating: u64) {
+        let Some(every) = self.every else {
+            return;
+        };
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        while self.next <= now {
+            self.next += every;
+        }
+        let elapsed = now.duration_since(self.start).as_secs_f64();
+        let left = elapsed / done.max(1) as f64 * total.saturating_sub(done) as f64;
+        eprintln!(
+            "acker-sim: progress: {done}/{total} seeds, {violating} violating, {elapsed:.1} s \
+             elapsed, about {left:.0} s left"
+        );
+    }
+}
+
+/// The options of `run` a user-topology shape takes: the rest size and time the experiment's
+/// topology, and a shape has its own (its `--help` says so).
+const SHAPE_OPTIONS: [&str; 8] = [
+    "seed",
+    "guarantee",
+    "faults",
+    "trace",
+    "check_determinism",
+    "shape",
+    "fault_until",
+    "planted_bug",
+];
+
+/// The options of `search` that apply to its shape seeds too (the rest size and time the
+/// experiment's topology).
+const SEARCH_SHAPE_OPTIONS: [&str; 11] = [
+    "seeds",
+    "first_seed",
+    "swarm",
+    "guarantee",
+    "faults",
+    "rate",
+    "no_shrink",
+    "list",
+    "progress_every",
+    "fault_until",
+    "planted_bug",
+];
+
+/// The `--long` names of the options given on the command line (not by default) in `matches`
+/// that a shape does not take (not in `takes`), in `command`'s order.
+fn options_a_shape_ignores(
+    command: &clap::Command,
+    matches: &clap::ArgMatches,
+    takes: &[&str],
+) -> Vec<String> {
+    command
+        .get_arguments()
+        .filter(|a| !takes.contains(&a.get_id().as_str()))
+        .filter(|a| {
+            matches.value_source(a.get_id().as_str())
+                == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let r = match cli.command {
         Command::Experiment(a) => cmd_experiment(a),
-        Command::Run(a) => cmd_run(a),
-        Command::Search(a) => cmd_search(a),
+        Command::Run(a) => {
+            let given = match (command.find_subcommand("run"), matches.subcommand()) {
+                (Some(run), Some(("run", m))) => options_a_shape_ignores(run, m, &SHAPE_OPTIONS),
+                _ => Vec::new(),
+            };
+            cmd_run(a, &given)
+        }
+        Command::Search(a) => {
+            let given = match (command.find_subcommand("search"), matches.subcommand()) {
+                (Some(search), Some(("search", m))) => {
+                    options_a_shape_ignores(search, m, &SEARCH_SHAPE_OPTIONS)
+                }
+                _ => Vec::new(),
+            };
+            cmd_search(a, &given)
+        }
         #[cfg(feature = "real")]
         Command::Worker(a) => match acker_sim::real::worker::run(&a) {
             Ok(summary) => {
@@ -420,7 +591,8 @@ fn cmd_real_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         .tuples
         .unwrap_or(if a.quick { 10_000 } else { 100_000 });
     let cells = match &a.cells {
-        Some(c) => driver::parse_cells(c)?,
+        Some(c) => driver::parse_cells(c)
+            .map_err(|e| list_error("--cells", c, e, |i| driver::parse_cells(i).is_err()))?,
         None => driver::cells(a.quick),
     };
     if let Some(b) = &a.real_planted_bug {
@@ -476,6 +648,15 @@ fn thread_cpu_ns() -> Option<u64> {
 /// plot overwrites at the end.
 fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
     if let Some(path) = plot {
+        if path == std::path::Path::new("-") {
+            // Not a file named `-` (new-user trial: `--trace -` made one), and not stdout,
+            // which carries the table or the JSON.
+            return Err(CliError::Usage(
+                "--plot - is not taken: the plot is an SVG file and standard output carries the \
+                 table (or the JSON); give the file's path"
+                    .to_string(),
+            ));
+        }
         std::fs::File::create(path)
             .map_err(|e| format!("cannot write --plot {}: {e}", path.display()))?;
     }
@@ -562,13 +743,67 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     Ok(experiment::exit_status(&relations))
 }
 
-fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
+/// Whether `--trace` names standard output (`-`).
+fn trace_to_stdout(trace: Option<&std::path::Path>) -> bool {
+    trace == Some(std::path::Path::new("-"))
+}
+
+/// The writer of `run --trace`: standard output for `-`, else the file, created (or emptied)
+/// here; `None` without `--trace`.
+fn open_trace(trace: Option<&std::path::Path>) -> Result<Option<Box<dyn Write>>, CliError> {
+    let Some(p) = trace else {
+        return Ok(None);
+    };
+    if trace_to_stdout(trace) {
+        return Ok(Some(Box::new(io::BufWriter::new(io::stdout()))));
+    }
+    let f = std::fs::File::create(p)
+        .map_err(|e| format!("cannot create --trace file {}: {e}", p.display()))?;
+    Ok(Some(Box::new(io::BufWriter::new(f))))
+}
+
+/// A failed run as a [`CliError`]; a trace that could not be written names its file (or is a
+/// stdout error for `--trace -`, so a closed pipe ends the command quietly).
+fn run_error(e: RunError, trace: Option<&std::path::Path>) -> CliError {
+    match (e, trace) {
+        (RunError::Io(e), _) if trace_to_stdout(trace) => CliError::Stdout(e),
+        (RunError::Io(e), Some(p)) => {
+            format!("cannot write --trace file {}: {e}", p.display()).into()
+        }
+        (e, _) => e.to_string().into(),
+    }
+}
+
+/// Where `run` writes its report: standard output, or standard error when the trace goes to
+/// standard output (`--trace -`), so that stdout holds the trace alone.
+fn report_out(trace: Option<&std::path::Path>) -> Box<dyn Write> {
+    if trace_to_stdout(trace) {
+        Box::new(io::stderr().lock())
+    } else {
+        Box::new(io::stdout().lock())
+    }
+}
+
+/// `acker-sim run`; `given`: the options on the command line that a shape does not take
+/// ([`options_a_shape_ignores`]).
+fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let g: Guarantee = a
         .guarantee
         .parse()
         .map_err(|e: acker_sim::ScenarioError| e.to_string())?;
     let shape: Shape = a.shape.parse::<Shape>()?;
     if shape != Shape::Experiment {
+        if !given.is_empty() {
+            // Refused, not ignored (new-user trial: `--shape join --tuples 5` ran the shape's
+            // own 40 keys and said nothing).
+            return Err(CliError::Usage(format!(
+                "--shape {} runs a topology of its own sizes and timings, so it does not take {} \
+                 (a shape takes --seed, --faults, --fault-until, --trace, --check-determinism \
+                 and --planted-bug)",
+                a.shape,
+                given.join(", ")
+            )));
+        }
         if g != Guarantee::AtLeastOnce {
             // Said, not refused: a search's replay line for a shape seed names the guarantee too.
             eprintln!(
@@ -585,27 +820,18 @@ fn cmd_run(a: RunArgs) -> Result<ExitCode, CliError> {
         // under must still run; but never a silent clean verdict.
         eprintln!("acker-sim: warning: {e}; this run's verdict says nothing about the bug");
     }
-    let specs = fault::parse_specs(&a.faults).map_err(|e| e.to_string())?;
+    let specs = fault::parse_specs(&a.faults).map_err(|e| faults_error(&a.faults, e))?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
-        .map_err(|e| e.to_string())?;
-    let open_trace = || -> Result<Option<Box<dyn std::io::Write>>, String> {
-        match &a.trace {
-            Some(p) => {
-                let f = std::fs::File::create(p)
-                    .map_err(|e| format!("cannot create trace file {}: {e}", p.display()))?;
-                Ok(Some(Box::new(std::io::BufWriter::new(f))))
-            }
-            None => Ok(None),
-        }
-    };
+        .map_err(|e| list_error("--faults", &a.faults, e, |_| false))?;
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
-    let (o, world) = Sim::run_world(sc.clone(), open_trace()?).map_err(|e| e.to_string())?;
+    let (o, world) = Sim::run_world(sc.clone(), open_trace(a.trace.as_deref())?)
+        .map_err(|e| run_error(e, a.trace.as_deref()))?;
     let wall = start.elapsed().as_secs_f64();
     let cpu = cpu_start
         .zip(thread_cpu_ns())
         .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
-    let mut out = io::stdout().lock();
+    let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
     write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns)?;
@@ -735,18 +961,16 @@ fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
     let build = || -> Result<Simulation, String> {
         let mut sim = shape_sim(shape, a.seed, planted).map_err(|e| e.to_string())?;
         sim.set_fault_specs(&a.faults, a.sim.fault_until)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| list_error("--faults", &a.faults, e, |_| false))?;
         Ok(sim)
     };
     let mut sim = build()?;
-    if let Some(p) = &a.trace {
-        let f = std::fs::File::create(p)
-            .map_err(|e| format!("cannot create trace file {}: {e}", p.display()))?;
-        sim.trace_to(Box::new(std::io::BufWriter::new(f)));
+    if let Some(w) = open_trace(a.trace.as_deref())? {
+        sim.trace_to(w);
     }
     let scheduled = sim.options().faults.clone();
-    let o = sim.run().map_err(|e| e.to_string())?;
-    let mut out = io::stdout().lock();
+    let o = sim.run().map_err(|e| run_error(e, a.trace.as_deref()))?;
+    let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} (shape {shape}, at-least-once)", a.seed)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
     write_fault_notes(&mut out, &a.faults, &scheduled, &o.fired, o.end_ns)?;
@@ -890,7 +1114,9 @@ fn search_shape_run(
     Ok((o.delivered, true))
 }
 
-fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
+/// `acker-sim search`; `given`: the options on the command line that its shape seeds do not
+/// take ([`options_a_shape_ignores`]).
+fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     if a.sim.planted_bug.as_deref() == Some("list") {
         for b in PlantedBug::ALL.into_iter().filter(|b| b.available()) {
             println!("{}", b.name());
@@ -908,8 +1134,10 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
         None => None,
     };
     let default_specs = "bolt-exception-before-emit~1/kt,bolt-exception-after-emit~1/kt,spout-crash~1/kt,acker-crash~1/kt,bolt-crash~1/kt,worker-crash~0.5/kt,message-loss~1/kt,partition~0.5/kt";
-    let specs: Vec<FaultSpec> = fault::parse_specs(a.faults.as_deref().unwrap_or(default_specs))
-        .map_err(|e| e.to_string())?;
+    let specs: Vec<FaultSpec> = match &a.faults {
+        Some(list) => fault::parse_specs(list).map_err(|e| faults_error(list, e))?,
+        None => fault::parse_specs(default_specs).map_err(|e| e.to_string())?,
+    };
     // Seeds `first_seed ..= last_seed`: all of them exist, or the command is refused.
     let last_seed = match a.seeds.checked_sub(1).map(|n| a.first_seed.checked_add(n)) {
         Some(Some(last)) => last,
@@ -939,7 +1167,13 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
         rate_per_kilo_tuple: a.rate,
         fault_until_ns: a.sim.fault_until,
     };
-    let bar = indicatif::ProgressBar::new(a.seeds);
+    // With --progress-every the lines replace the bar (the two would mix on a terminal).
+    let bar = if a.progress_every.is_some() {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(a.seeds)
+    };
+    let mut lines = ProgressLines::new(if a.list { None } else { a.progress_every });
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} seeds, {msg} [{elapsed} / {eta}]",
@@ -953,7 +1187,17 @@ fn cmd_search(a: SearchArgs) -> Result<ExitCode, CliError> {
     let mut messages = 0u64;
     let mut done = 0u64;
     let shapes = a.swarm && matches!(fixed, None | Some(Guarantee::AtLeastOnce));
+    if shapes && !given.is_empty() {
+        // Said, not refused: the experiment's seeds of the swarm take them.
+        eprintln!(
+            "acker-sim: warning: {} apply to the swarm's experiment seeds only: its shape seeds \
+             run topologies of their own sizes and timings (their replay lines say so by \
+             leaving them out)",
+            given.join(", ")
+        );
+    }
     for seed in a.first_seed..=last_seed {
+        lines.seed_done(done, a.seeds, violating);
         done += 1;
         let shape = if shapes {
             Shape::for_seed(seed)

@@ -229,8 +229,8 @@ fn bad_fault_targets_name_the_fault_and_the_valid_range() {
             "--faults",
             "acker-crash,spout-crash@#10*3:4",
         ],
-        "acker-sim: error: bad fault target in `spout-crash@#10*3:4`: target 4, but the topology \
-         has 1 spout task(s) (targets 0..=0)\n",
+        "acker-sim: error: --faults `acker-crash,spout-crash@#10*3:4`: bad fault target in \
+         `spout-crash@#10*3:4`: target 4, but the topology has 1 spout task(s) (targets 0..=0)\n",
     );
     assert_usage_error(
         &["run", "--seed", "1", "--faults", "partition@1s:0-7"],
@@ -653,4 +653,345 @@ fn experiment_s_crashed_bolt_comes_back_within_the_run() {
             .is_some_and(|l| l.contains(", restart delay 0.001 s, ")),
         "{out}"
     );
+}
+
+#[test]
+fn swarm_refuses_faults_naming_both_options() {
+    // Swarm mode draws each seed's faults itself: a --faults list would be ignored (new-user
+    // trial), so the pair is refused before any seed runs.
+    let o = bin()
+        .args([
+            "search",
+            "--swarm",
+            "--seeds",
+            "3",
+            "--faults",
+            "acker-crash*1",
+        ])
+        .output()
+        .expect("run acker-sim");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: the argument '--swarm' cannot be used with '--faults <FAULTS>'"),
+        "{err}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // Each alone still runs.
+    assert!(
+        run_ok(&["search", "--seeds", "2", "--faults", "acker-crash*1"])
+            .ends_with("searched 2 seeds: 0 violating\n")
+    );
+    assert!(run_ok(&["search", "--seeds", "2", "--swarm"])
+        .ends_with("searched 2 seeds (swarm): 0 violating\n"));
+    let help = run_ok(&["search", "--help"]);
+    assert!(
+        help.contains("Not with --swarm, which draws each seed's fault kinds"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_shape_refuses_the_options_it_does_not_take() {
+    for (extra, named) in [
+        (&["--tuples", "5"][..], "--tuples"),
+        (&["--restart-delay", "2s"][..], "--restart-delay"),
+        (&["--source-model", "redis"][..], "--source-model"),
+        (&["--ackers", "1", "--bolts", "2"][..], "--ackers, --bolts"),
+    ] {
+        let mut args = vec!["run", "--shape", "join", "--seed", "1"];
+        args.extend_from_slice(extra);
+        assert_usage_error(
+            &args,
+            &format!(
+                "acker-sim: error: --shape join runs a topology of its own sizes and timings, so \
+                 it does not take {named} (a shape takes --seed, --faults, --fault-until, \
+                 --trace, --check-determinism and --planted-bug)\n"
+            ),
+        );
+    }
+    // The options a shape takes still run it, and the experiment shape takes every option.
+    let out = run_ok(&[
+        "run",
+        "--shape",
+        "join",
+        "--seed",
+        "1",
+        "--fault-until",
+        "1s",
+        "--faults",
+        "none",
+    ]);
+    assert_eq!(
+        out.lines().next(),
+        Some("seed 1 (shape join, at-least-once)")
+    );
+    let out = run_ok(&[
+        "run",
+        "--shape",
+        "experiment",
+        "--seed",
+        "1",
+        "--tuples",
+        "50",
+    ]);
+    assert_eq!(
+        line(&out, "input "),
+        "50  distinct 50  lost 0  duplicates 0  absorbed 0"
+    );
+    let help = run_ok(&["run", "--help"]);
+    assert!(
+        help.contains("any other option given with one is refused"),
+        "{help}"
+    );
+}
+
+#[test]
+fn trace_dash_is_stdout_and_the_report_goes_to_stderr() {
+    let dir = std::env::temp_dir().join(format!("acker-sim-trace-dash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("trace.txt");
+    let o = bin()
+        .current_dir(&dir)
+        .args(["run", "--seed", "1", "--trace", "-"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // No file named `-`; stdout is the trace, line for line the file's.
+    assert!(!dir.join("-").exists(), "--trace - made a file named -");
+    let to_file = bin()
+        .current_dir(&dir)
+        .args(["run", "--seed", "1", "--trace", "trace.txt"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(to_file.status.code(), Some(0), "{}", stderr(&to_file));
+    let trace = std::fs::read_to_string(&file).expect("trace file");
+    assert_eq!(trace.lines().count(), 6000);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), trace);
+    // The report, on stderr, is the one a file trace prints on stdout.
+    let report = String::from_utf8_lossy(&to_file.stdout).into_owned();
+    assert!(report.starts_with("seed 1 (at-least-once)\n"), "{report}");
+    let on_stderr: String = stderr(&o)
+        .lines()
+        .filter(|l| !l.starts_with("acker-sim: wall "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(on_stderr, report);
+    // Also for a shape.
+    let o = bin()
+        .current_dir(&dir)
+        .args(["run", "--shape", "join", "--seed", "1", "--trace", "-"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !dir.join("-").exists(),
+        "--shape join --trace - made a file named -"
+    );
+    assert!(
+        stderr(&o).starts_with("seed 1 (shape join, at-least-once)\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!o.stdout.is_empty());
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("verdict"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_output_file_that_cannot_be_written_is_named() {
+    assert_usage_error(
+        &["run", "--seed", "1", "--trace", "/dev/full"],
+        "acker-sim: error: cannot write --trace file /dev/full: No space left on device",
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "join",
+            "--seed",
+            "1",
+            "--trace",
+            "/dev/full",
+        ],
+        "acker-sim: error: cannot write --trace file /dev/full: No space left on device",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--trace", "/nonexistent-dir/t.txt"],
+        "acker-sim: error: cannot create --trace file /nonexistent-dir/t.txt: No such file",
+    );
+    assert_usage_error(
+        &["experiment", "--plot", "-"],
+        "acker-sim: error: --plot - is not taken: the plot is an SVG file",
+    );
+}
+
+#[test]
+fn seeds_have_a_documented_upper_bound() {
+    // The last seed as the first: without the bound this would be refused for running past
+    // u64::MAX instead (and never start a search of 10 million seeds).
+    for n in ["10000001", "99999999999", "18446744073709551616"] {
+        assert_usage_error(
+            &[
+                "search",
+                "--first-seed",
+                "18446744073709551615",
+                "--seeds",
+                n,
+            ],
+            &format!(
+                "error: invalid value '{n}' for '--seeds <SEEDS>': must be at most 10000000 \
+                 (about 2.5 ms a seed at 1000 tuples: hours of search; split a larger search \
+                 into parts with --first-seed)"
+            ),
+        );
+    }
+    // The bound itself is taken (listed from the last seed: refused only for running past it).
+    assert_usage_error(
+        &[
+            "search",
+            "--first-seed",
+            "18446744073709551615",
+            "--seeds",
+            "10000000",
+        ],
+        "acker-sim: error: --first-seed 18446744073709551615 and --seeds 10000000 run past the \
+         last seed",
+    );
+    let help = run_ok(&["search", "--help"]);
+    assert!(
+        help.contains("How many seeds to run, 1 to 10000000"),
+        "{help}"
+    );
+}
+
+#[test]
+fn progress_every_writes_lines_to_stderr_and_leaves_stdout_alone() {
+    let args = ["search", "--seeds", "40", "--first-seed", "5"];
+    let plain = bin().args(args).output().expect("run acker-sim");
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    let o = bin()
+        .args(args)
+        .args(["--progress-every", "1us"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.stdout, plain.stdout);
+    let lines: Vec<String> = stderr(&o)
+        .lines()
+        .filter(|l| l.starts_with("acker-sim: progress: "))
+        .map(str::to_string)
+        .collect();
+    // Every seed takes more than a microsecond: a line before each seed after the first (and
+    // maybe before the first, if a microsecond passed since the start), counting up.
+    let done: Vec<u64> = lines
+        .iter()
+        .map(|l| {
+            let rest = l.strip_prefix("acker-sim: progress: ").unwrap_or("");
+            let (n, tail) = rest.split_once("/40 seeds, 0 violating, ").expect(l);
+            assert!(tail.ends_with(" s left"), "{l}");
+            n.parse().expect(l)
+        })
+        .collect();
+    let expected: Vec<u64> = (40 - done.len() as u64..40).collect();
+    assert!(done.len() >= 39, "{lines:?}");
+    assert_eq!(done, expected);
+    assert!(!stderr(&plain).contains("progress"), "{}", stderr(&plain));
+    assert_usage_error(
+        &["search", "--seeds", "2", "--progress-every", "0s"],
+        "error: invalid value '0s' for '--progress-every <INTERVAL>': must be more than 0",
+    );
+}
+
+#[test]
+fn fault_list_errors_quote_the_whole_list_and_the_bad_item() {
+    let known =
+        "known faults: bolt-exception-before-emit, bolt-exception-after-emit, spout-crash, \
+                 acker-crash, bolt-crash, worker-crash, message-loss, partition, source-outage, \
+                 sink-outage\n";
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "acker-crash*2,bogus"],
+        &format!(
+            "acker-sim: error: --faults `acker-crash*2,bogus`: item 2 of 2 (`bogus`): unknown \
+             fault `bogus`; {known}"
+        ),
+    );
+    assert_usage_error(
+        &["search", "--seeds", "1", "--faults", "bogus,acker-crash*2"],
+        &format!(
+            "acker-sim: error: --faults `bogus,acker-crash*2`: item 1 of 2 (`bogus`): unknown \
+             fault `bogus`; {known}"
+        ),
+    );
+    // A target the topology lacks: the message quotes the item already, and now the list.
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash*2,bolt-crash:9",
+        ],
+        "acker-sim: error: --faults `acker-crash*2,bolt-crash:9`: bad fault target in \
+         `bolt-crash:9`: target 9",
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "join",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash*2,bogus",
+        ],
+        "acker-sim: error: --faults `acker-crash*2,bogus`: unknown fault `bogus`",
+    );
+}
+
+#[test]
+fn swarm_says_which_options_its_shape_seeds_do_not_take() {
+    let warning = "acker-sim: warning: --tuples, --restart-delay apply to the swarm's experiment \
+                   seeds only: its shape seeds run topologies of their own sizes and timings \
+                   (their replay lines say so by leaving them out)\n";
+    let args = [
+        "search",
+        "--swarm",
+        "--seeds",
+        "3",
+        "--tuples",
+        "500",
+        "--restart-delay",
+        "2s",
+    ];
+    let o = bin().args(args).output().expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with(warning), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "searched 3 seeds (swarm): 0 violating\n"
+    );
+    // No warning where every seed takes them: without --swarm, or a guarantee no shape runs.
+    for args in [
+        &["search", "--seeds", "3", "--tuples", "500"][..],
+        &[
+            "search",
+            "--swarm",
+            "--guarantee",
+            "exactly-once",
+            "--seeds",
+            "3",
+            "--tuples",
+            "500",
+        ],
+        &["search", "--swarm", "--seeds", "3", "--fault-until", "1s"],
+    ] {
+        let o = bin().args(args).output().expect("run acker-sim");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("warning"), "{args:?}: {}", stderr(&o));
+    }
 }

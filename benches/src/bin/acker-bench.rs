@@ -23,8 +23,7 @@ use acker_benches::{
     MutexHashbrown, SharedAckerStructure, StormStyle,
 };
 use acker_core::{AckerTable, Slot};
-use acker_runtime::cli::{at_least, exit_status, CliError};
-use clap::builder::PossibleValuesParser;
+use acker_runtime::cli::{at_least, exit_status, list_items, CliError};
 use clap::{Parser, Subcommand};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
@@ -123,6 +122,71 @@ fn thread_count(s: &str) -> Result<usize, String> {
     in_range::<0>(s, MAX_THREADS, "threads a shared-table run")
 }
 
+/// A comma-separated option value parsed whole (`--windows`, `--threads`, `--only`), so that
+/// clap's refusal quotes the list as given: each item by `item`, an error naming the bad item
+/// and its place (`item 2 of 3 (`x`): must be ...`) when there are several; an empty value or
+/// item is refused ([`list_items`]).
+fn list_of<T>(s: &str, item: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    if s.trim().is_empty() {
+        return Err("is empty (give at least one comma-separated item)".to_string());
+    }
+    let items = list_items(s)?;
+    let n = items.len();
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            item(text).map_err(|e| {
+                if n == 1 {
+                    e
+                } else {
+                    format!("item {} of {n} (`{text}`): {e}", i + 1)
+                }
+            })
+        })
+        .collect()
+}
+
+/// A parsed list option (a newtype, so that clap's value parser gets the whole list; an option
+/// given more than once adds its lists together).
+#[derive(Clone, Debug)]
+struct List<T>(Vec<T>);
+
+/// clap value parser for `--windows`: a list of [`window_roots`].
+fn window_list(s: &str) -> Result<List<usize>, String> {
+    list_of(s, window_roots).map(List)
+}
+
+/// clap value parser for `--threads`: a list of [`thread_count`].
+fn thread_list(s: &str) -> Result<List<usize>, String> {
+    list_of(s, thread_count).map(List)
+}
+
+/// clap value parser for `--only`: a list of the names in [`structure_names`].
+fn structure_list(s: &str) -> Result<List<String>, String> {
+    let names = structure_names();
+    list_of(s, |name| {
+        if names.contains(&name) {
+            Ok(name.to_string())
+        } else {
+            Err(format!(
+                "no structure is named `{name}` [possible values: {}]",
+                names.join(", ")
+            ))
+        }
+    })
+    .map(List)
+}
+
+/// `--only`'s help, listing the names it takes.
+fn only_help() -> String {
+    format!(
+        "Run only these structures (comma-separated names, e.g. for a profiler) [possible values: \
+         {}]",
+        structure_names().join(", ")
+    )
+}
+
 /// Largest `--reps` value (each repetition reruns every structure on the whole op stream).
 const MAX_REPS: u64 = 1000;
 
@@ -163,12 +227,11 @@ struct CompareArgs {
     /// default --ops: op stream plus table).
     #[arg(
         long,
-        value_delimiter = ',',
         default_value = "1000,100000,1000000",
-        allow_negative_numbers = true,
-        value_parser = window_roots
+        allow_hyphen_values = true,
+        value_parser = window_list
     )]
-    windows: Vec<usize>,
+    windows: Vec<List<usize>>,
     /// Repetitions of each run, 1 to 1000; the median is reported [default: 3, 1 with --quick].
     #[arg(long, allow_negative_numbers = true, value_parser = rep_count)]
     reps: Option<usize>,
@@ -180,24 +243,38 @@ struct CompareArgs {
     /// them).
     #[arg(
         long,
-        value_delimiter = ',',
         default_value = "1,2",
-        allow_negative_numbers = true,
-        value_parser = thread_count
+        allow_hyphen_values = true,
+        value_parser = thread_list
     )]
-    threads: Vec<usize>,
+    threads: Vec<List<usize>>,
     /// Acks per tree (k), 1 to 1000.
     #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = acks_per_tree)]
     acks_per_tree: usize,
     /// Seed of the op streams.
     #[arg(long, default_value_t = 7, allow_negative_numbers = true, value_parser = at_least::<0>)]
     seed: u64,
-    /// Run only these structures (comma-separated names, e.g. for a profiler).
-    #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(structure_names()))]
-    only: Vec<String>,
+    /// Run only these structures (comma-separated names, e.g. for a profiler; the names are
+    /// listed under --help).
+    #[arg(long, value_parser = structure_list, help = only_help())]
+    only: Vec<List<String>>,
     /// Also run the single-owner tables with each message produced inside the timed loop (as an
     /// engine's message loop does), alternated with the pregenerated runs; rows say which mode.
     #[arg(long)]
+    in_loop: bool,
+}
+
+/// [`CompareArgs`] with its lists unwrapped.
+struct Compare {
+    quick: bool,
+    json: bool,
+    windows: Vec<usize>,
+    reps: Option<usize>,
+    ops: Option<usize>,
+    threads: Vec<usize>,
+    acks_per_tree: usize,
+    seed: u64,
+    only: Vec<String>,
     in_loop: bool,
 }
 
@@ -224,6 +301,18 @@ fn main() -> ExitCode {
 
 /// Runs `compare`; `Err` only for a failed stdout write (bad arguments are refused by clap).
 fn compare(args: CompareArgs) -> io::Result<ExitCode> {
+    let args = Compare {
+        quick: args.quick,
+        json: args.json,
+        windows: args.windows.into_iter().flat_map(|l| l.0).collect(),
+        reps: args.reps,
+        ops: args.ops,
+        threads: args.threads.into_iter().flat_map(|l| l.0).collect(),
+        acks_per_tree: args.acks_per_tree,
+        seed: args.seed,
+        only: args.only.into_iter().flat_map(|l| l.0).collect(),
+        in_loop: args.in_loop,
+    };
     if args.windows.is_empty() {
         eprintln!("acker-bench: error: --windows needs values of at least 1");
         return Ok(ExitCode::from(2));

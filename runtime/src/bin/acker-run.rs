@@ -189,8 +189,8 @@ struct ConnectorCountsArgs {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// Threads, one pinned per core (default: every available core). At most 4 x the machine's
-    /// cores; more than the CPUs this process may use (`std::thread::available_parallelism`)
+    /// Threads, one pinned per core (default: every available core). At most 4 x the CPUs this
+    /// process may use (its CPU affinity set, as `taskset` or a cpuset sets it); more than the CPUs this process may use (`std::thread::available_parallelism`)
     /// runs with a warning on stderr: the threads then share CPUs, and each one's spinning and
     /// parking while it waits for input costs the others their CPU time (a new user saw a run
     /// with a small pending window take 25 x longer with --cores 8 on 2 CPUs).
@@ -199,7 +199,11 @@ struct RunArgs {
     /// Acker tasks (0 = at-most-once). `wordcount --guarantee at-most-once` runs with 0: leave
     /// it out there (a nonzero count is refused). Tasks plus ackers may be at most 65535 (task
     /// ids 0 to 65534; the id 65535 is reserved: a component's tasks are a half-open range of
-    /// 16-bit ids whose end must fit in one).
+    /// 16-bit ids whose end must fit in one). The built-in topologies also refuse more ackers
+    /// than the roots their spouts may keep pending (spout tasks x max spout pending), and
+    /// ackers whose tables and park queues (with the spouts' pending sets) need more memory than
+    /// the machine has or the process's `ulimit -v` / `ulimit -d` leaves (about 80 KB of address
+    /// space an acker at the default 1024-root table), naming the size, before any task is built.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
@@ -261,7 +265,10 @@ struct WordcountArgs {
 /// `bench pipeline --ackers`' help (the shared `RunArgs` text speaks of the word count).
 const PIPELINE_ACKERS_HELP: &str = "Acker tasks tracking the pipeline's trees (0 = at-most-once: \
 nothing is tracked, the spout counts each tree acked as it emits it, so `trees_acked` is the trees \
-emitted). Tasks plus ackers may be at most 65535 (task ids 0 to 65534; the id 65535 is reserved).";
+emitted). Tasks plus ackers may be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
+roots in flight never holds one), and so does memory: about 80 KB of address space an acker at the \
+default 1024-root table, refused with the size when more than the machine or the process's \
+`ulimit -v` / `ulimit -d` allows.";
 
 /// `bench pipeline --max-spout-pending`' help.
 const PIPELINE_PENDING_HELP: &str = "Max spout pending: the most trees the pipeline's spout task \
@@ -272,7 +279,10 @@ this runtime needs a bound).";
 /// `bench wordcount --ackers`' help.
 const BENCH_WORDCOUNT_ACKERS_HELP: &str = "Acker tasks tracking the benchmark's word-count trees \
 (a line and its words; 0 = at-most-once: nothing is tracked or replayed). Tasks plus ackers may \
-be at most 65535 (task ids 0 to 65534; the id 65535 is reserved).";
+be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
+roots in flight never holds one), and so does memory: about 80 KB of address space an acker at the \
+default 1024-root table, refused with the size when more than the machine or the process's \
+`ulimit -v` / `ulimit -d` allows.";
 
 /// `bench wordcount --max-spout-pending`' help.
 const BENCH_WORDCOUNT_PENDING_HELP: &str = "Max spout pending: the most line trees a spout task \
@@ -395,10 +405,131 @@ fn plan(
         .filter(|t| t.kind == acker_runtime::TaskKind::Spout)
         .count();
     check_acker_capacity(&config, spouts).map_err(CliError::Usage)?;
-    Ok(match run.acker_park_capacity {
+    let plan = match run.acker_park_capacity {
         Some(n) => plan.with_acker_park_capacity(n),
         None => plan,
-    })
+    };
+    check_acker_count(&plan, spouts, cores(run)).map_err(CliError::Usage)?;
+    Ok(plan)
+}
+
+/// Address space an acker task takes beside its table (20 B a root) and park queue (up to 104 B
+/// a message). Measured with `VmPeak`: 16000 ackers of the default 1024-root table and 128-message
+/// queue (33.8 KB) peaked at 1.27 GB, about 78 KB each.
+const ACKER_TASK_BYTES: u64 = 44 * 1024;
+
+/// Address space a spout task's pending set (and what else grows with max spout pending) takes
+/// a tree, rounded up from measurement: `bench pipeline --max-spout-pending 10000000` (one acker
+/// of 40M roots and a 5M-message park queue, 1.32 GB) died under `ulimit -v` 2.0 GB and ran
+/// under 2.3 GB, so 0.7 to 1.0 GB went to the rest.
+const PENDING_TREE_BYTES: u64 = 64;
+
+/// Refuses an acker count the run cannot use or hold, before any task is built (new-user trial:
+/// `bench wordcount --ackers 65530` asked for about 2.5 GB and under `ulimit -v` died of SIGABRT
+/// in an allocation): more ackers than the roots the spouts may keep pending (`spouts` x max
+/// spout pending: an acker past them can never hold a root), or acker tables, park queues and
+/// spout pending sets that need more memory than this process may have ([`memory_room`]).
+fn check_acker_count(
+    plan: &acker_runtime::Plan,
+    spouts: usize,
+    cores: usize,
+) -> Result<(), String> {
+    let ackers = plan.config().num_ackers;
+    let pending = plan.config().pending_capacity();
+    let roots = spouts.saturating_mul(pending);
+    if ackers > roots {
+        return Err(format!(
+            "--ackers {ackers} is more than the {roots} root(s) the spouts may keep pending \
+             ({spouts} spout task(s) x max spout pending {pending}): an acker past them can never \
+             hold a root; give at most {roots}"
+        ));
+    }
+    let (capacity, park) = if ackers == 0 {
+        (0, 0)
+    } else {
+        (plan.acker_capacity_roots(), plan.acker_park_capacity())
+    };
+    let per_acker = (capacity as u64)
+        .saturating_mul(20)
+        .saturating_add((park as u64).saturating_mul(104))
+        .saturating_add(ACKER_TASK_BYTES);
+    let pending_sets = (roots as u64).saturating_mul(PENDING_TREE_BYTES);
+    let need = per_acker
+        .saturating_mul(ackers as u64)
+        .saturating_add(pending_sets);
+    if let Some((room, what)) = memory_room(cores) {
+        if need > room {
+            return Err(format!(
+                "--ackers {ackers} and --max-spout-pending {pending} need about {} of memory: {} \
+                 for {ackers} acker task(s) (about {} each: a table of {capacity} roots at 20 B, \
+                 a park queue of {park} messages at up to 104 B and the task) and {} for {spouts} \
+                 spout pending set(s) of {pending} trees, more than {what}: lower --ackers or \
+                 --max-spout-pending (an acker table holds 4 x the trees the spouts may keep \
+                 pending unless --acker-capacity is given), or --acker-capacity / \
+                 --acker-park-capacity",
+                size(need),
+                size(per_acker.saturating_mul(ackers as u64)),
+                size(per_acker),
+                size(pending_sets)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `bytes` for a message: KB, MB or GB (decimal), one decimal.
+fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.1} KB", b / 1e3)
+    }
+}
+
+/// The most memory a run of `cores` threads may still take, and what bounds it, for a message:
+/// the machine's physical memory, or what is left under this process's address-space or data
+/// limit (`ulimit -v`, `ulimit -d`; what is mapped now and a margin for the threads' stacks
+/// taken off). `None` when none can be read (Linux only).
+fn memory_room(cores: usize) -> Option<(u64, String)> {
+    let mut room: Option<(u64, String)> =
+        physical_memory_bytes().map(|b| (b, format!("this machine's {} of memory", size(b))));
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace()
+            .nth(1)?
+            .parse::<u64>()
+            .ok()?
+            .checked_mul(1024)
+    };
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let limit = |name: &str| -> Option<u64> {
+        let line = limits.lines().find(|l| l.starts_with(name))?;
+        // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
+        line[name.len()..].split_whitespace().next()?.parse().ok()
+    };
+    let margin = 128_000_000 + 8_400_000 * cores as u64;
+    for (name, used, ulimit) in [
+        ("Max address space", kib("VmSize:"), "ulimit -v"),
+        ("Max data size", kib("VmData:"), "ulimit -d"),
+    ] {
+        let Some(max) = limit(name) else { continue };
+        let left = max.saturating_sub(used.unwrap_or(0)).saturating_sub(margin);
+        if room.as_ref().is_none_or(|(r, _)| left < *r) {
+            room = Some((
+                left,
+                format!(
+                    "the {} this process may still map under its limit of {} (`{ulimit}`)",
+                    size(left),
+                    size(max)
+                ),
+            ));
+        }
+    }
+    room
 }
 
 fn cores(run: &RunArgs) -> usize {
@@ -518,12 +649,19 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
     if run.max_spout_pending == Some(0) {
         return Err("--max-spout-pending must be at least 1".to_string());
     }
-    let machine = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
-    if run.cores.is_some_and(|c| c > 4 * machine) {
+    // The CPUs of the affinity set (what `taskset` or a cpuset leaves this process), not the
+    // machine's: the message says which (new-user trial: "1 core(s) of this machine" under
+    // `taskset -c 0` on a machine of 2).
+    let allowed = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
+    if let Some(cores) = run.cores.filter(|&c| c > 4 * allowed) {
+        let machine = match online_cpus() {
+            Some(n) => format!("out of the {n} core(s) of this machine"),
+            None => "the core(s) of this machine could not be counted".to_string(),
+        };
         return Err(format!(
-            "--cores {} is more than 4 x the {machine} core(s) of this machine (one thread a core, \
-             and a ring per ordered pair of threads)",
-            run.cores.unwrap_or(0)
+            "--cores {cores} is more than 4 x the {allowed} CPU(s) this process may use (its CPU \
+             affinity set, as `taskset` or a cpuset sets it, {machine}): one thread a core, and a \
+             ring per ordered pair of threads"
         ));
     }
     if run.max_spout_pending.is_some_and(|p| p > MAX_PENDING_LIMIT) {
@@ -572,6 +710,27 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The machine's online CPUs (`/sys/devices/system/cpu/online`, e.g. `0-3,6`; Linux), whatever
+/// this process's affinity set; `None` where that file cannot be read.
+fn online_cpus() -> Option<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    let mut n = 0usize;
+    for range in text.trim().split(',') {
+        n += match range.split_once('-') {
+            Some((a, b)) => b
+                .parse::<usize>()
+                .ok()?
+                .checked_sub(a.parse::<usize>().ok()?)?
+                .checked_add(1)?,
+            None => {
+                range.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
 }
 
 /// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`); `None` where it
