@@ -189,9 +189,9 @@ struct ConnectorCountsArgs {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// Threads, one pinned per core (default: every available core). At most 4 x the CPUs this
-    /// process may use (its CPU affinity set, as `taskset` or a cpuset sets it); more than those
-    /// CPUs (`std::thread::available_parallelism`) runs with a warning on stderr: the threads then share CPUs, and each one's spinning and
+    /// Threads, one pinned per core (default: every available core). At most 4 x the CPUs of
+    /// this process's CPU affinity set (as `taskset` or a cpuset sets it); more than the CPUs
+    /// this process may use (`std::thread::available_parallelism`) runs with a warning on stderr: the threads then share CPUs, and each one's spinning and
     /// parking while it waits for input costs the others their CPU time (a new user saw a run
     /// with a small pending window take 25 x longer with --cores 8 on 2 CPUs).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
