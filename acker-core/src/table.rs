@@ -33,9 +33,12 @@
 //! reset-timeouts and every unusual case go through out-of-line general paths. A new root takes a free
 //! slot of its first bucket, else of its second, else moves a resident of one of them to that
 //! resident's other bucket (searched two moves deep); when even that fails (only in a nearly full
-//! table) it takes any free slot and is counted as an overflow entry, which lookups then find by a
-//! full scan until it is removed. So the table still fills to 100% of its slots, but above ~90%
-//! load creating roots slows down: size it for the load you expect (0.8 is the benchmarked load).
+//! table) it takes the first free slot from its second bucket on and is counted as an overflow
+//! entry; while any lives, a lookup that misses both buckets scans on past the second bucket as
+//! far as the farthest overflow entry lies ([`AckerTable::probe_len`]: a few slots at load 0.8,
+//! up to the whole table near 100 %). So the table still fills to 100% of its slots, but above
+//! ~90% load creating roots slows down: size it for the load you expect (0.8 is the benchmarked
+//! load).
 //! Each [`Slot`] is 20 bytes: root id (8, 0 = free), ack val (8), and 4 bytes holding the spout
 //! task (16 bits), two flags (spout task known, failed) and a 14-bit timeout stamp. Memory is
 //! `20 × capacity` plus `size_of::<AckerTable<S>>()`, with no hidden allocation.
@@ -224,6 +227,10 @@ pub struct AckerTable<S> {
     sweep_cursor: usize,
     /// Entries outside both of their buckets (only in a nearly full table).
     overflow: usize,
+    /// While `overflow > 0`: the farthest any overflow entry placed since `overflow` was last 0
+    /// lies past the start of its second bucket, in slots (a lookup that misses both buckets
+    /// scans that far past the second bucket's start); 0 when `overflow` is 0.
+    overflow_reach: usize,
     /// `ceil(capacity / BUCKET)`.
     buckets: usize,
 }
@@ -250,6 +257,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             stamp_counts: [0; 4],
             sweep_cursor: 0,
             overflow: 0,
+            overflow_reach: 0,
             buckets: cap.div_ceil(BUCKET),
         })
     }
@@ -274,11 +282,30 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
 
     /// Entries placed outside both of their buckets because the table was nearly full (counted
     /// as the shared table's [`overflow_len`](crate::SharedAckerTable::overflow_len) is). While it
-    /// is above 0, a lookup that misses both buckets scans the whole table; it returns to 0 as
-    /// those entries are decided, expire and are swept, or their slots are reused.
+    /// is above 0, a lookup that misses both buckets scans on past its second bucket as far as the
+    /// farthest of those entries lies ([`probe_len`](Self::probe_len)); it returns to 0 as those
+    /// entries are decided, expire and are swept, or their slots are reused.
     #[inline]
     pub fn overflow_len(&self) -> usize {
         self.overflow
+    }
+
+    /// How many slots a lookup of a root absent from the table reads at most: its two buckets
+    /// (8 slots), plus, while overflow entries live ([`overflow_len`](Self::overflow_len) above
+    /// 0), the slots from its second bucket's start to as far past it as the farthest overflow
+    /// entry placed since the count was last 0 lies (an overflow entry takes the first free slot
+    /// from there). At the benchmarked load of 0.8 that is a few slots; in a table filled close to
+    /// 100 % it can reach the whole table (`capacity`). As the shared table's
+    /// [`probe_len`](crate::SharedAckerTable::probe_len) does, it tells a caller why creating
+    /// roots got slow, and when it stops being so.
+    #[inline]
+    pub fn probe_len(&self) -> usize {
+        let buckets = (2 * BUCKET).min(self.capacity());
+        if self.overflow == 0 {
+            buckets
+        } else {
+            (buckets + self.overflow_reach + 1).min(self.capacity())
+        }
     }
 
     /// The message timeout T in nanoseconds.
@@ -677,6 +704,36 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             .map(|k| start + k)
     }
 
+    /// The slot of `root` among the overflow entries: it can only lie within
+    /// `overflow_reach` slots past the start of its second bucket `b2` (an overflow entry takes
+    /// the first free slot from there, and never moves), so the scan reads those slots, wrapping
+    /// round the table's end, and no more.
+    #[cold]
+    #[inline(never)]
+    fn scan_overflow(&self, root: RootId, b2: usize) -> Option<usize> {
+        let slots = self.slots.as_ref();
+        let cap = slots.len();
+        let (start, _) = self.bucket_range(b2);
+        let n = self.overflow_reach.saturating_add(1).min(cap);
+        let first = (cap - start).min(n);
+        if let Some(k) = slots[start..start + first]
+            .iter()
+            .position(|s| s.root == root)
+        {
+            return Some(start + k);
+        }
+        slots[..n - first].iter().position(|s| s.root == root)
+    }
+
+    /// One overflow entry less; the reach resets with the count.
+    #[inline]
+    fn uncount_overflow(&mut self) {
+        self.overflow -= 1;
+        if self.overflow == 0 {
+            self.overflow_reach = 0;
+        }
+    }
+
     /// Whether the entry of `root` at slot `i` lies outside both of its buckets (placed there
     /// when the table was too full for a cuckoo move).
     #[inline]
@@ -797,7 +854,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
             return Probe::Found(i);
         }
         if self.overflow > 0 {
-            if let Some(i) = self.slots.as_ref().iter().position(|s| s.root == root) {
+            if let Some(i) = self.scan_overflow(root, b2) {
                 return Probe::Found(i);
             }
         }
@@ -867,7 +924,7 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         if old.root == 0 {
             self.occupied += 1;
         } else if self.overflow > 0 && self.is_overflow(old.root, i) {
-            self.overflow -= 1;
+            self.uncount_overflow();
         }
         self.slots.as_mut()[i] = self.fresh(root);
         self.count_new();
@@ -931,11 +988,12 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
         // Overflow: any free or expired slot (one exists: `len < capacity`).
         let (start, _) = self.bucket_range(b2);
         let mut i = start;
-        for _ in 0..self.capacity() {
+        for reach in 0..self.capacity() {
             let s = self.slots.as_ref()[i];
             if s.root == 0 || self.is_expired(s.meta) {
                 self.place(i, root);
                 self.overflow += 1;
+                self.overflow_reach = self.overflow_reach.max(reach);
                 return i;
             }
             i = self.next(i);
@@ -966,11 +1024,12 @@ impl<S: AsRef<[Slot]> + AsMut<[Slot]>> AckerTable<S> {
     }
 
     /// Frees slot `i` (nothing ever depends on a slot staying occupied: a root is only ever in
-    /// one of its two buckets or, counted in `overflow`, found by a full scan).
+    /// one of its two buckets or, counted in `overflow`, within `overflow_reach` slots past its
+    /// second bucket's start).
     #[inline]
     fn remove_at(&mut self, i: usize) {
         if self.overflow > 0 && self.is_overflow(self.slots.as_ref()[i].root, i) {
-            self.overflow -= 1;
+            self.uncount_overflow();
         }
         self.slots.as_mut()[i] = Slot::EMPTY;
         self.occupied -= 1;
@@ -1378,6 +1437,7 @@ mod tests {
             );
         }
         assert_eq!(table.len(), 1000);
+        assert!(table.overflow > 0 && table.probe_len() == 8 + table.overflow_reach + 1);
         assert_eq!(table.init(root(1000), 1, 2), Err(TableError::Full));
         for k in 0..1000u64 {
             assert_eq!(table.get(root(k)).unwrap().ack_val, k + 1);
@@ -1391,6 +1451,7 @@ mod tests {
         }
         assert!(table.is_empty());
         assert_eq!((table.occupied, table.overflow), (0, 0));
+        assert_eq!((table.overflow_reach, table.probe_len()), (0, 8));
     }
 
     #[test]
