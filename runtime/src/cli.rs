@@ -280,69 +280,6 @@ fn not_utf8(name: &str, offset: usize) -> String {
     format!("input {name} is not UTF-8: invalid byte at offset {offset} (0-based)")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A file read in 1 MiB chunks: characters cut by a chunk's end are whole in the text, and
-    /// a bad byte past the first chunk is reported at its offset in the file.
-    #[test]
-    fn read_text_checks_utf8_across_chunks() {
-        let dir = std::env::temp_dir();
-        let path = dir.join(format!("acker-read-text-{}.txt", std::process::id()));
-        // 'a' then 2-byte characters: every chunk boundary (an even offset) cuts one in two.
-        let text: String = std::iter::once('a')
-            .chain(std::iter::repeat_n('é', 700_000))
-            .collect();
-        std::fs::write(&path, &text).unwrap();
-        assert_eq!(read_text(&path).as_deref(), Ok(text.as_str()));
-        let mut bad = text.clone().into_bytes();
-        bad[1_300_002] = 0xFF; // the second byte of the character at 1_300_001, second chunk
-        std::fs::write(&path, &bad).unwrap();
-        let name = path.display();
-        assert_eq!(
-            read_text(&path),
-            Err(format!(
-                "input {name} is not UTF-8: invalid byte at offset 1300001 (0-based)"
-            ))
-        );
-        // Cut at the very end: the last character is incomplete.
-        std::fs::write(&path, &text.as_bytes()[..text.len() - 1]).unwrap();
-        assert_eq!(
-            read_text(&path),
-            Err(format!(
-                "input {name} is not UTF-8: invalid byte at offset {} (0-based)",
-                text.len() - 2
-            ))
-        );
-        let _ = std::fs::remove_file(&path);
-    }
-
-    #[test]
-    fn whole_numbers_and_their_refusals() {
-        assert_eq!(at_least::<1>(" 7 "), Ok(7));
-        assert_eq!(at_least::<1>("0"), Err("must be at least 1".to_string()));
-        assert_eq!(
-            at_least::<1>("-3"),
-            Err("must not be negative (at least 1)".to_string())
-        );
-        assert_eq!(at_least::<0>("-3"), Err("must not be negative".to_string()));
-        assert_eq!(
-            at_least::<1>("2.5"),
-            Err("must be a whole number >= 1".to_string())
-        );
-        assert_eq!(
-            at_least::<0>("x"),
-            Err("must be a whole number".to_string())
-        );
-        assert_eq!(
-            at_least::<0>("18446744073709551616"),
-            Err("is too large (more than 2^64 - 1)".to_string())
-        );
-        assert_eq!(count_at_least::<0>("12"), Ok(12));
-    }
-}
-
 /// Address space an acker task takes beside its table (20 B a root) and park queue (up to 104 B
 /// a message). Measured with `VmPeak`: 16000 ackers of the default 1024-root table and 128-message
 /// queue (33.8 KB) peaked at 1.27 GB, about 78 KB each.
@@ -495,4 +432,67 @@ pub fn physical_memory_bytes() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file read in 1 MiB chunks: characters cut by a chunk's end are whole in the text, and
+    /// a bad byte past the first chunk is reported at its offset in the file.
+    #[test]
+    fn read_text_checks_utf8_across_chunks() {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("acker-read-text-{}.txt", std::process::id()));
+        // 'a' then 2-byte characters: every chunk boundary (an even offset) cuts one in two.
+        let text: String = std::iter::once('a')
+            .chain(std::iter::repeat_n('é', 700_000))
+            .collect();
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(read_text(&path).as_deref(), Ok(text.as_str()));
+        let mut bad = text.clone().into_bytes();
+        bad[1_300_002] = 0xFF; // the second byte of the character at 1_300_001, second chunk
+        std::fs::write(&path, &bad).unwrap();
+        let name = path.display();
+        assert_eq!(
+            read_text(&path),
+            Err(format!(
+                "input {name} is not UTF-8: invalid byte at offset 1300001 (0-based)"
+            ))
+        );
+        // Cut at the very end: the last character is incomplete.
+        std::fs::write(&path, &text.as_bytes()[..text.len() - 1]).unwrap();
+        assert_eq!(
+            read_text(&path),
+            Err(format!(
+                "input {name} is not UTF-8: invalid byte at offset {} (0-based)",
+                text.len() - 2
+            ))
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn whole_numbers_and_their_refusals() {
+        assert_eq!(at_least::<1>(" 7 "), Ok(7));
+        assert_eq!(at_least::<1>("0"), Err("must be at least 1".to_string()));
+        assert_eq!(
+            at_least::<1>("-3"),
+            Err("must not be negative (at least 1)".to_string())
+        );
+        assert_eq!(at_least::<0>("-3"), Err("must not be negative".to_string()));
+        assert_eq!(
+            at_least::<1>("2.5"),
+            Err("must be a whole number >= 1".to_string())
+        );
+        assert_eq!(
+            at_least::<0>("x"),
+            Err("must be a whole number".to_string())
+        );
+        assert_eq!(
+            at_least::<0>("18446744073709551616"),
+            Err("is too large (more than 2^64 - 1)".to_string())
+        );
+        assert_eq!(count_at_least::<0>("12"), Ok(12));
+    }
 }
