@@ -132,6 +132,17 @@ pub fn exit_status_with_usage(
     }
 }
 
+/// `eprintln!` that ignores a failed write: a warning or progress line on a stderr that is
+/// closed (`2>&1 | head -1`) or full (`2>/dev/full`) is dropped instead of panicking (exit
+/// status 101); the command goes on and its stdout and exit status stay as they would be.
+#[macro_export]
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// The exit status for a command's result, after printing `program: error: ...` on stderr for
 /// an error: the command's own status on success; 0 for a broken pipe on stdout; 128 + the
 /// signal's number for [`CliError::Interrupted`] (`program: MESSAGE`); 2 otherwise.
@@ -139,20 +150,20 @@ pub fn exit_status(program: &str, result: Result<ExitCode, CliError>) -> ExitCod
     match result {
         Ok(code) => code,
         Err(CliError::Usage(e)) => {
-            eprintln!("{program}: error: {e}");
+            crate::stderr_line!("{program}: error: {e}");
             ExitCode::from(2)
         }
         Err(CliError::Stdout(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(CliError::Stdout(e)) => {
-            eprintln!("{program}: error: cannot write to stdout: {e}");
+            crate::stderr_line!("{program}: error: cannot write to stdout: {e}");
             ExitCode::from(2)
         }
         Err(CliError::Run(e)) => {
-            eprintln!("{program}: error: {e}");
+            crate::stderr_line!("{program}: error: {e}");
             ExitCode::from(2)
         }
         Err(CliError::Interrupted { message, status }) => {
-            eprintln!("{program}: {message}");
+            crate::stderr_line!("{program}: {message}");
             ExitCode::from(status)
         }
     }
@@ -267,6 +278,160 @@ pub fn read_text(path: &std::path::Path) -> Result<String, String> {
 
 fn not_utf8(name: &str, offset: usize) -> String {
     format!("input {name} is not UTF-8: invalid byte at offset {offset} (0-based)")
+}
+
+/// Address space an acker task takes beside its table (20 B a root) and park queue (up to 104 B
+/// a message). Measured with `VmPeak`: 16000 ackers of the default 1024-root table and 128-message
+/// queue (33.8 KB) peaked at 1.27 GB, about 78 KB each.
+pub const ACKER_TASK_BYTES: u64 = 44 * 1024;
+
+/// Address space a spout task's pending set (and what else grows with max spout pending) takes
+/// a tree, rounded up from measurement: `bench pipeline --max-spout-pending 10000000` (one acker
+/// of 40M roots and a 5M-message park queue, 1.32 GB) died under `ulimit -v` 2.0 GB and ran
+/// under 2.3 GB, so 0.7 to 1.0 GB went to the rest.
+pub const PENDING_TREE_BYTES: u64 = 64;
+
+/// Refuses an acker count the run cannot use or hold, before any task is built (new-user trial:
+/// `bench wordcount --ackers 65530` asked for about 2.5 GB and under `ulimit -v` died of SIGABRT
+/// in an allocation): more ackers than the roots the spouts may keep pending (`spouts` x max
+/// spout pending: an acker past them can never hold a root), or acker tables, park queues and
+/// spout pending sets that need more memory than this process may have ([`memory_room`]).
+/// `other`: memory another option takes besides, `(bytes, option and value, what for)` (e.g.
+/// `bench wordcount --min-mb`'s text); the message names the option that takes the most.
+/// Used by the built-in jobs and the connector job alike, before any task is built or server
+/// touched.
+///
+/// # Errors
+/// The message for stderr, naming the options and what to change.
+pub fn check_acker_count(
+    plan: &crate::Plan,
+    spouts: usize,
+    cores: usize,
+    other: Option<(u64, &str, &str)>,
+) -> Result<(), String> {
+    let ackers = plan.config().num_ackers;
+    let pending = plan.config().pending_capacity();
+    let roots = spouts.saturating_mul(pending);
+    if ackers > roots {
+        return Err(format!(
+            "--ackers {ackers} is more than the {roots} root(s) the spouts may keep pending \
+             ({spouts} spout task(s) x max spout pending {pending}): an acker past them can never \
+             hold a root; give at most {roots}"
+        ));
+    }
+    let (capacity, park) = if ackers == 0 {
+        (0, 0)
+    } else {
+        (plan.acker_capacity_roots(), plan.acker_park_capacity())
+    };
+    let per_acker = (capacity as u64)
+        .saturating_mul(20)
+        .saturating_add((park as u64).saturating_mul(104))
+        .saturating_add(ACKER_TASK_BYTES);
+    let pending_sets = (roots as u64).saturating_mul(PENDING_TREE_BYTES);
+    let trees = per_acker
+        .saturating_mul(ackers as u64)
+        .saturating_add(pending_sets);
+    let other_bytes = other.map_or(0, |(b, _, _)| b);
+    let need = trees.saturating_add(other_bytes);
+    let Some((room, what)) = memory_room(cores) else {
+        return Ok(());
+    };
+    if need <= room {
+        return Ok(());
+    }
+    if let Some((bytes, option, what_for)) = other.filter(|&(b, _, _)| b >= trees) {
+        return Err(format!(
+            "{option} needs about {} of memory for {what_for} ({} with the {ackers} acker \
+             task(s) and {spouts} spout pending set(s)), more than {what}: lower {option_name}",
+            size(bytes),
+            size(need),
+            option_name = option.split_whitespace().next().unwrap_or(option)
+        ));
+    }
+    let besides = match other {
+        Some((bytes, option, what_for)) => {
+            format!(" (besides {} for {option}: {what_for})", size(bytes))
+        }
+        None => String::new(),
+    };
+    Err(format!(
+        "--ackers {ackers} and --max-spout-pending {pending} need about {} of memory: {} \
+         for {ackers} acker task(s) (about {} each: a table of {capacity} roots at 20 B, \
+         a park queue of {park} messages at up to 104 B and the task) and {} for {spouts} \
+         spout pending set(s) of {pending} trees{besides}, more than {what}: lower --ackers or \
+         --max-spout-pending (an acker table holds 4 x the trees the spouts may keep \
+         pending unless --acker-capacity is given), or --acker-capacity / \
+         --acker-park-capacity",
+        size(trees),
+        size(per_acker.saturating_mul(ackers as u64)),
+        size(per_acker),
+        size(pending_sets)
+    ))
+}
+
+/// `bytes` for a message: KB, MB or GB (decimal), one decimal.
+pub fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.1} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.1} KB", b / 1e3)
+    }
+}
+
+/// The most memory a run of `cores` threads may still take, and what bounds it, for a message:
+/// the machine's physical memory, or what is left under this process's address-space or data
+/// limit (`ulimit -v`, `ulimit -d`; what is mapped now and a margin for the threads' stacks
+/// taken off). `None` when none can be read (Linux only).
+pub fn memory_room(cores: usize) -> Option<(u64, String)> {
+    let mut room: Option<(u64, String)> =
+        physical_memory_bytes().map(|b| (b, format!("this machine's {} of memory", size(b))));
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace()
+            .nth(1)?
+            .parse::<u64>()
+            .ok()?
+            .checked_mul(1024)
+    };
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let limit = |name: &str| -> Option<u64> {
+        let line = limits.lines().find(|l| l.starts_with(name))?;
+        // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
+        line[name.len()..].split_whitespace().next()?.parse().ok()
+    };
+    let margin = 128_000_000 + 8_400_000 * cores as u64;
+    for (name, used, ulimit) in [
+        ("Max address space", kib("VmSize:"), "ulimit -v"),
+        ("Max data size", kib("VmData:"), "ulimit -d"),
+    ] {
+        let Some(max) = limit(name) else { continue };
+        let left = max.saturating_sub(used.unwrap_or(0)).saturating_sub(margin);
+        if room.as_ref().is_none_or(|(r, _)| left < *r) {
+            room = Some((
+                left,
+                format!(
+                    "the {} this process may still map under its limit of {} (`{ulimit}`)",
+                    size(left),
+                    size(max)
+                ),
+            ));
+        }
+    }
+    room
+}
+
+/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`); `None` where it
+/// cannot be read (the per-acker limits still apply).
+pub fn physical_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 #[cfg(test)]

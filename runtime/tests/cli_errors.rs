@@ -1278,7 +1278,8 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
             "error: --ackers 16000 and --max-spout-pending 16384 need about 1.3 GB of memory: 1.3 \
              GB for 16000 acker task(s) (about 78.8 KB each: a table of 1024 roots at 20 B, a \
              park queue of 128 messages at up to 104 B and the task) and 1.0 MB for 1 spout \
-             pending set(s) of 16384 trees, more than the "
+             pending set(s) of 16384 trees (besides 2.0 MB for --min-mb 1: the input repeated to \
+             1.0 MB, held twice: the text and the topology's copy), more than the "
         ) && message.ends_with(
             " MB this process may still map under its limit of 614.4 MB (`ulimit -v`): lower \
              --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts may \
@@ -1341,4 +1342,125 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(json["ackers"], 1000);
     assert_eq!(json["plain_words"], json["topology_words"]);
+}
+
+/// New-user trial: the connector job lacked the built-in job's acker count and memory checks.
+/// Under `ulimit -v 600000`, `--ackers 6000` died of SIGABRT after it had created the Redis
+/// stream, as did `--max-spout-pending 10000000` and `--acker-capacity 100000000`; `--ackers
+/// 3000` ran with more ackers than the spout's 2001 trees pending. Each is now refused before
+/// any server is touched (the servers named here do not exist: an error naming Redis would
+/// mean the check came too late).
+#[cfg(all(feature = "redis", feature = "postgres"))]
+#[test]
+fn connector_job_refuses_acker_counts_and_memory_before_any_server() {
+    let with = |extra: &[&str]| -> Vec<String> {
+        NO_SERVERS
+            .iter()
+            .chain(extra)
+            .chain(&["--cores", "1", "--no-pin"])
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for ackers in ["6000", "3000"] {
+        let o = under_ulimit_v(600_000, &with(&["--ackers", ackers]));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(
+            message_of_argument_error(&err, "wordcount"),
+            format!(
+                "error: --ackers {ackers} is more than the 2001 root(s) the spouts may keep \
+                 pending (1 spout task(s) x max spout pending 2001): an acker past them can \
+                 never hold a root; give at most 2001\n"
+            )
+        );
+    }
+    for (extra, starts) in [
+        (
+            ["--max-spout-pending", "10000000"],
+            "error: --ackers 1 and --max-spout-pending 10000001 need about ",
+        ),
+        (
+            ["--acker-capacity", "100000000"],
+            "error: --ackers 1 and --max-spout-pending 2001 need about 3.3 GB of memory: ",
+        ),
+    ] {
+        let o = under_ulimit_v(600_000, &with(&extra));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        let message = message_of_argument_error(&err, "wordcount");
+        assert!(message.starts_with(starts), "{extra:?}: {message}");
+        assert!(message.contains("(`ulimit -v`)"), "{extra:?}: {message}");
+        assert!(!message.contains("127.0.0.1"), "{extra:?}: {message}");
+    }
+}
+
+/// New-user trial: `bench wordcount --min-mb 500` under `ulimit -v 600000` died of SIGABRT (the
+/// repeated text is held twice), and with `--min-mb 250` the memory message blamed --ackers and
+/// --max-spout-pending. The text is counted in the memory check, which names --min-mb when it
+/// takes the memory.
+#[test]
+fn bench_wordcount_min_mb_too_large_for_memory_is_refused_by_name() {
+    let input = tiny_input("min-mb-memory");
+    let path = input.to_str().expect("utf-8 path");
+    for mb in ["500", "250"] {
+        let o = under_ulimit_v(
+            600_000,
+            &[
+                "bench",
+                "wordcount",
+                "--input",
+                path,
+                "--min-mb",
+                mb,
+                "--rounds",
+                "1",
+                "--cores",
+                "1",
+                "--no-pin",
+            ],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--min-mb {mb}: {err}");
+        let message = message_of_argument_error(&err, "bench wordcount");
+        assert!(
+            message.starts_with(&format!("error: --min-mb {mb} needs about ")),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!(
+                " of memory for the input repeated to {mb}.0 MB, held twice: the text and the \
+                 topology's copy ("
+            )),
+            "{message}"
+        );
+        assert!(message.ends_with(": lower --min-mb\n"), "{message}");
+        assert!(!message.contains("--ackers"), "{message}");
+    }
+}
+
+/// New-user trial: a warning written to a full stderr (`--cores` above the CPUs, `2>/dev/full`)
+/// panicked with exit status 101. A stderr write error is now ignored: the run ends as it
+/// would, its stdout whole.
+#[test]
+fn a_full_stderr_does_not_panic() {
+    let input = tiny_input("full-stderr");
+    let full = std::fs::File::create("/dev/full").expect("open /dev/full");
+    let child = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(env!("CARGO_BIN_EXE_acker-run"))
+        .args(["wordcount", "--cores", "2", "--no-pin", "--json", "--input"])
+        .arg(&*input)
+        .stdout(Stdio::piped())
+        .stderr(full)
+        .spawn()
+        .expect("run acker-run");
+    let o = common::wait_bounded(
+        child,
+        None,
+        LIMIT,
+        "acker-run wordcount --cores 2 2>/dev/full",
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
+    assert_eq!(json["words_total"], 6, "{json}");
 }

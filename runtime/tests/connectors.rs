@@ -3994,3 +3994,44 @@ fn a_full_postgres_mid_run_is_reported_as_full_and_dead_letters_nothing() {
     );
     assert_eq!(db_counts(&pu), expected, "every word's count");
 }
+
+/// A load whose report cannot be written (`> /dev/full`) has appended every entry: it says so,
+/// with the count and the stream, so that it is not run again blindly (new-user trial: only
+/// "cannot write to stdout", exit 2, and a re-run would append everything twice).
+#[test]
+fn load_with_a_full_stdout_says_what_it_appended() {
+    let redis = RedisServer::start().unwrap_or_else(|e| panic!("cannot start redis-server: {e}"));
+    let input = numbered_lines_file("full-stdout", 25);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full");
+    let child = Command::new(BIN)
+        .args(load_args(input.to_str().unwrap(), &redis.url(), "full"))
+        .stdin(Stdio::null())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start acker-run load");
+    let (status, _, err) = Proc {
+        child,
+        what: "acker-run load > /dev/full".to_string(),
+    }
+    .wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(2), "{err}");
+    let mut con = redis_con(&redis.url());
+    let len: usize = redis::cmd("XLEN")
+        .arg("full")
+        .query(&mut con)
+        .expect("XLEN");
+    assert_eq!(len, 25);
+    assert!(
+        err.contains("appended 25 entries") && err.contains("to stream full at "),
+        "{err}"
+    );
+    assert!(
+        err.contains("then could not write the report to stdout: "),
+        "{err}"
+    );
+    assert!(err.contains("do not run it again"), "{err}");
+}

@@ -397,7 +397,7 @@ pub fn exit_status(relations: &[Relation]) -> std::process::ExitCode {
     if failed.is_empty() {
         std::process::ExitCode::SUCCESS
     } else {
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-sim: relations that do not hold: {}",
             failed.join("; ")
         );

@@ -34,16 +34,24 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Reproduce the reliability experiment: guarantee × fault × injected count (0, 1, 2, 5).
+    #[command(after_help = DURATION_HELP)]
     Experiment(ExperimentArgs),
     /// Run one simulation and print its verdict and trace hash.
+    #[command(after_help = DURATION_HELP)]
     Run(RunArgs),
     /// Run many seeds; report every oracle violation, shrunk, with replay commands.
+    #[command(after_help = DURATION_HELP)]
     Search(SearchArgs),
     /// One worker process of `experiment --real` (started by the driver).
     #[cfg(feature = "real")]
     #[command(hide = true)]
     Worker(acker_sim::real::worker::WorkerArgs),
 }
+
+/// How a duration option is written, shown under each command's `--help`.
+const DURATION_HELP: &str = "Durations (--timeout, --tick, --latency, --progress-every, ...) \
+need a unit: ns, us, ms or s, e.g. 30s, 2ms, 1.5s, 50us..150us; a bare number other than 0 is \
+refused.";
 
 /// The exit statuses, shown under `--help`.
 const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when stdout is a \
@@ -53,13 +61,30 @@ relation that does not hold; 2 on bad arguments, a failed run or a stdout write 
 and a hint); 3 on nondeterminism (--check-determinism).";
 
 /// clap value parser for a duration (`250ns`, `30us`, `2ms`, `1.5s`); the options using it set
-/// `allow_hyphen_values` so a negative one reaches here and is refused by name.
+/// `allow_hyphen_values` so a negative one reaches here and is refused by name. Every duration
+/// option of acker-sim needs a unit: a bare number (`30`) is refused, since it could mean
+/// seconds as well as nanoseconds; only `0` may go without one.
 fn duration(s: &str) -> Result<u64, String> {
     if s.trim_start().starts_with('-') {
         return Err("durations cannot be negative".into());
     }
+    with_unit(s)?;
     parse_duration_ns(s)
 }
+
+/// Refuses a bare number other than 0: [`DURATION_UNITS`] says which units are taken.
+fn with_unit(s: &str) -> Result<(), String> {
+    let t = s.trim();
+    if !t.is_empty() && t.parse::<f64>().is_ok_and(|v| v != 0.0) {
+        return Err(format!(
+            "`{t}` has no unit; {DURATION_UNITS} (e.g. {t}s or {t}ms)"
+        ));
+    }
+    Ok(())
+}
+
+/// The units a duration option takes, for its error message.
+const DURATION_UNITS: &str = "a duration needs one of the units ns, us, ms, s";
 
 /// [`duration`] that must be more than zero (`--time-limit`).
 fn positive_duration(s: &str) -> Result<u64, String> {
@@ -199,6 +224,8 @@ fn latency_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| format!("`{s}` is not a latency range like 50us..150us"))?;
+    with_unit(a)?;
+    with_unit(b)?;
     let (a, b) = (parse_duration_ns(a)?, parse_duration_ns(b)?);
     if a > b {
         return Err(format!(
@@ -434,7 +461,8 @@ struct SearchArgs {
     /// Write a progress line to stderr at this interval (e.g. 30s): seeds done of --seeds,
     /// violating seeds, elapsed time and an estimate of the time left. Without it, a progress
     /// bar is drawn on stderr only when stderr is a terminal. Either way stdout is unchanged.
-    #[arg(long, value_name = "INTERVAL", allow_hyphen_values = true, value_parser = positive_duration)]
+    /// The interval is at least 100ms.
+    #[arg(long, value_name = "INTERVAL", allow_hyphen_values = true, value_parser = progress_interval)]
     progress_every: Option<u64>,
     #[command(flatten)]
     sim: SimArgs,
@@ -455,6 +483,17 @@ fn seed_count(s: &str) -> Result<u64, String> {
         Err(e) if e.starts_with("is too large") => Err(too_many()),
         Ok(n) if n > MAX_SEEDS => Err(too_many()),
         r => r,
+    }
+}
+
+/// Shortest `search --progress-every`: shorter would fill stderr with a line per seed.
+const MIN_PROGRESS_NS: u64 = 100_000_000;
+
+/// clap value parser for `search --progress-every`: a duration of at least [`MIN_PROGRESS_NS`].
+fn progress_interval(s: &str) -> Result<u64, String> {
+    match duration(s)? {
+        ns if ns < MIN_PROGRESS_NS => Err("must be at least 100ms (e.g. 30s)".into()),
+        ns => Ok(ns),
     }
 }
 
@@ -485,12 +524,14 @@ impl ProgressLines {
         if now < self.next {
             return;
         }
-        while self.next <= now {
-            self.next += every;
-        }
+        // The first multiple of `every` after `now`, in one step however many intervals passed.
+        let passed = now.duration_since(self.next).as_nanos() / every.as_nanos().max(1) + 1;
+        let step = every.as_nanos().saturating_mul(passed);
+        let step = std::time::Duration::from_nanos(u64::try_from(step).unwrap_or(u64::MAX));
+        self.next = self.next.checked_add(step).unwrap_or(now + every);
         let elapsed = now.duration_since(self.start).as_secs_f64();
         let left = elapsed / done.max(1) as f64 * total.saturating_sub(done) as f64;
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-sim: progress: {done}/{total} seeds, {violating} violating, {elapsed:.1} s \
              elapsed, about {left:.0} s left"
         );
@@ -735,7 +776,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         experiment::write_relations(&mut out, &relations)?;
     }
     out.flush()?;
-    eprintln!(
+    acker_runtime::stderr_line!(
         "acker-sim: {} runs in {:.2} s",
         rows.len(),
         start.elapsed().as_secs_f64()
@@ -806,7 +847,7 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         }
         if g != Guarantee::AtLeastOnce {
             // Said, not refused: a search's replay line for a shape seed names the guarantee too.
-            eprintln!(
+            acker_runtime::stderr_line!(
                 "acker-sim: warning: --guarantee {} does not apply to --shape {}, an at-least-once \
                  topology of its own: running at-least-once",
                 a.guarantee, a.shape
@@ -818,7 +859,9 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     if let Err(e) = sc.check_plant_can_fire() {
         // Not refused: a search's replay command for a seed whose guarantee the plant cannot act
         // under must still run; but never a silent clean verdict.
-        eprintln!("acker-sim: warning: {e}; this run's verdict says nothing about the bug");
+        acker_runtime::stderr_line!(
+            "acker-sim: warning: {e}; this run's verdict says nothing about the bug"
+        );
     }
     let specs = fault::parse_specs(&a.faults).map_err(|e| faults_error(&a.faults, e))?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
@@ -876,7 +919,7 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         ),
         _ => String::new(),
     };
-    eprintln!(
+    acker_runtime::stderr_line!(
         "acker-sim: wall {:.3} s, {:.2} M simulated messages/s, {:.2} M events/s{per_cpu}",
         wall,
         o.delivered as f64 / wall / 1e6,
@@ -920,7 +963,7 @@ fn finish_run(
     if check_determinism {
         let second = again()?;
         if second != trace_hash {
-            eprintln!(
+            acker_runtime::stderr_line!(
                 "acker-sim: NONDETERMINISM: seed {seed} gave trace hash {trace_hash:016x}, then {second:016x}"
             );
             return Ok(ExitCode::from(3));
@@ -950,7 +993,7 @@ fn shape_sim(shape: Shape, seed: u64, planted: Option<PlantedBug>) -> Result<Sim
 fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
     let planted = a.sim.planted()?;
     if let Some(b) = planted.filter(|b| !b.can_fire_under(Guarantee::AtLeastOnce)) {
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-sim: warning: planted bug `{}` cannot fire in the shape `{}`: the user-topology \
              shapes run at-least-once with no de-duplicating sink; this run's verdict says \
              nothing about the bug",
@@ -1189,7 +1232,7 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let shapes = a.swarm && matches!(fixed, None | Some(Guarantee::AtLeastOnce));
     if shapes && !given.is_empty() {
         // Said, not refused: the experiment's seeds of the swarm take them.
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-sim: warning: {} apply to the swarm's experiment seeds only: its shape seeds \
              run topologies of their own sizes and timings (their replay lines say so by \
              leaving them out)",
@@ -1283,7 +1326,7 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     }
     out.flush()?;
     if !a.list {
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-sim: {:.2} s, {:.2} M simulated messages/s",
             wall,
             messages as f64 / wall / 1e6

@@ -871,12 +871,12 @@ fn seeds_have_a_documented_upper_bound() {
 
 #[test]
 fn progress_every_writes_lines_to_stderr_and_leaves_stdout_alone() {
-    let args = ["search", "--seeds", "40", "--first-seed", "5"];
+    let args = ["search", "--seeds", "400", "--first-seed", "5"];
     let plain = bin().args(args).output().expect("run acker-sim");
     assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
     let o = bin()
         .args(args)
-        .args(["--progress-every", "1us"])
+        .args(["--progress-every", "100ms"])
         .output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -886,24 +886,97 @@ fn progress_every_writes_lines_to_stderr_and_leaves_stdout_alone() {
         .filter(|l| l.starts_with("acker-sim: progress: "))
         .map(str::to_string)
         .collect();
-    // Every seed takes more than a microsecond: a line before each seed after the first (and
-    // maybe before the first, if a microsecond passed since the start), counting up.
+    // 400 seeds take well over 100 ms: at least one line, the counts rising, each below 400.
     let done: Vec<u64> = lines
         .iter()
         .map(|l| {
             let rest = l.strip_prefix("acker-sim: progress: ").unwrap_or("");
-            let (n, tail) = rest.split_once("/40 seeds, 0 violating, ").expect(l);
+            let (n, tail) = rest.split_once("/400 seeds, 0 violating, ").expect(l);
             assert!(tail.ends_with(" s left"), "{l}");
             n.parse().expect(l)
         })
         .collect();
-    let expected: Vec<u64> = (40 - done.len() as u64..40).collect();
-    assert!(done.len() >= 39, "{lines:?}");
-    assert_eq!(done, expected);
+    assert!(!done.is_empty(), "{}", stderr(&o));
+    assert!(done.windows(2).all(|w| w[0] < w[1]), "{lines:?}");
+    assert!(done.iter().all(|&n| n < 400), "{lines:?}");
     assert!(!stderr(&plain).contains("progress"), "{}", stderr(&plain));
     assert_usage_error(
         &["search", "--seeds", "2", "--progress-every", "0s"],
-        "error: invalid value '0s' for '--progress-every <INTERVAL>': must be more than 0",
+        "error: invalid value '0s' for '--progress-every <INTERVAL>': must be at least 100ms",
+    );
+}
+
+/// An interval so short that a line would go out after every seed is refused (it took 9 s to
+/// search 5 seeds at `1ns`, catching up one interval at a time).
+#[test]
+fn progress_every_below_100ms_is_refused() {
+    for v in ["1ns", "99ms", "0.05s"] {
+        assert_usage_error(
+            &["search", "--seeds", "5", "--progress-every", v],
+            &format!("error: invalid value '{v}' for '--progress-every <INTERVAL>': must be at least 100ms"),
+        );
+    }
+    run_ok(&["search", "--seeds", "2", "--progress-every", "100ms"]);
+}
+
+/// Every duration option needs a unit: a bare number (`30`, read as nanoseconds before) is
+/// refused by option and value with the units it takes; `0` needs none.
+#[test]
+fn a_duration_without_a_unit_is_refused() {
+    for (opt, cmd) in [
+        ("--timeout", "run"),
+        ("--tick", "run"),
+        ("--local-latency", "run"),
+        ("--spout-ns", "run"),
+        ("--bolt-ns", "run"),
+        ("--acker-ns", "run"),
+        ("--restart-delay", "run"),
+        ("--partition", "run"),
+        ("--outage", "run"),
+        ("--fault-until", "run"),
+        ("--time-limit", "run"),
+        ("--progress-every", "search"),
+    ] {
+        let placeholder = if opt == "--progress-every" {
+            "<INTERVAL>".to_string()
+        } else {
+            format!(
+                "<{}>",
+                opt.trim_start_matches("--")
+                    .replace('-', "_")
+                    .to_uppercase()
+            )
+        };
+        assert_usage_error(
+            &[cmd, opt, "30"],
+            &format!(
+                "error: invalid value '30' for '{opt} {placeholder}': `30` has no unit; a \
+                 duration needs one of the units ns, us, ms, s (e.g. 30s or 30ms)"
+            ),
+        );
+    }
+    assert_usage_error(
+        &["run", "--latency", "50..150us"],
+        "invalid value '50..150us' for '--latency <LATENCY>': `50` has no unit",
+    );
+    assert_usage_error(
+        &["experiment", "--real", "--cell-limit", "60"],
+        "invalid value '60' for '--cell-limit <CELL_LIMIT>': `60` has no unit",
+    );
+    run_ok(&[
+        "run",
+        "--seed",
+        "1",
+        "--restart-delay",
+        "0",
+        "--timeout",
+        "30s",
+    ]);
+    let help = run_ok(&["run", "--help"]);
+    assert!(
+        help.contains("a bare number other than 0 is\nrefused")
+            || help.contains("a bare number other than 0 is refused"),
+        "{help}"
     );
 }
 
@@ -993,5 +1066,56 @@ fn swarm_says_which_options_its_shape_seeds_do_not_take() {
         let o = bin().args(args).output().expect("run acker-sim");
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("warning"), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// Runs `acker-sim args` with stderr `stderr` (stdout captured), killed after 120 s.
+fn output_with_stderr(args: &[&str], stderr: Stdio) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("run acker-sim");
+    // A piped stderr is closed here at once: the reader is gone before anything is written.
+    drop(child.stderr.take());
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(o) => o.expect("wait for acker-sim"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("acker-sim {args:?} did not exit within 120 s (killed)")
+        }
+    }
+}
+
+/// New-user trial: a progress line or the closing rate line written to a full (`2>/dev/full`)
+/// or closed (`2>&1 | head -1`) stderr panicked with exit status 101. Such a write error is
+/// ignored: the exit status and stdout are those of a run with a working stderr.
+#[test]
+fn a_full_or_closed_stderr_does_not_panic() {
+    for args in [
+        &["run", "--seed", "1"][..],
+        &["search", "--seeds", "20"][..],
+        &["search", "--seeds", "400", "--progress-every", "100ms"][..],
+    ] {
+        let plain = bin().args(args).output().expect("run acker-sim");
+        assert_eq!(plain.status.code(), Some(0), "{args:?}: {}", stderr(&plain));
+        let full = std::fs::File::create("/dev/full").expect("open /dev/full");
+        for (how, o) in [
+            ("2>/dev/full", output_with_stderr(args, full.into())),
+            ("closed stderr", output_with_stderr(args, Stdio::piped())),
+        ] {
+            assert_eq!(o.status.code(), Some(0), "{args:?} {how}");
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&plain.stdout),
+                "{args:?} {how}"
+            );
+        }
     }
 }

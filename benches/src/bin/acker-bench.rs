@@ -314,12 +314,12 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
         in_loop: args.in_loop,
     };
     if args.windows.is_empty() {
-        eprintln!("acker-bench: error: --windows needs values of at least 1");
+        acker_runtime::stderr_line!("acker-bench: error: --windows needs values of at least 1");
         return Ok(ExitCode::from(2));
     }
     if args.threads.len() > 1 && args.threads.contains(&0) {
         let given: Vec<String> = args.threads.iter().map(usize::to_string).collect();
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-bench: error: --threads 0 skips the shared tables and must be given alone; \
              thread counts are 1 to {MAX_THREADS} (got {})",
             given.join(",")
@@ -332,7 +332,7 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
         && args.only.iter().all(|n| shared.contains(&n.as_str()))
     {
         // Nothing would run: an empty table with exit 0 (new-user trial).
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-bench: error: --only {} names shared tables only, and --threads 0 skips the \
              shared tables: nothing to run (give thread counts, e.g. --threads 1,2)",
             args.only.join(",")
@@ -341,7 +341,7 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
     }
     let smallest_window = args.windows.iter().copied().min().unwrap_or(1);
     if let Some(&most) = args.threads.iter().max().filter(|&&t| t > smallest_window) {
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-bench: error: --threads {most} is more than the smallest window \
              (--windows {smallest_window}): each thread drives its own share of the W roots, so \
              a thread count must be at most W"
@@ -371,7 +371,7 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
     let json = args.json;
     let result = run_compare(&config, |m| {
         if !json {
-            eprintln!(
+            acker_runtime::stderr_line!(
                 "  ran {:<26} {:<12} W={:<8} threads={:<4} {:>8.2} Mops/s",
                 m.structure,
                 m.mode.name(),
@@ -384,7 +384,9 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("acker-bench: structures disagree, no figures reported: {e}");
+            acker_runtime::stderr_line!(
+                "acker-bench: structures disagree, no figures reported: {e}"
+            );
             return Ok(ExitCode::FAILURE);
         }
     };

@@ -392,6 +392,15 @@ fn plan(
     topology: &acker_runtime::Topology,
     run: &RunArgs,
 ) -> Result<acker_runtime::Plan, CliError> {
+    plan_with(topology, run, None)
+}
+
+/// [`plan`], with memory `other` takes besides (see [`acker_runtime::cli::check_acker_count`]).
+fn plan_with(
+    topology: &acker_runtime::Topology,
+    run: &RunArgs,
+    other: Option<(u64, &str, &str)>,
+) -> Result<acker_runtime::Plan, CliError> {
     let config = config(run);
     // The config comes from the flags: a refused config is a bad argument.
     let plan = topology
@@ -409,127 +418,9 @@ fn plan(
         Some(n) => plan.with_acker_park_capacity(n),
         None => plan,
     };
-    check_acker_count(&plan, spouts, cores(run)).map_err(CliError::Usage)?;
+    acker_runtime::cli::check_acker_count(&plan, spouts, cores(run), other)
+        .map_err(CliError::Usage)?;
     Ok(plan)
-}
-
-/// Address space an acker task takes beside its table (20 B a root) and park queue (up to 104 B
-/// a message). Measured with `VmPeak`: 16000 ackers of the default 1024-root table and 128-message
-/// queue (33.8 KB) peaked at 1.27 GB, about 78 KB each.
-const ACKER_TASK_BYTES: u64 = 44 * 1024;
-
-/// Address space a spout task's pending set (and what else grows with max spout pending) takes
-/// a tree, rounded up from measurement: `bench pipeline --max-spout-pending 10000000` (one acker
-/// of 40M roots and a 5M-message park queue, 1.32 GB) died under `ulimit -v` 2.0 GB and ran
-/// under 2.3 GB, so 0.7 to 1.0 GB went to the rest.
-const PENDING_TREE_BYTES: u64 = 64;
-
-/// Refuses an acker count the run cannot use or hold, before any task is built (new-user trial:
-/// `bench wordcount --ackers 65530` asked for about 2.5 GB and under `ulimit -v` died of SIGABRT
-/// in an allocation): more ackers than the roots the spouts may keep pending (`spouts` x max
-/// spout pending: an acker past them can never hold a root), or acker tables, park queues and
-/// spout pending sets that need more memory than this process may have ([`memory_room`]).
-fn check_acker_count(
-    plan: &acker_runtime::Plan,
-    spouts: usize,
-    cores: usize,
-) -> Result<(), String> {
-    let ackers = plan.config().num_ackers;
-    let pending = plan.config().pending_capacity();
-    let roots = spouts.saturating_mul(pending);
-    if ackers > roots {
-        return Err(format!(
-            "--ackers {ackers} is more than the {roots} root(s) the spouts may keep pending \
-             ({spouts} spout task(s) x max spout pending {pending}): an acker past them can never \
-             hold a root; give at most {roots}"
-        ));
-    }
-    let (capacity, park) = if ackers == 0 {
-        (0, 0)
-    } else {
-        (plan.acker_capacity_roots(), plan.acker_park_capacity())
-    };
-    let per_acker = (capacity as u64)
-        .saturating_mul(20)
-        .saturating_add((park as u64).saturating_mul(104))
-        .saturating_add(ACKER_TASK_BYTES);
-    let pending_sets = (roots as u64).saturating_mul(PENDING_TREE_BYTES);
-    let need = per_acker
-        .saturating_mul(ackers as u64)
-        .saturating_add(pending_sets);
-    if let Some((room, what)) = memory_room(cores) {
-        if need > room {
-            return Err(format!(
-                "--ackers {ackers} and --max-spout-pending {pending} need about {} of memory: {} \
-                 for {ackers} acker task(s) (about {} each: a table of {capacity} roots at 20 B, \
-                 a park queue of {park} messages at up to 104 B and the task) and {} for {spouts} \
-                 spout pending set(s) of {pending} trees, more than {what}: lower --ackers or \
-                 --max-spout-pending (an acker table holds 4 x the trees the spouts may keep \
-                 pending unless --acker-capacity is given), or --acker-capacity / \
-                 --acker-park-capacity",
-                size(need),
-                size(per_acker.saturating_mul(ackers as u64)),
-                size(per_acker),
-                size(pending_sets)
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `bytes` for a message: KB, MB or GB (decimal), one decimal.
-fn size(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1e9 {
-        format!("{:.1} GB", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.1} MB", b / 1e6)
-    } else {
-        format!("{:.1} KB", b / 1e3)
-    }
-}
-
-/// The most memory a run of `cores` threads may still take, and what bounds it, for a message:
-/// the machine's physical memory, or what is left under this process's address-space or data
-/// limit (`ulimit -v`, `ulimit -d`; what is mapped now and a margin for the threads' stacks
-/// taken off). `None` when none can be read (Linux only).
-fn memory_room(cores: usize) -> Option<(u64, String)> {
-    let mut room: Option<(u64, String)> =
-        physical_memory_bytes().map(|b| (b, format!("this machine's {} of memory", size(b))));
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = |key: &str| -> Option<u64> {
-        let line = status.lines().find(|l| l.starts_with(key))?;
-        line.split_whitespace()
-            .nth(1)?
-            .parse::<u64>()
-            .ok()?
-            .checked_mul(1024)
-    };
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    let limit = |name: &str| -> Option<u64> {
-        let line = limits.lines().find(|l| l.starts_with(name))?;
-        // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
-        line[name.len()..].split_whitespace().next()?.parse().ok()
-    };
-    let margin = 128_000_000 + 8_400_000 * cores as u64;
-    for (name, used, ulimit) in [
-        ("Max address space", kib("VmSize:"), "ulimit -v"),
-        ("Max data size", kib("VmData:"), "ulimit -d"),
-    ] {
-        let Some(max) = limit(name) else { continue };
-        let left = max.saturating_sub(used.unwrap_or(0)).saturating_sub(margin);
-        if room.as_ref().is_none_or(|(r, _)| left < *r) {
-            room = Some((
-                left,
-                format!(
-                    "the {} this process may still map under its limit of {} (`{ulimit}`)",
-                    size(left),
-                    size(max)
-                ),
-            ));
-        }
-    }
-    room
 }
 
 fn cores(run: &RunArgs) -> usize {
@@ -614,7 +505,7 @@ fn check_run(run: &RunArgs) -> Result<(), CliError> {
     check_run_flags(run).map_err(CliError::Usage)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let Some(w) = run.cores.and_then(|c| oversubscription_warning(c, cpus)) {
-        eprintln!("acker-run: warning: {w}");
+        acker_runtime::stderr_line!("acker-run: warning: {w}");
     }
     Ok(())
 }
@@ -694,7 +585,10 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
     // Each limit above holds per acker task; every acker preallocates (and clears) its table and
     // park queue, so the product must fit the machine too (50 ackers of 100M roots asked for
     // 100 GB and aborted or woke the OOM killer).
-    if let (Some(capacity), Some(total)) = (run.acker_capacity, physical_memory_bytes()) {
+    if let (Some(capacity), Some(total)) = (
+        run.acker_capacity,
+        acker_runtime::cli::physical_memory_bytes(),
+    ) {
         let park = run
             .acker_park_capacity
             .unwrap_or_else(|| acker_runtime::default_acker_park_capacity(capacity));
@@ -731,15 +625,6 @@ fn online_cpus() -> Option<usize> {
         };
     }
     (n > 0).then_some(n)
-}
-
-/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`); `None` where it
-/// cannot be read (the per-acker limits still apply).
-fn physical_memory_bytes() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
 }
 
 /// The peak resident memory of this process in MB (`VmHWM`, Linux; `None` elsewhere).
@@ -1343,6 +1228,29 @@ fn bench_wordcount_cmd(
             input.display()
         )
         .into());
+    }
+    // The repeated text is held twice (it and the topology's copy): counted with the ackers'
+    // memory before it is built, so that a --min-mb too large for this process is refused by
+    // name (new-user trial: `--min-mb 500` under `ulimit -v 600000` died of SIGABRT; `--min-mb
+    // 250` was blamed on --ackers / --max-spout-pending).
+    let text_bytes = (min_mb as u64)
+        .saturating_mul(1_000_000)
+        .saturating_add(base.len() as u64);
+    {
+        let (topology, _) = wordcount::topology(Lines::from_text(&base), cores(&run), 0.0)
+            .map_err(|e| e.to_string())?;
+        plan_with(
+            &topology,
+            &run,
+            Some((
+                text_bytes.saturating_mul(2),
+                &format!("--min-mb {min_mb}"),
+                &format!(
+                    "the input repeated to {}, held twice: the text and the topology's copy",
+                    acker_runtime::cli::size(text_bytes)
+                ),
+            )),
+        )?;
     }
     let mut text = String::new();
     text.try_reserve(min_mb * 1_000_000 + base.len())

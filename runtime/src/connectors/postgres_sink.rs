@@ -830,7 +830,7 @@ impl<W: BatchWriter> WriterThread<W> {
             .as_ref()
             .and_then(|o| o.failed(now, reason, connect_attempt))
         {
-            eprintln!("{line}");
+            crate::stderr_line!("{line}");
         }
         self.dropped(now);
     }
@@ -887,7 +887,7 @@ impl<W: BatchWriter> WriterThread<W> {
                     self.backoff_ms = 50;
                     self.reconnect_at = None;
                     if let Some(line) = self.outage.as_ref().and_then(|o| o.connected(now)) {
-                        eprintln!("{line}");
+                        crate::stderr_line!("{line}");
                     }
                 }
                 Err(e) if e.sqlstate.as_deref() == Some(TOO_MANY_CONNECTIONS) => {
@@ -896,7 +896,7 @@ impl<W: BatchWriter> WriterThread<W> {
                     match self.full.as_ref() {
                         Some(log) => {
                             if let Some(line) = log.refused(now, &e.reason) {
-                                eprintln!("{line}");
+                                crate::stderr_line!("{line}");
                             }
                             self.dropped(now);
                         }

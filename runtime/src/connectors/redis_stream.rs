@@ -850,7 +850,7 @@ impl RedisStreamSpout {
                 true
             }
             Err(e) => {
-                eprintln!(
+                crate::stderr_line!(
                     "acker-run: cannot start the Redis spout's thread: {e}; the spout reads \
                      nothing"
                 );
@@ -1002,12 +1002,12 @@ impl Side {
                     self.backoff_ms = 50;
                     self.reconnect_at = None;
                     if let Some(line) = self.outage.connected(now) {
-                        eprintln!("{line}");
+                        crate::stderr_line!("{line}");
                     }
                 }
                 Err(reason) => {
                     if let Some(line) = self.outage.failed(now, &reason, true) {
-                        eprintln!("{line}");
+                        crate::stderr_line!("{line}");
                     }
                     self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
                     // From the end of the attempt, not `now`: an attempt against a frozen server
@@ -1033,7 +1033,7 @@ impl Side {
             self.outage.failed(now, &reason, false)
         };
         if let Some(line) = line {
-            eprintln!("{line}");
+            crate::stderr_line!("{line}");
         }
         self.counters.redis_errors.fetch_add(1, Ordering::Relaxed);
         self.con = None;
@@ -1616,7 +1616,7 @@ impl Side {
                 if self.acks.is_empty() && self.hand_back(now) {
                     self.shared.done.store(true, Ordering::SeqCst);
                 } else if now.duration_since(since) >= Duration::from_millis(STOP_HAND_BACK_MS) {
-                    eprintln!(
+                    crate::stderr_line!(
                         "acker-run: stop: Redis at {} did not answer for {} s after the trees \
                          ended; acks sent without a reply: {} (Redis may have applied them, \
                          and `acked` does not count them), acks never sent: {}, entries not \
@@ -1723,7 +1723,7 @@ impl Spout for RedisStreamSpout {
         if let Some(gate) = &self.gate {
             let (paused, line) = gate.spout_check(now);
             if let Some(line) = line {
-                eprintln!("{line}");
+                crate::stderr_line!("{line}");
             }
             if paused {
                 return;

@@ -687,6 +687,10 @@ pub fn run(
     let plan = topology
         .plan(&config)
         .map_err(|e| crate::cli::plan_refused(&topology, &config, e))?;
+    // The built-in job's count and memory checks (new-user trial: under `ulimit -v 600000`,
+    // `--ackers 6000` died of SIGABRT after it had created the stream; `--ackers 3000` ran
+    // with more ackers than the spout's 2001 trees pending). One spout task.
+    crate::cli::check_acker_count(&plan, 1, parallelism, None).map_err(CliError::Usage)?;
     // The plan is checked above (e.g. too many ackers) before any server is touched: a refused
     // run leaves no stream or group behind (new-user trial: it created both first).
     // Reachable at start, or a clear error naming the address: Redis first, then PostgreSQL;
@@ -731,7 +735,7 @@ pub fn run(
         .map_err(|e| group_start_error(&e, stream, &args.group, redis_url))?;
     drop(con);
     if start.stream_created {
-        eprintln!("{}", created_stream_warning(stream, redis_url, args.drain));
+        crate::stderr_line!("{}", created_stream_warning(stream, redis_url, args.drain));
     }
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())
@@ -773,7 +777,7 @@ pub fn run(
                             )
                         },
                     );
-                    eprintln!(
+                    crate::stderr_line!(
                         "acker-run: read {} acked {} in flight {} replays {} claimed {} \
                          dead-lettered {} words applied {} ({:.0} entries/s settled over \
                          the last {:.1} s{paused})",
@@ -814,7 +818,7 @@ pub fn run(
         load(&sink_counters.applied),
         load(&sink_counters.duplicates),
     ) {
-        eprintln!("{w}");
+        crate::stderr_line!("{w}");
     }
     let (entries_lost, words_lost) = lost(guarantee, &report, &sink_counters);
     let secs = report.elapsed.as_secs_f64().max(1e-9);
@@ -1085,14 +1089,45 @@ pub fn load(input: &Path, url: &str, stream: &str, out: &mut dyn Write) -> Resul
         return Err(m.into());
     }
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
-    writeln!(
+    let written = writeln!(
         out,
         "loaded {} entries into {stream} from {total} lines ({skipped} skipped: empty or only \
          whitespace) in {secs:.2} s ({:.0} entries/s)",
         lines.len(),
         lines.len() as f64 / secs
-    )?;
-    Ok(())
+    )
+    .and_then(|()| out.flush());
+    match written {
+        Ok(()) => Ok(()),
+        // The reader of a pipe closed it early: a quiet exit 0, as every command.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e)),
+        // The load is done and is not idempotent: say so, so that it is not run again blindly
+        // (new-user trial: `> /dev/full` said only "cannot write to stdout").
+        Err(e) => Err(CliError::Run(load_report_unwritten(
+            lines.len(),
+            stream,
+            url,
+            input,
+            &e,
+        ))),
+    }
+}
+
+/// The error of a load that appended every entry but could not write its report.
+fn load_report_unwritten(
+    entries: usize,
+    stream: &str,
+    url: &str,
+    input: &Path,
+    e: &std::io::Error,
+) -> String {
+    format!(
+        "appended {entries} entries (every line of {} holding a word) to stream {stream} at {}; \
+         then could not write the report to stdout: {e}. The load is done: do not run it again \
+         (it would append every entry a second time)",
+        input.display(),
+        super::redact_password(url)
+    )
 }
 
 /// Holds SIGINT and SIGTERM back from the calling thread while alive (`pthread_sigmask`): a

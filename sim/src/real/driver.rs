@@ -935,7 +935,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
         .iter()
         .any(|&(g, f, n)| g == Guarantee::AtMostOnce && f == Some(RealFault::AckerCrash) && n > 0)
     {
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-sim: note: at-most-once runs no acker task, so its acker-crash cells inject \
              nothing (reported with n = 0)"
         );
@@ -943,7 +943,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
     let total = o.cells.len();
     let start = Instant::now();
     let rows = match run(o, interrupted, |i, r| {
-        eprintln!(
+        acker_runtime::stderr_line!(
             "acker-sim: [{}/{total}] {}/{}/{}: injected {}, lost {} dup {} (predicted {} / {}) \
              in {:.1} s{}",
             i + 1,
@@ -967,7 +967,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
         Err(DriverError::Missing(m)) => return Err(m.into()),
         Err(DriverError::Other(m)) => return Err(m.into()),
         Err(DriverError::Interrupted) => {
-            eprintln!("acker-sim: interrupted; servers and workers stopped");
+            acker_runtime::stderr_line!("acker-sim: interrupted; servers and workers stopped");
             return Ok(ExitCode::from(130));
         }
     };
@@ -1019,7 +1019,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
         }
     }
     out.flush()?;
-    eprintln!(
+    acker_runtime::stderr_line!(
         "acker-sim: {} real cells in {:.1} s",
         rows.len(),
         start.elapsed().as_secs_f64()
