@@ -786,6 +786,31 @@ mod tests {
         assert_eq!(out.len(), 1);
     }
 
+    /// Two ackers from `make`, one given `msgs` one by one through `handle_acker`, the other as
+    /// one batch through `handle_acker_batch`; asserts that each sent exactly the notices
+    /// `Completed` for roots 1 to `completed`, in that order, to the spout task 0.
+    fn one_by_one_and_as_a_batch(
+        make: impl Fn() -> Executor,
+        msgs: &[AckerMessage],
+        completed: u64,
+    ) -> (Executor, Executor) {
+        let (mut one, mut batch) = (make(), make());
+        let (mut out_one, mut out_batch) = (Outbox::new(), Outbox::new());
+        for &m in msgs {
+            one.handle_acker(m, &mut out_one);
+        }
+        batch.handle_acker_batch(msgs, &mut out_batch);
+        let want: Vec<Envelope> = (1..=completed)
+            .map(|root| Envelope {
+                dest: 0,
+                message: Message::Notice(Notice::Completed { root }),
+            })
+            .collect();
+        assert_eq!(out_one.as_slice(), &want[..], "one by one");
+        assert_eq!(out_batch.as_slice(), &want[..], "as one batch");
+        (one, batch)
+    }
+
     /// A batch applied by `handle_acker_batch` does what the same messages do one by one
     /// through `handle_acker`, parking and retries included: six roots into a 4-root table
     /// (two inits parked), then acks that free slots (each freeing decision must admit a
@@ -807,20 +832,7 @@ mod tests {
                 xor: root * 0x9e37,
             });
         }
-        let (mut one, mut batch) = (small_acker(), small_acker());
-        let (mut out_one, mut out_batch) = (Outbox::new(), Outbox::new());
-        for &m in &msgs {
-            one.handle_acker(m, &mut out_one);
-        }
-        batch.handle_acker_batch(&msgs, &mut out_batch);
-        let completed: Vec<Envelope> = (1..=6u64)
-            .map(|root| Envelope {
-                dest: 0,
-                message: Message::Notice(Notice::Completed { root }),
-            })
-            .collect();
-        assert_eq!(out_one.as_slice(), &completed[..], "one by one");
-        assert_eq!(out_batch.as_slice(), &completed[..], "as one batch");
+        let (one, batch) = one_by_one_and_as_a_batch(small_acker, &msgs, 6);
         assert_eq!(batch.parked_messages(), 0);
         assert_eq!(batch.pending_roots(), 0);
         let (c1, c2) = (one.counters(), batch.counters());
@@ -888,20 +900,7 @@ mod tests {
             }
         }
         assert!(batch_msgs.len() > 4 * BATCH_LOOKAHEAD);
-        let (mut one, mut batch) = (large_acker(), large_acker());
-        let (mut out_one, mut out_batch) = (Outbox::new(), Outbox::new());
-        for &m in &batch_msgs {
-            one.handle_acker(m, &mut out_one);
-        }
-        batch.handle_acker_batch(&batch_msgs, &mut out_batch);
-        let completed: Vec<Envelope> = (1..=24u64)
-            .map(|root| Envelope {
-                dest: 0,
-                message: Message::Notice(Notice::Completed { root }),
-            })
-            .collect();
-        assert_eq!(out_one.as_slice(), &completed[..], "one by one");
-        assert_eq!(out_batch.as_slice(), &completed[..], "as one batch");
+        let (one, batch) = one_by_one_and_as_a_batch(large_acker, &batch_msgs, 24);
         // The stray ack's orphan is the one root left.
         assert_eq!((one.pending_roots(), batch.pending_roots()), (1, 1));
         let (c1, c2) = (one.counters(), batch.counters());
