@@ -320,6 +320,26 @@ impl LocalAcks {
         true
     }
 
+    /// [`push`](Self::push) for each of `ms`, in order, with one look-up of `dest`: returns
+    /// false and changes nothing when `dest` is no acker on this thread.
+    #[inline(always)]
+    pub(crate) fn push_all(&mut self, dest: TaskId, ms: &[AckerMessage]) -> bool {
+        let s = match self.slot.get(dest as usize) {
+            Some(&s) if s != NOT_LOCAL => s,
+            _ => return false,
+        };
+        let list = &mut self.lists[s as usize].1;
+        for m in ms {
+            if let Some(last) = list.last_mut() {
+                if crate::shell::coalesce_ack(last, m) {
+                    continue;
+                }
+            }
+            list.push(*m);
+        }
+        true
+    }
+
     /// Whether no message is waiting.
     pub(crate) fn is_empty(&self) -> bool {
         self.lists.iter().all(|(_, l)| l.is_empty())

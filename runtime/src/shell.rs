@@ -344,11 +344,92 @@ struct CoreResult {
     latency: Histogram<u64>,
 }
 
-/// A control message (the control lane's element): a spout's init or a tick, small and `Copy`.
-#[derive(Clone, Copy)]
+/// A control message (the control lane's element): a spout's init (or, in a shell without acker
+/// batches, another acker message) or a tick, for task `dest`, packed into four whole words.
+///
+/// Packed rather than a `{ dest, msg: CtrlMsg }` struct because of how it travels: a spout's
+/// init is built and pushed into a ring slot at once, and a struct of 16-bit fields is built on
+/// the stack with narrow stores, then copied with 16-byte loads that cannot take their bytes
+/// from those stores until they reach the cache (a store-forwarding stall: 14 % of the spout
+/// thread's routing samples in `bench pipeline`, `perf record -e cpu-clock`). Four words are
+/// built in registers and stored whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct CtrlEnv {
-    dest: TaskId,
-    msg: CtrlMsg,
+    /// `dest` (bits 0..16), the kind (bits 16..24: one of the `CTRL_*` constants) and an init's
+    /// spout task (bits 32..48).
+    head: u64,
+    /// The acker message's root (0 for a tick).
+    root: u64,
+    /// The XOR of an init or an ack (0 otherwise).
+    xor: u64,
+    /// Unused: keeps a slot at 32 bytes, two to a cache line.
+    _pad: u64,
+}
+
+/// [`CtrlEnv`] kinds.
+const CTRL_INIT: u64 = 0;
+const CTRL_ACK: u64 = 1;
+const CTRL_FAIL: u64 = 2;
+const CTRL_RESET: u64 = 3;
+const CTRL_TICK: u64 = 4;
+
+impl CtrlEnv {
+    #[inline(always)]
+    fn pack(dest: TaskId, kind: u64, spout_task: TaskId, root: u64, xor: u64) -> Self {
+        Self {
+            head: dest as u64 | kind << 16 | (spout_task as u64) << 32,
+            root,
+            xor,
+            _pad: 0,
+        }
+    }
+
+    /// Acker message `m` for task `dest`.
+    #[inline(always)]
+    fn acker(dest: TaskId, m: &AckerMessage) -> Self {
+        match *m {
+            AckerMessage::Init {
+                root,
+                xor,
+                spout_task,
+            } => Self::pack(dest, CTRL_INIT, spout_task, root, xor),
+            AckerMessage::Ack { root, xor } => Self::pack(dest, CTRL_ACK, 0, root, xor),
+            AckerMessage::Fail { root } => Self::pack(dest, CTRL_FAIL, 0, root, 0),
+            AckerMessage::ResetTimeout { root } => Self::pack(dest, CTRL_RESET, 0, root, 0),
+        }
+    }
+
+    /// A tick for task `dest`.
+    #[inline(always)]
+    fn tick(dest: TaskId) -> Self {
+        Self::pack(dest, CTRL_TICK, 0, 0, 0)
+    }
+
+    /// The destination task.
+    #[inline(always)]
+    fn dest(&self) -> TaskId {
+        self.head as TaskId
+    }
+
+    /// The acker message, or `None` for a tick.
+    #[inline(always)]
+    fn acker_message(&self) -> Option<AckerMessage> {
+        let root = self.root;
+        Some(match (self.head >> 16) & 0xff {
+            CTRL_INIT => AckerMessage::Init {
+                root,
+                xor: self.xor,
+                spout_task: (self.head >> 32) as TaskId,
+            },
+            CTRL_ACK => AckerMessage::Ack {
+                root,
+                xor: self.xor,
+            },
+            CTRL_FAIL => AckerMessage::Fail { root },
+            CTRL_RESET => AckerMessage::ResetTimeout { root },
+            _ => return None,
+        })
+    }
 }
 
 /// The µs stamp of `now_ns` that a notice batch carries.
@@ -529,14 +610,6 @@ impl<T: Copy, const N: usize> Batches<T, N> {
     fn is_closed(&self) -> bool {
         self.open.is_empty()
     }
-}
-
-#[derive(Clone, Copy)]
-enum CtrlMsg {
-    /// An init from a spout (a bolt's acker messages travel in [`AckerBatch`]es, notices in
-    /// [`NoticeBatch`]es).
-    Acker(AckerMessage),
-    Tick,
 }
 
 /// One lane (data or control): an inbound ring from every other thread, an outbound ring to
@@ -797,7 +870,7 @@ impl Core<'_> {
         for env in self.outbox.as_mut_slice() {
             let dest = env.dest;
             let (core, _) = self.where_is[dest as usize];
-            let msg = match &mut env.message {
+            let ctrl = match &mut env.message {
                 Message::Tuple(_) => {
                     // Leave a `Tick` behind rather than an empty tuple: `clear` below then has
                     // nothing to drop for this envelope (an empty tuple still costs a call).
@@ -812,7 +885,7 @@ impl Core<'_> {
                 // acker on this thread is in that acker's list already (`push_spout_init`),
                 // unless the emit had no copy: then it joins the acker's list here, applied at
                 // the next local drain (the acker, on this thread, could not apply it sooner).
-                Message::Acker(m) if !BATCH_ACKS && core != me => CtrlMsg::Acker(*m),
+                Message::Acker(m) if !BATCH_ACKS && core != me => CtrlEnv::acker(dest, m),
                 Message::Acker(m) => {
                     // An acker on this thread takes it from its list at the next local drain
                     // (`push` is false only for a task that is no acker here: never, but then
@@ -841,9 +914,9 @@ impl Core<'_> {
                     }
                     continue;
                 }
-                Message::Tick => CtrlMsg::Tick,
+                Message::Tick => CtrlEnv::tick(dest),
             };
-            self.sent += self.ctrl.stage(core, me, CtrlEnv { dest, msg });
+            self.sent += self.ctrl.stage(core, me, ctrl);
         }
         // A bolt's acker messages (split off: see `Outbox::split_off_acker_traffic`), in
         // sending order, into the acker batches as above. Only a bolt sends them (a spout's
@@ -919,11 +992,11 @@ impl Core<'_> {
 
     #[inline]
     fn deliver_ctrl(&mut self, env: CtrlEnv, now_ns: u64) {
-        let (_, idx) = self.where_is[env.dest as usize];
+        let (_, idx) = self.where_is[env.dest() as usize];
         let e = &mut self.executors[idx];
-        match env.msg {
-            CtrlMsg::Acker(m) => e.handle_acker(m, &mut self.outbox),
-            CtrlMsg::Tick => e.handle_tick(now_ns, &mut self.outbox),
+        match env.acker_message() {
+            Some(m) => e.handle_acker(m, &mut self.outbox),
+            None => e.handle_tick(now_ns, &mut self.outbox),
         }
         if !self.outbox.nothing_waiting() {
             self.route_outbox();
@@ -986,12 +1059,21 @@ impl Core<'_> {
         }
     }
 
-    /// Handles up to `batch` entries from every inbound ring of the acker lane.
+    /// Handles up to `batch` entries from every inbound ring of the acker lane. A batch for an
+    /// acker on this thread (every batch, unless a task was misplaced) joins that acker's list
+    /// in [`LocalAcks`], applied with its other messages as one slice at this turn's local
+    /// drain, as the control lane's inits are: the table takes a tree's messages in any order
+    /// (acker-core rule 1), and one long slice lets the acker read its table ahead
+    /// (`BATCH_READ_AHEAD_MIN_SLOTS`) further than the 8 messages of one batch allow.
     fn drain_acks(&mut self) -> usize {
         let mut inbound = std::mem::take(&mut self.acks.inbound);
         let mut work = 0;
         for c in inbound.iter_mut() {
-            work += c.pop_batch(self.batch, |b| self.deliver_acker_batch(&b));
+            work += c.pop_batch(self.batch, |b| {
+                if !self.local_acks.push_all(b.dest, b.items()) {
+                    self.deliver_acker_batch(&b)
+                }
+            });
         }
         self.acks.inbound = inbound;
         self.received += work as u64;
@@ -1030,8 +1112,8 @@ impl Core<'_> {
         let mut work = 0;
         for c in inbound.iter_mut() {
             work += c.pop_batch(self.batch, |env| {
-                if let CtrlMsg::Acker(m) = &env.msg {
-                    if self.local_acks.push(env.dest, m) {
+                if let Some(m) = env.acker_message() {
+                    if self.local_acks.push(env.dest(), &m) {
                         return;
                     }
                 }
@@ -1661,6 +1743,36 @@ mod tests {
     #[test]
     fn control_envelopes_stay_32_bytes() {
         assert_eq!(std::mem::size_of::<CtrlEnv>(), 32);
+    }
+
+    #[test]
+    fn a_control_envelope_gives_back_the_message_and_task_it_was_packed_with() {
+        let messages = [
+            AckerMessage::Init {
+                root: u64::MAX,
+                xor: 0x8000_0000_0000_0001,
+                spout_task: TaskId::MAX,
+            },
+            AckerMessage::Init {
+                root: 7,
+                xor: 0,
+                spout_task: 3,
+            },
+            AckerMessage::Ack {
+                root: 0x1234_5678_9abc_def0,
+                xor: u64::MAX,
+            },
+            AckerMessage::Fail { root: 42 },
+            AckerMessage::ResetTimeout { root: u64::MAX - 1 },
+        ];
+        for dest in [0, 1, 513, TaskId::MAX] {
+            for m in &messages {
+                let env = CtrlEnv::acker(dest, m);
+                assert_eq!((env.dest(), env.acker_message()), (dest, Some(*m)));
+            }
+            let tick = CtrlEnv::tick(dest);
+            assert_eq!((tick.dest(), tick.acker_message()), (dest, None));
+        }
     }
 
     #[test]
