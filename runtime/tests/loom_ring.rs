@@ -78,6 +78,36 @@ fn batch_push_pop_capacity_2() {
     });
 }
 
+/// `pop_batch_in_place` against `push_from`: each item is read where it lies and dropped there,
+/// and its slot is reused only after that (loom checks the slot accesses for races); every
+/// item is dropped exactly once.
+#[test]
+fn batch_push_pop_in_place_capacity_2() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (mut p, mut c) = ring::<(usize, Counted)>(2);
+        let d = drops.clone();
+        let producer = thread::spawn(move || {
+            let mut q: VecDeque<(usize, Counted)> =
+                (0..3).map(|i| (i, Counted(d.clone()))).collect();
+            while !q.is_empty() {
+                if p.push_from(&mut q) == 0 {
+                    thread::yield_now();
+                }
+            }
+        });
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            if c.pop_batch_in_place(2, |(i, _)| got.push(*i)) == 0 {
+                thread::yield_now();
+            }
+        }
+        producer.join().unwrap();
+        assert_eq!(got, [0, 1, 2]);
+        assert_eq!(drops.load(Ordering::Relaxed), 3);
+    });
+}
+
 /// A full ring: the producer's push is refused until the consumer frees a slot, and then
 /// lands after the items already there.
 #[test]

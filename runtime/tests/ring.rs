@@ -94,6 +94,78 @@ fn a_panic_inside_pop_batch_keeps_every_item_dropped_once() {
     assert_eq!(drops.load(Ordering::Relaxed), 5);
 }
 
+#[test]
+fn pop_batch_in_place_hands_over_in_order_and_drops_what_is_left_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (mut p, mut c) = ring(4);
+    // Wrap round first, so the batch below crosses the end of the slot array.
+    for i in 0..3 {
+        assert!(p.push((i, Some(Counted(drops.clone())))).is_ok());
+    }
+    let mut got = Vec::new();
+    assert_eq!(c.pop_batch(3, |(i, _)| got.push(i)), 3);
+    assert_eq!(drops.load(Ordering::Relaxed), 3);
+    for i in 3..7 {
+        assert!(p.push((i, Some(Counted(drops.clone())))).is_ok());
+    }
+    // Take the counters out of the first three: those are dropped by the callback, the
+    // last one's stays in its slot and is dropped there.
+    let mut taken = Vec::new();
+    assert_eq!(
+        c.pop_batch_in_place(3, |(i, counted)| {
+            got.push(*i);
+            taken.push(counted.take());
+        }),
+        3
+    );
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        3,
+        "taken ones are not dropped twice"
+    );
+    drop(taken);
+    assert_eq!(drops.load(Ordering::Relaxed), 6);
+    assert_eq!(c.pop_batch_in_place(8, |(i, _)| got.push(*i)), 1);
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        7,
+        "the one left in its slot is dropped there"
+    );
+    assert_eq!(got, [0, 1, 2, 3, 4, 5, 6]);
+    // The slots are free again: four more fit.
+    for i in 7..11 {
+        assert!(p.push((i, None)).is_ok());
+    }
+    assert_eq!(c.available(), 4);
+    drop((p, c));
+    assert_eq!(drops.load(Ordering::Relaxed), 7);
+}
+
+#[test]
+fn a_panic_inside_pop_batch_in_place_keeps_every_item_dropped_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (mut p, mut c) = ring(8);
+    for _ in 0..5 {
+        assert!(p.push(Counted(drops.clone())).is_ok());
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut seen = 0;
+        c.pop_batch_in_place(8, |_| {
+            seen += 1;
+            if seen == 2 {
+                panic!("user code");
+            }
+        });
+    }));
+    assert!(r.is_err());
+    // The two handed over (the second while it panicked) are dropped and freed.
+    assert_eq!(drops.load(Ordering::Relaxed), 2);
+    assert_eq!(c.available(), 3);
+    assert_eq!(p.free(), 5);
+    drop((p, c));
+    assert_eq!(drops.load(Ordering::Relaxed), 5);
+}
+
 /// Ten million items from one thread to another, in order, through a small ring (so both the
 /// full and the empty paths are taken often), half by single pushes/pops and half by batches.
 #[test]
