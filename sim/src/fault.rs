@@ -147,6 +147,8 @@ pub enum FaultError {
     /// The comma-separated list has an empty item (`,`, `bolt-crash,`): the message of
     /// [`acker_runtime::cli::list_items`].
     EmptyItem(String),
+    /// `none` listed with other faults (`none,bolt-crash`): the whole list as given.
+    NoneWithFaults(String),
     /// An offset trigger at or past the end of the input.
     OffsetPastInput {
         /// The offset given.
@@ -178,6 +180,11 @@ impl fmt::Display for FaultError {
             ),
             FaultError::BadTarget(s) => write!(f, "bad fault target {s}"),
             FaultError::EmptyItem(s) => write!(f, "bad fault list: {s}"),
+            FaultError::NoneWithFaults(s) => write!(
+                f,
+                "`none` means no fault and cannot be listed with faults in `{s}` (give `none` \
+                 alone, or the faults without it)"
+            ),
             FaultError::TooMany => write!(
                 f,
                 "the fault specs expand to more than {MAX_FAULTS} faults; lower the rates"
@@ -370,15 +377,29 @@ fn parse_rate(s: &str) -> Result<(f64, RateUnit), FaultError> {
 /// Parses a comma-separated `--faults` list (empty text or `none` gives no spec).
 ///
 /// # Errors
-/// [`FaultError::EmptyItem`] for a list with an empty item (`,`, `bolt-crash,`), else the first
-/// bad item's [`FaultError`].
+/// [`FaultError::EmptyItem`] for a list with an empty item (`,`, `bolt-crash,`),
+/// [`FaultError::NoneWithFaults`] for `none` beside other items, else the first bad item's
+/// [`FaultError`].
 pub fn parse_specs(text: &str) -> Result<Vec<FaultSpec>, FaultError> {
-    list_items(text)
-        .map_err(FaultError::EmptyItem)?
+    let items = list_items(text).map_err(FaultError::EmptyItem)?;
+    check_none_alone(&items, text)?;
+    items
         .into_iter()
         .filter(|s| *s != "none")
         .map(str::parse)
         .collect()
+}
+
+/// [`FaultError::NoneWithFaults`] when `items`, the items of the list `text`, hold `none` beside
+/// other items (`none,bolt-crash`: before, `none` was skipped and the faults ran).
+///
+/// # Errors
+/// As above.
+pub fn check_none_alone(items: &[&str], text: &str) -> Result<(), FaultError> {
+    if items.len() > 1 && items.contains(&"none") {
+        return Err(FaultError::NoneWithFaults(text.trim().to_string()));
+    }
+    Ok(())
 }
 
 /// Most faults one schedule may hold.

@@ -124,10 +124,12 @@ fn faults_line(fired: &[Fault]) -> String {
 }
 
 /// clap value parser for a `--faults` list: refuses an empty value (`''`: `none`, or leaving the
-/// option out, says "no fault") and an empty item (`,`, `bolt-crash,`) by the option's name (each
-/// item is parsed later, against the run's topology).
+/// option out, says "no fault"), an empty item (`,`, `bolt-crash,`) and `none` beside faults by
+/// the option's name (each item is parsed later, against the run's topology).
 fn fault_list(s: &str) -> Result<String, String> {
-    non_empty_list(s, "for no fault, give `none` or leave the option out")
+    let s = non_empty_list(s, "for no fault, give `none` or leave the option out")?;
+    fault::check_none_alone(&list_items(&s)?, &s).map_err(|e| e.to_string())?;
+    Ok(s)
 }
 
 /// clap value parser for `--cells`: refuses an empty value or item, as [`fault_list`].
@@ -244,7 +246,7 @@ struct SimArgs {
     /// the maximum needs about 13 GB.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     tuples: Option<u64>,
-    /// Max spout pending (topology.max.spout.pending).
+    /// Max spout pending (topology.max.spout.pending), 1 to 1000000.
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = at_least::<1>)]
     max_spout_pending: u64,
     /// Message timeout T (topology.message.timeout.secs), e.g. 30s [default: 30s; 2s with
@@ -254,10 +256,11 @@ struct SimArgs {
     /// Tick interval fed to spouts and ackers.
     #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = duration)]
     tick: u64,
-    /// Acker tasks (at-least-once, exactly-once).
+    /// Acker tasks, 1 to 1000 (at-least-once, exactly-once; at-most-once runs none, and `run`
+    /// refuses --ackers with it).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
-    /// Processing bolt tasks.
+    /// Processing bolt tasks, 1 to 1000.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     bolts: usize,
     /// Latency between workers, uniform in MIN..MAX.
@@ -280,8 +283,8 @@ struct SimArgs {
     /// its run (about 0.2 s of simulated time at 100000 tuples); its title line gives the value].
     #[arg(long, allow_hyphen_values = true, value_parser = duration)]
     restart_delay: Option<u64>,
-    /// How long a partition lasts.
-    #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
+    /// How long a partition lasts, more than 0.
+    #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = positive_duration)]
     partition: u64,
     /// How long the server is down in a source-outage or sink-outage fault (the spout and sink
     /// see it back at their next reconnect attempt: 50 ms doubling to 2 s).
@@ -825,6 +828,11 @@ fn report_out(trace: Option<&std::path::Path>) -> Box<dyn Write> {
     }
 }
 
+/// The refusal of `--ackers` with `--guarantee at-most-once` (`run`, and `search` with that
+/// guarantee fixed).
+const AT_MOST_ONCE_NO_ACKERS: &str = "--guarantee at-most-once runs no acker task, so it does \
+not take --ackers (leave it out, or use --guarantee at-least-once or exactly-once)";
+
 /// `acker-sim run`; `given`: the options on the command line that a shape does not take
 /// ([`options_a_shape_ignores`]).
 fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
@@ -855,6 +863,11 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         }
         return run_shape(&a, shape);
     }
+    if g == Guarantee::AtMostOnce && given.iter().any(|o| o == "--ackers") {
+        // Refused, not ignored (new-user trial: `--guarantee at-most-once --ackers 5` ran with
+        // no acker and said nothing).
+        return Err(CliError::Usage(AT_MOST_ONCE_NO_ACKERS.to_string()));
+    }
     let mut sc = a.sim.scenario(a.seed, g, 1000)?;
     if let Err(e) = sc.check_plant_can_fire() {
         // Not refused: a search's replay command for a seed whose guarantee the plant cannot act
@@ -866,6 +879,16 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let specs = fault::parse_specs(&a.faults).map_err(|e| faults_error(&a.faults, e))?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
         .map_err(|e| list_error("--faults", &a.faults, e, |_| false))?;
+    if sc.num_ackers() == 0 && specs.iter().any(|s| s.kind == FaultKind::AckerCrash) {
+        // Said, not refused: a search's replay line for an at-most-once seed lists the acker
+        // crashes its faults drew (no-ops that are part of its trace hash).
+        acker_runtime::stderr_line!(
+            "acker-sim: warning: --guarantee {} runs no acker task, so the acker-crash faults of \
+             --faults `{}` do nothing (the faults: line leaves them out)",
+            sc.guarantee,
+            a.faults
+        );
+    }
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
     let (o, world) = Sim::run_world(sc.clone(), open_trace(a.trace.as_deref())?)
@@ -876,7 +899,20 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
     let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
-    writeln!(out, "faults: {}", faults_line(&o.fired))?;
+    // With no acker task an acker crash does nothing: not listed as fired, but counted in a note.
+    let (noops, acted): (Vec<Fault>, Vec<Fault>) = o
+        .fired
+        .iter()
+        .partition(|f| sc.num_ackers() == 0 && f.kind == FaultKind::AckerCrash);
+    writeln!(out, "faults: {}", faults_line(&acted))?;
+    if !noops.is_empty() {
+        writeln!(
+            out,
+            "note: {} acker-crash fault(s) did nothing: {} runs no acker task",
+            noops.len(),
+            sc.guarantee
+        )?;
+    }
     write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns)?;
     writeln!(
         out,
@@ -1176,6 +1212,20 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
         ),
         None => None,
     };
+    if fixed == Some(Guarantee::AtMostOnce) {
+        if given.iter().any(|o| o == "--ackers") {
+            return Err(CliError::Usage(AT_MOST_ONCE_NO_ACKERS.to_string()));
+        }
+        if let Some(list) = &a.faults {
+            let specs = fault::parse_specs(list).map_err(|e| faults_error(list, e))?;
+            if specs.iter().any(|s| s.kind == FaultKind::AckerCrash) {
+                return Err(CliError::Usage(format!(
+                    "--guarantee at-most-once runs no acker task, so the acker-crash faults of \
+                     --faults `{list}` would do nothing in every seed: leave them out"
+                )));
+            }
+        }
+    }
     let default_specs = "bolt-exception-before-emit~1/kt,bolt-exception-after-emit~1/kt,spout-crash~1/kt,acker-crash~1/kt,bolt-crash~1/kt,worker-crash~0.5/kt,message-loss~1/kt,partition~0.5/kt";
     let specs: Vec<FaultSpec> = match &a.faults {
         Some(list) => fault::parse_specs(list).map_err(|e| faults_error(list, e))?,

@@ -1119,3 +1119,144 @@ fn a_full_or_closed_stderr_does_not_panic() {
         }
     }
 }
+
+/// At-most-once runs no acker task: `--ackers` is refused with it (new-user trial: it was
+/// ignored), acker crashes are said on stderr, left out of the `faults:` line and counted in a
+/// note (they were listed as fired), and a search's replay line for an at-most-once seed names
+/// no `--ackers`, so that it runs.
+#[test]
+fn at_most_once_refuses_ackers_and_does_not_list_acker_crashes_as_fired() {
+    let refusal = "acker-sim: error: --guarantee at-most-once runs no acker task, so it does not \
+                   take --ackers (leave it out, or use --guarantee at-least-once or exactly-once)";
+    for args in [
+        &[
+            "run",
+            "--seed",
+            "7",
+            "--guarantee",
+            "at-most-once",
+            "--ackers",
+            "5",
+        ][..],
+        &[
+            "run",
+            "--seed",
+            "7",
+            "--guarantee",
+            "at-most-once",
+            "--ackers",
+            "1",
+        ][..],
+        &[
+            "search",
+            "--seeds",
+            "1",
+            "--guarantee",
+            "at-most-once",
+            "--ackers",
+            "2",
+        ][..],
+    ] {
+        assert_usage_error(args, refusal);
+    }
+    assert_usage_error(
+        &[
+            "search",
+            "--seeds",
+            "1",
+            "--guarantee",
+            "at-most-once",
+            "--faults",
+            "acker-crash*2",
+        ],
+        "acker-sim: error: --guarantee at-most-once runs no acker task, so the acker-crash \
+         faults of --faults `acker-crash*2` would do nothing in every seed: leave them out",
+    );
+    let o = bin()
+        .args(["run", "--seed", "7", "--guarantee", "at-most-once"])
+        .args(["--faults", "acker-crash*2,bolt-crash"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(line(&out, "faults:"), " bolt-crash@#500:0", "{out}");
+    assert_eq!(
+        line(&out, "note:"),
+        " 2 acker-crash fault(s) did nothing: at-most-once runs no acker task",
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains(
+            "acker-sim: warning: --guarantee at-most-once runs no acker task, so the acker-crash \
+             faults of --faults `acker-crash*2,bolt-crash` do nothing"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // At-least-once lists them as before.
+    let out = run_ok(&["run", "--seed", "7", "--faults", "acker-crash*2"]);
+    assert_eq!(
+        line(&out, "faults:"),
+        " acker-crash@#333:0,acker-crash@#666:0",
+        "{out}"
+    );
+    // Seeds 1 to 3 turn through at-least-once, exactly-once and at-most-once.
+    let listed = run_ok(&["search", "--list", "--seeds", "3", "--ackers", "2"]);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert!(
+        lines[0].contains("--guarantee at-least-once --ackers 2 "),
+        "{listed}"
+    );
+    assert!(
+        lines[2].starts_with("acker-sim run --seed 3 --guarantee at-most-once --faults "),
+        "{listed}"
+    );
+    let replay = lines[2].replacen("acker-sim", env!("CARGO_BIN_EXE_acker-sim"), 1);
+    let o = Command::new("sh")
+        .args(["-c", &replay])
+        .output()
+        .expect("run the replay line");
+    assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
+}
+
+/// `none` beside faults is refused (it was skipped and the faults ran), in every command.
+#[test]
+fn none_with_other_faults_is_refused() {
+    let msg = "`none` means no fault and cannot be listed with faults in `none,bolt-crash` (give \
+               `none` alone, or the faults without it)";
+    for args in [
+        &["run", "--seed", "1", "--faults", "none,bolt-crash"][..],
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--shape",
+            "join",
+            "--faults",
+            "none,bolt-crash",
+        ][..],
+        &["search", "--seeds", "1", "--faults", "none,bolt-crash"][..],
+    ] {
+        assert_usage_error(
+            args,
+            &format!("error: invalid value 'none,bolt-crash' for '--faults <FAULTS>': {msg}"),
+        );
+    }
+    let out = run_ok(&["run", "--seed", "1", "--faults", "none"]);
+    assert_eq!(line(&out, "faults:"), " none", "{out}");
+    assert!(acker_sim::fault::parse_specs("bolt-crash, none").is_err());
+    assert_eq!(acker_sim::fault::parse_specs("none"), Ok(Vec::new()));
+}
+
+/// `--partition 0` is refused as `--outage 0` is (a partition of no time).
+#[test]
+fn a_zero_partition_is_refused_like_a_zero_outage() {
+    for opt in ["--partition", "--outage"] {
+        let placeholder = opt.trim_start_matches("--").to_uppercase();
+        assert_usage_error(
+            &["run", "--seed", "1", opt, "0"],
+            &format!("error: invalid value '0' for '{opt} <{placeholder}>': must be more than 0"),
+        );
+    }
+    run_ok(&["run", "--seed", "1", "--partition", "1ms"]);
+}
