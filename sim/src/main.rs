@@ -11,7 +11,7 @@ use acker_runtime::cli::{at_least, count_at_least, exit_status, list_items, CliE
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::shapes::Shape;
-use acker_sim::units::parse_duration_ns;
+use acker_sim::units::{parse_duration_ns, require_unit};
 use acker_sim::{experiment, search};
 use acker_sim::{RunError, Sim, Simulation, SourceModel};
 use clap::{Args, Parser, Subcommand};
@@ -49,9 +49,9 @@ enum Command {
 }
 
 /// How a duration option is written, shown under each command's `--help`.
-const DURATION_HELP: &str = "Durations (--timeout, --tick, --latency, --progress-every, ...) \
-need a unit: ns, us, ms or s, e.g. 30s, 2ms, 1.5s, 50us..150us; a bare number other than 0 is \
-refused.";
+const DURATION_HELP: &str = "Durations (--timeout, --tick, --latency, --progress-every, ..., \
+and the fault times of --faults, as in bolt-crash@2ms) need a unit: ns, us, ms or s, e.g. 30s, \
+2ms, 1.5s, 50us..150us; a bare number other than 0 is refused.";
 
 /// The exit statuses, shown under `--help`.
 const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when stdout is a \
@@ -72,19 +72,10 @@ fn duration(s: &str) -> Result<u64, String> {
     parse_duration_ns(s)
 }
 
-/// Refuses a bare number other than 0: [`DURATION_UNITS`] says which units are taken.
+/// Refuses a bare number other than 0, naming the units taken ([`require_unit`]).
 fn with_unit(s: &str) -> Result<(), String> {
-    let t = s.trim();
-    if !t.is_empty() && t.parse::<f64>().is_ok_and(|v| v != 0.0) {
-        return Err(format!(
-            "`{t}` has no unit; {DURATION_UNITS} (e.g. {t}s or {t}ms)"
-        ));
-    }
-    Ok(())
+    require_unit(s)
 }
-
-/// The units a duration option takes, for its error message.
-const DURATION_UNITS: &str = "a duration needs one of the units ns, us, ms, s";
 
 /// [`duration`] that must be more than zero (`--time-limit`).
 fn positive_duration(s: &str) -> Result<u64, String> {

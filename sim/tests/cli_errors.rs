@@ -1260,3 +1260,48 @@ fn a_zero_partition_is_refused_like_a_zero_outage() {
     }
     run_ok(&["run", "--seed", "1", "--partition", "1ms"]);
 }
+
+/// A fault time needs a unit as every duration option does: `bolt-crash@5000` (read as 5000 ns
+/// before) is refused with the same message; `@0` needs none.
+#[test]
+fn a_fault_time_without_a_unit_is_refused() {
+    let msg = "bad fault time: `5000` has no unit; a duration needs one of the units ns, us, ms, \
+               s (e.g. 5000s or 5000ms)";
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "bolt-crash@5000"],
+        &format!("acker-sim: error: {msg}\n"),
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash,bolt-crash@5000*2",
+        ],
+        &format!(
+            "acker-sim: error: --faults `acker-crash,bolt-crash@5000*2`: item 2 of 2 \
+             (`bolt-crash@5000*2`): {msg}\n"
+        ),
+    );
+    assert_usage_error(
+        &["search", "--seeds", "1", "--faults", "bolt-crash@5000"],
+        msg,
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--shape",
+            "join",
+            "--faults",
+            "bolt-crash@5000",
+        ],
+        msg,
+    );
+    let out = run_ok(&["run", "--seed", "1", "--faults", "bolt-crash@0"]);
+    assert_eq!(line(&out, "faults:"), " bolt-crash@0ns:0", "{out}");
+    let out = run_ok(&["run", "--seed", "1", "--faults", "bolt-crash@5us"]);
+    assert_eq!(line(&out, "faults:"), " bolt-crash@5us:0", "{out}");
+}
