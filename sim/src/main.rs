@@ -180,14 +180,22 @@ fn write_fault_notes(
     scheduled: &[Fault],
     fired: &[Fault],
     end_ns: u64,
+    takes_tuples: bool,
 ) -> io::Result<()> {
     let not_fired = scheduled.len().saturating_sub(fired.len());
     if not_fired > 0 {
+        // A shape has its own input and refuses --tuples: the note suggests only what the run
+        // takes.
         writeln!(
             out,
             "note: {not_fired} scheduled fault(s) did not fire: the run ended at {:.3} ms of \
-             simulated time (more --tuples, or an earlier trigger)",
-            end_ns as f64 / 1e6
+             simulated time ({})",
+            end_ns as f64 / 1e6,
+            if takes_tuples {
+                "more --tuples, or an earlier trigger"
+            } else {
+                "give an earlier trigger"
+            }
         )?;
     }
     // The list was checked when parsed: an item that does not parse here names no kind.
@@ -403,7 +411,8 @@ struct RunArgs {
     /// of their own sizes and timings: they take --seed, --faults, --fault-until, --trace,
     /// --check-determinism and --planted-bug; any other option given with one is refused (--tuples,
     /// --restart-delay, --source-model, ...), and --guarantee other than at-least-once draws a
-    /// warning.
+    /// warning. A shape has no source or sink server: its --faults may not name source-outage or
+    /// sink-outage.
     #[arg(long, default_value = "experiment")]
     shape: String,
     #[command(flatten)]
@@ -424,7 +433,8 @@ struct SearchArgs {
     /// Pick a random subset of fault kinds with random weights per seed (so not with --faults),
     /// and a topology shape
     /// (the experiment, or one of `acker_sim::shapes`' at-least-once topologies, which draw
-    /// their faults at 30 × --rate: their input is 40 or 80 keys) unless --guarantee names
+    /// their faults at 30 × --rate, leaving out the outages, which a shape cannot use: their
+    /// input is 40 or 80 keys) unless --guarantee names
     /// at-most-once or exactly-once (then every seed runs the experiment). The size and timing
     /// options (--tuples, --restart-delay, ...) apply to the experiment's seeds only, with a
     /// warning on stderr.
@@ -904,7 +914,7 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
             sc.guarantee
         )?;
     }
-    write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns)?;
+    write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns, true)?;
     writeln!(
         out,
         "input {}  distinct {}  lost {}  duplicates {}  absorbed {}",
@@ -1016,8 +1026,40 @@ fn shape_sim(shape: Shape, seed: u64, planted: Option<PlantedBug>) -> Result<Sim
         .ok_or_else(|| RunError::BadOption("the experiment shape has no user simulation".into()))
 }
 
+/// The fault kinds a user-topology shape cannot use: it has no source or sink server, so an
+/// outage would fire and do nothing.
+const SHAPELESS_FAULTS: [FaultKind; 2] = [FaultKind::SourceOutage, FaultKind::SinkOutage];
+
+/// The kind an item of a `--faults` list names (`None` for `none` or no kind).
+fn item_kind(item: &str) -> Option<FaultKind> {
+    item.split(['@', '*', '~', ':']).next()?.parse().ok()
+}
+
+/// Refuses a `--faults` item of `shape` that the shape cannot use ([`SHAPELESS_FAULTS`]),
+/// naming the fault, the shape and the faults it can use (new-user trial: `--shape join
+/// --faults sink-outage` fired and did nothing).
+fn check_shape_faults(shape: Shape, faults: &str) -> Result<(), CliError> {
+    for item in list_items(faults).unwrap_or_default() {
+        if let Some(kind) = item_kind(item).filter(|k| SHAPELESS_FAULTS.contains(k)) {
+            let usable: Vec<&str> = FaultKind::ALL
+                .iter()
+                .filter(|k| !SHAPELESS_FAULTS.contains(k))
+                .map(|k| k.name())
+                .collect();
+            return Err(CliError::Usage(format!(
+                "--shape {shape} cannot use the fault {kind} (`{item}` in --faults): a shape has \
+                 no source or sink server, so it would fire and do nothing; --shape {shape} can \
+                 use {}",
+                usable.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `acker-sim run --shape S` for a user-topology shape.
 fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
+    check_shape_faults(shape, &a.faults)?;
     let planted = a.sim.planted()?;
     if let Some(b) = planted.filter(|b| !b.can_fire_under(Guarantee::AtLeastOnce)) {
         acker_runtime::stderr_line!(
@@ -1043,7 +1085,7 @@ fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
     let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} (shape {shape}, at-least-once)", a.seed)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
-    write_fault_notes(&mut out, &a.faults, &scheduled, &o.fired, o.end_ns)?;
+    write_fault_notes(&mut out, &a.faults, &scheduled, &o.fired, o.end_ns, false)?;
     for (spout, cb) in &o.callbacks {
         let (acks, fails) = cb.iter().fold((0u64, 0u64), |(x, y), (_, c)| {
             (x + c.acks as u64, y + c.fails as u64)
@@ -1123,6 +1165,17 @@ fn search_shape_run(
         let mut sim = shape_sim(shape, seed, planted)?;
         if !quiet {
             sim.set_swarm_faults(rate)?;
+            // The outages a swarm draws do nothing in a shape (and `run --shape` refuses them,
+            // so the replay line must not name them): dropped after the draw, which leaves the
+            // other faults as drawn.
+            let kept: Vec<Fault> = sim
+                .options()
+                .faults
+                .iter()
+                .filter(|f| !SHAPELESS_FAULTS.contains(&f.kind))
+                .copied()
+                .collect();
+            sim = sim.with_schedule(kept);
         }
         Ok(sim)
     };

@@ -1305,3 +1305,94 @@ fn a_fault_time_without_a_unit_is_refused() {
     let out = run_ok(&["run", "--seed", "1", "--faults", "bolt-crash@5us"]);
     assert_eq!(line(&out, "faults:"), " bolt-crash@5us:0", "{out}");
 }
+
+/// A user-topology shape has no source or sink server: `run --shape` refuses the outages
+/// (new-user trial: `--shape join --faults sink-outage` fired and did nothing), naming the fault,
+/// the shape and the faults it can use; a swarm's shape seeds drop the outages they draw, so
+/// their replay lines run; and a shape's "did not fire" note suggests no `--tuples`, which a
+/// shape refuses.
+#[test]
+fn a_shape_refuses_the_faults_it_cannot_use() {
+    let usable = "bolt-exception-before-emit, bolt-exception-after-emit, spout-crash, \
+                  acker-crash, bolt-crash, worker-crash, message-loss, partition\n";
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "join",
+            "--seed",
+            "1",
+            "--faults",
+            "sink-outage",
+        ],
+        &format!(
+            "acker-sim: error: --shape join cannot use the fault sink-outage (`sink-outage` in \
+             --faults): a shape has no source or sink server, so it would fire and do nothing; \
+             --shape join can use {usable}"
+        ),
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "all-grouping",
+            "--seed",
+            "1",
+            "--faults",
+            "bolt-crash,source-outage@1s",
+        ],
+        "--shape all-grouping cannot use the fault source-outage (`source-outage@1s` in --faults)",
+    );
+    // The experiment takes them.
+    run_ok(&["run", "--seed", "1", "--faults", "sink-outage"]);
+    // A fault past a shape's end: the note gives what a shape takes.
+    let out = run_ok(&[
+        "run",
+        "--shape",
+        "join",
+        "--seed",
+        "1",
+        "--faults",
+        "bolt-crash@100s",
+    ]);
+    let note = line(&out, "note:");
+    assert!(note.ends_with("(give an earlier trigger)"), "{out}");
+    assert!(!out.contains("--tuples"), "{out}");
+    // A swarm shape seed whose draw holds an outage.
+    let seed = (1..500u64)
+        .find(|&seed| {
+            let shape = acker_sim::shapes::Shape::for_seed(seed);
+            let Some(mut sim) = shape.simulation(seed, None) else {
+                return false;
+            };
+            sim.set_swarm_faults(2.0 * 30.0).expect("swarm faults");
+            sim.options().faults.iter().any(|f| {
+                matches!(
+                    f.kind,
+                    acker_sim::fault::FaultKind::SourceOutage
+                        | acker_sim::fault::FaultKind::SinkOutage
+                )
+            })
+        })
+        .expect("a shape seed drawing an outage");
+    let listed = run_ok(&[
+        "search",
+        "--swarm",
+        "--list",
+        "--first-seed",
+        &seed.to_string(),
+        "--seeds",
+        "1",
+    ]);
+    let replay = listed.lines().next().expect("a replay line");
+    assert!(replay.contains("--shape "), "{listed}");
+    assert!(!replay.contains("outage"), "{listed}");
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            &replay.replacen("acker-sim", env!("CARGO_BIN_EXE_acker-sim"), 1),
+        ])
+        .output()
+        .expect("run the replay line");
+    assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
+}
