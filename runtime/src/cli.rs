@@ -52,19 +52,47 @@ impl From<io::Error> for CliError {
 
 /// A refused plan of `topology` under `config` as an argument error (the config comes from the
 /// command line); too many tasks names `--ackers` and the largest value this topology allows
-/// (new-user trial: `--ackers 100000` got only "tasks plus ackers exceed ...").
+/// (new-user trial: `--ackers 100000` got only "tasks plus ackers exceed ..."), and, when it is
+/// lower, the bound [`check_acker_count`] sets next, the roots the spouts may keep pending (new-user
+/// trial: `--ackers 65535` was told "at most 65530", then 65530 was refused by that bound).
 pub fn plan_refused(
     topology: &crate::Topology,
     config: &crate::Config,
     e: crate::ConfigError,
 ) -> CliError {
     match e {
-        crate::ConfigError::TooManyTasks => CliError::Usage(format!(
-            "{e}: this topology has {} task(s), so --ackers may be at most {} (got {})",
-            topology.num_tasks(),
-            crate::topology::MAX_TASKS.saturating_sub(topology.num_tasks()),
-            config.num_ackers
-        )),
+        crate::ConfigError::TooManyTasks => {
+            let ids = crate::topology::MAX_TASKS.saturating_sub(topology.num_tasks());
+            let mut message = format!(
+                "{e}: this topology has {} task(s), so --ackers may be at most {ids} (got {})",
+                topology.num_tasks(),
+                config.num_ackers
+            );
+            // The spout tasks, from the plan without ackers (which has no task id to run out of).
+            let spouts = topology
+                .plan(&crate::Config {
+                    num_ackers: 0,
+                    ..config.clone()
+                })
+                .map(|p| {
+                    p.tasks()
+                        .iter()
+                        .filter(|t| t.kind == crate::TaskKind::Spout)
+                        .count()
+                });
+            if let Ok(spouts) = spouts {
+                let pending = config.pending_capacity();
+                let roots = spouts.saturating_mul(pending);
+                if roots < ids {
+                    message.push_str(&format!(
+                        "; with these options at most {roots}: the roots the spouts may keep \
+                         pending ({spouts} spout task(s) x max spout pending {pending}), since an \
+                         acker past them can never hold a root"
+                    ));
+                }
+            }
+            CliError::Usage(message)
+        }
         e => CliError::Usage(e.to_string()),
     }
 }

@@ -238,7 +238,8 @@ struct RunArgs {
     /// capacity / 8, 64)). Each acker task preallocates 72 to 104 bytes a message, of which 48
     /// to 64 are written at start (resident at once) and the rest as the queue fills. Measured:
     /// 16777216 took 0.80 GB more peak memory at start (48 B a message) and reserves 1.2 GB an
-    /// acker (72 B a message), all resident once the queue is full.
+    /// acker (72 B a message), all resident once the queue is full. Refused with --ackers 0
+    /// (no acker parks anything).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     acker_park_capacity: Option<usize>,
 }
@@ -315,8 +316,9 @@ enum BenchCommand {
         #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
         seconds: f64,
         /// Run the executors on the single-threaded local shell instead (no rings, no threads):
-        /// the executors' own cost per tree. Not with `--cores` (one thread).
-        #[arg(long, conflicts_with = "cores")]
+        /// the executors' own cost per tree. Not with `--cores`, `--no-pin` or
+        /// `--colocate-ackers` (one thread, not pinned).
+        #[arg(long, conflicts_with_all = ["cores", "no_pin", "colocate_ackers"])]
         local: bool,
         /// Rounds (1 to 1000), each this run with acking (the given `--ackers`, at least 1) and the same with
         /// `--ackers 0`, alternated within the process (the order swaps every round, so that on a
@@ -536,6 +538,13 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
              tracked): leave --colocate-ackers out"
                 .to_string(),
         );
+    }
+    if let Some(park) = run.acker_park_capacity.filter(|_| run.ackers == 0) {
+        // As `--colocate-ackers`: no acker parks anything (new-user trial: it was ignored).
+        return Err(format!(
+            "--acker-park-capacity {park} was given, but this run has no ackers (--ackers 0, \
+             at-most-once: nothing is tracked): leave --acker-park-capacity out"
+        ));
     }
     if run.max_spout_pending == Some(0) {
         return Err("--max-spout-pending must be at least 1".to_string());
