@@ -1528,3 +1528,43 @@ fn a_full_stderr_does_not_panic() {
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
     assert_eq!(json["words_total"], 6, "{json}");
 }
+
+/// Every enforced limit of `--max-spout-pending` and `bench pipeline --seconds` is in its
+/// `--help` (new-user trial: they were found only by being refused), and the value the help
+/// gives is the one enforced: one more is refused.
+#[test]
+fn help_states_the_pending_and_seconds_limits_the_code_enforces() {
+    let help = |args: &[&str]| -> String {
+        let o = bin().args(args).arg("--help").output().expect("help");
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for sub in [
+        &["wordcount"][..],
+        &["bench", "pipeline"][..],
+        &["bench", "wordcount"][..],
+    ] {
+        let h = help(sub);
+        let pending = h
+            .split_once("--max-spout-pending <MAX_SPOUT_PENDING>")
+            .map(|(_, rest)| rest.split(" --timeout-secs ").next().unwrap_or(""))
+            .unwrap_or_else(|| panic!("{sub:?}: no --max-spout-pending in {h}"));
+        assert!(pending.contains("1 to 10000000"), "{sub:?}: {pending}");
+    }
+    let h = help(&["bench", "pipeline"]);
+    assert!(
+        h.contains("--seconds <SECONDS> How long the spout runs, in seconds: more than 0 and less than 3600"),
+        "{h}"
+    );
+    assert!(h.contains("at most 31536000 (one year"), "{h}");
+    assert_usage_error(
+        &["wordcount", "--max-spout-pending", "10000001"],
+        "--max-spout-pending must be at most 10000000",
+    );
+    assert_usage_error(
+        &["bench", "pipeline", "--seconds", "3600"],
+        "--seconds must be in (0, 3600), got 3600",
+    );
+}

@@ -1396,3 +1396,39 @@ fn a_shape_refuses_the_faults_it_cannot_use() {
         .expect("run the replay line");
     assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
 }
+
+/// The enforced limits of `--ackers`, `--bolts` and `--max-spout-pending` are in `--help`
+/// (new-user trial: found only by being refused), and the value given is the one enforced.
+#[test]
+fn help_states_the_parallelism_and_pending_limits_the_code_enforces() {
+    let o = bin().args(["run", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for (option, limit) in [
+        ("--ackers <ACKERS> Acker tasks, ", "1 to 1000"),
+        ("--bolts <BOLTS> Processing bolt tasks, ", "1 to 1000"),
+        (
+            "--max-spout-pending <MAX_SPOUT_PENDING> Max spout pending (topology.max.spout.pending), ",
+            "1 to 1000000",
+        ),
+    ] {
+        assert!(help.contains(&format!("{option}{limit}")), "{option}: {help}");
+    }
+    assert_usage_error(
+        &["run", "--seed", "1", "--ackers", "1001"],
+        "--ackers must be between 1 and 1000",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--bolts", "1001"],
+        "--bolts must be between 1 and 1000",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--max-spout-pending", "1000001"],
+        "--max-spout-pending (at most 1000000) is too large for one run",
+    );
+    run_ok(&[
+        "run", "--seed", "1", "--ackers", "1000", "--bolts", "1000", "--tuples", "10",
+    ]);
+}

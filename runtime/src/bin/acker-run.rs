@@ -214,10 +214,11 @@ struct RunArgs {
     /// `wordcount --redis` the default is 2001 instead: 4 x --read-batch (2000 at the default
     /// 500) trees in flight, whole read batches ahead of the sink's commits while keeping what a
     /// stop hands back or a crash leaves pending small, plus one slot the spout keeps free for
-    /// its flush punctuation; there N given here means N trees in flight and N + 1 slots.
+    /// its flush punctuation; there N given here means N trees in flight and N + 1 slots. 1 to
+    /// 10000000 (about 180 bytes a tree, preallocated).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     max_spout_pending: Option<usize>,
-    /// Message timeout in seconds (0 turns timeouts off).
+    /// Message timeout in seconds, at most 31536000 (one year; 0 turns timeouts off).
     #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = at_least::<0>)]
     timeout_secs: u64,
     /// Topology seed.
@@ -275,7 +276,7 @@ default 1024-root table, refused with the size when more than the machine or the
 const PIPELINE_PENDING_HELP: &str = "Max spout pending: the most trees the pipeline's spout task \
 (`ints`, one integer a tree) keeps pending (emitted, neither acked nor failed yet). Default 16384 \
 (the runtime's fixed-size pending set, `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, \
-this runtime needs a bound).";
+this runtime needs a bound). 1 to 10000000.";
 
 /// `bench wordcount --ackers`' help.
 const BENCH_WORDCOUNT_ACKERS_HELP: &str = "Acker tasks tracking the benchmark's word-count trees \
@@ -290,7 +291,7 @@ const BENCH_WORDCOUNT_PENDING_HELP: &str = "Max spout pending: the most line tre
 of the benchmark's word count keeps pending (emitted, neither acked nor failed yet). Default 16384 \
 (the runtime's fixed-size pending set, `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, \
 this runtime needs a bound); the spout also keeps at most 1 MiB of text in flight, which binds \
-first when the lines average more than 64 bytes.";
+first when the lines average more than 64 bytes. 1 to 10000000.";
 
 #[derive(Subcommand)]
 enum BenchCommand {
@@ -312,7 +313,7 @@ enum BenchCommand {
         mut_arg("max_spout_pending", |a| a.help(PIPELINE_PENDING_HELP).long_help(None::<&str>))
     )]
     Pipeline {
-        /// How long the spout runs.
+        /// How long the spout runs, in seconds: more than 0 and less than 3600.
         #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
         seconds: f64,
         /// Run the executors on the single-threaded local shell instead (no rings, no threads):
