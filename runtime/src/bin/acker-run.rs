@@ -865,7 +865,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     let peak_mb = peak_rss_mb();
     let mut out = io::stdout().lock();
     if args.json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "lines_total": lines.len(),
             "pieces_total": lines.pieces(),
             "lines_emitted": stats.lines_emitted.load(Ordering::Relaxed),
@@ -897,6 +897,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
                 "dropped_full": c.dropped_full,
             }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
+        acker_runtime::cli::round_json_floats(&mut v);
         writeln!(out, "{v}")?;
     } else {
         writeln!(
@@ -1067,23 +1068,22 @@ fn pipeline_cmd(
         let secs = t0.elapsed().as_secs_f64();
         let spout = shell.counters(acker_runtime::TaskKind::Spout);
         let bolts = shell.counters(acker_runtime::TaskKind::Bolt);
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({
-                "bench": "pipeline-local",
-                "ackers": run.ackers,
-                "elapsed_s": secs,
-                "spout_calls": steps,
-                "trees_acked": spout.acked,
-                "trees_per_sec": spout.acked as f64 / secs,
-                "bolt_executed": bolts.executed,
-            })
-        )?;
+        let mut json = serde_json::json!({
+            "bench": "pipeline-local",
+            "ackers": run.ackers,
+            "elapsed_s": secs,
+            "spout_calls": steps,
+            "trees_acked": spout.acked,
+            "trees_per_sec": spout.acked as f64 / secs,
+            "bolt_executed": bolts.executed,
+        });
+        acker_runtime::cli::round_json_floats(&mut json);
+        writeln!(out, "{json}")?;
         out.flush()?;
         return Ok(());
     }
-    let (json, _) = pipeline_threaded(&plan, &run, seconds)?;
+    let (mut json, _) = pipeline_threaded(&plan, &run, seconds)?;
+    acker_runtime::cli::round_json_floats(&mut json);
     writeln!(out, "{json}")?;
     out.flush()?;
     Ok(())
@@ -1160,7 +1160,9 @@ fn pipeline_vs_acking_off(
         min_median_max(&mut off_rates),
     );
     let mut out = io::stdout().lock();
-    writeln!(out, "{}", serde_json::Value::Object(json))?;
+    let mut json = serde_json::Value::Object(json);
+    acker_runtime::cli::round_json_floats(&mut json);
+    writeln!(out, "{json}")?;
     out.flush()?;
     Ok(())
 }
@@ -1327,10 +1329,7 @@ fn bench_wordcount_cmd(
     };
     let ratio_to_plain_loop = min_median_max(&mut ratios);
     let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "{}",
-        serde_json::json!({
+    let mut json = serde_json::json!({
             "bench": "wordcount",
             "bytes": text_bytes,
             "cores": report.cores,
@@ -1351,8 +1350,9 @@ fn bench_wordcount_cmd(
             "plain_words_per_cpu_s": plain_cpu.map(|c| plain_words as f64 / c),
             "topology_words_per_cpu_s": topo_cpu.map(|c| words as f64 / c),
             "complete_latency_us": latency_json(&report),
-        })
-    )?;
+    });
+    acker_runtime::cli::round_json_floats(&mut json);
+    writeln!(out, "{json}")?;
     out.flush()?;
     Ok(())
 }
