@@ -689,8 +689,8 @@ fn thread_cpu_ns() -> Option<u64> {
 }
 
 /// Refuses a `--plot` path that cannot be written before any cell runs (a user lost a whole
-/// real run to a bad path, told only "No such file or directory"): creates the file, which the
-/// plot overwrites at the end.
+/// real run to a bad path, told only "No such file or directory"), leaving no file behind
+/// ([`experiment::check_plot_writable`]): the plot is written whole at the end.
 fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
     if let Some(path) = plot {
         if path == std::path::Path::new("-") {
@@ -702,8 +702,7 @@ fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
                     .to_string(),
             ));
         }
-        std::fs::File::create(path)
-            .map_err(|e| format!("cannot write --plot {}: {e}", path.display()))?;
+        experiment::check_plot_writable(path)?;
     }
     Ok(())
 }
@@ -765,10 +764,6 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     }
     bar.finish_and_clear();
     let relations = experiment::relations_for(&rows, base.source_model);
-    if let Some(path) = &a.plot {
-        experiment::plot_svg(&rows, path)
-            .map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
-    }
     if a.json {
         write!(out, "{}", experiment::json_rows_end(rows.is_empty()))?;
     } else {
@@ -780,6 +775,10 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         experiment::write_relations(&mut out, &relations)?;
     }
     out.flush()?;
+    // After the last write to stdout: a run that could not write its table leaves no plot.
+    if let Some(path) = &a.plot {
+        experiment::plot_svg(&rows, path)?;
+    }
     acker_runtime::stderr_line!(
         "acker-sim: {} runs in {:.2} s",
         rows.len(),

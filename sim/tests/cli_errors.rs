@@ -1432,3 +1432,85 @@ fn help_states_the_parallelism_and_pending_limits_the_code_enforces() {
         "run", "--seed", "1", "--ackers", "1000", "--bolts", "1000", "--tuples", "10",
     ]);
 }
+
+/// A plot that cannot be written is said once, naming the file (new-user trial: `--plot
+/// /dev/full` printed "backend error" twice over), and a run that fails leaves no plot behind:
+/// neither a 0-byte file (new-user trial: `--plot x.svg > /dev/full`) nor a changed older one;
+/// a run that succeeds writes the whole plot and no temporary file.
+#[test]
+fn a_plot_is_written_whole_or_not_at_all() {
+    let small = [
+        "experiment",
+        "--tuples",
+        "600",
+        "--max-spout-pending",
+        "100",
+    ];
+    let o = bin()
+        .args(small)
+        .args(["--plot", "/dev/full"])
+        .stdout(Stdio::null())
+        .output()
+        .expect("run acker-sim");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "acker-sim: error: cannot write --plot /dev/full: No space left on device (os error 28)\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("/dev/full").count(), 1, "{err}");
+    assert!(!err.contains("backend error"), "{err}");
+
+    let dir = std::env::temp_dir().join(format!("acker-sim-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let plot = dir.join("x.svg");
+    let full_stdout = |plot: &std::path::Path| {
+        let devfull = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let o = bin()
+            .args(small)
+            .arg("--plot")
+            .arg(plot)
+            .stdout(devfull)
+            .output()
+            .expect("run acker-sim");
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("cannot write to stdout"),
+            "{}",
+            stderr(&o)
+        );
+    };
+    full_stdout(&plot);
+    assert!(!plot.exists(), "a failed run left {}", plot.display());
+    std::fs::write(&plot, "older plot").expect("older plot");
+    full_stdout(&plot);
+    assert_eq!(
+        std::fs::read_to_string(&plot).expect("older plot"),
+        "older plot"
+    );
+    run_ok(&[
+        "experiment",
+        "--tuples",
+        "600",
+        "--max-spout-pending",
+        "100",
+        "--plot",
+        plot.to_str().expect("utf-8 path"),
+    ]);
+    let svg = std::fs::read_to_string(&plot).expect("the plot");
+    assert!(
+        svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{svg}"
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["x.svg"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
