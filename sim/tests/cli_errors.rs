@@ -1514,3 +1514,53 @@ fn a_plot_is_written_whole_or_not_at_all() {
     assert_eq!(names, ["x.svg"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every `acker-sim run` example of the README's command block runs and prints what it is there
+/// to show (new-user trial: `run --seed 7 --trace - | grep fault` printed nothing, as seed 7
+/// without faults has none, and seed 7 drew no message loss from `message-loss~1/kt`).
+#[test]
+fn the_readme_s_run_examples_print_what_they_show() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("sim/README.md");
+    let dir = std::env::temp_dir().join(format!("acker-sim-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let prefix = "cargo run --release -p acker-sim -- run ";
+    let mut ran = 0;
+    for example in readme.lines().filter(|l| l.starts_with(prefix)) {
+        // The shell comment after the command, if any.
+        let command = example.split("   # ").next().unwrap_or(example).trim();
+        let command = command.replacen(
+            "cargo run --release -p acker-sim --",
+            env!("CARGO_BIN_EXE_acker-sim"),
+            1,
+        );
+        let o = Command::new("sh")
+            .current_dir(&dir)
+            .args(["-c", &command])
+            .output()
+            .expect("run the example");
+        assert_eq!(o.status.code(), Some(0), "{example}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(!out.trim().is_empty(), "{example} printed nothing");
+        if command.contains("| grep fault") {
+            assert!(
+                out.lines().count() >= 1 && out.lines().all(|l| l.contains(" fault ")),
+                "{example}: {out}"
+            );
+        }
+        if command.contains("message-loss") {
+            assert!(
+                line(&out, "faults:").contains("message-loss@"),
+                "{example}: {out}"
+            );
+            assert!(!out.contains("did not fire"), "{example}: {out}");
+            // The text under the block quotes this run's output.
+            let faults = line(&out, "faults:").trim();
+            let hash = line(&out, "trace hash ").trim();
+            assert!(readme.contains(faults) && readme.contains(hash), "{out}");
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 2, "{readme}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
