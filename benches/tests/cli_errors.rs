@@ -88,8 +88,8 @@ fn the_listed_names_are_exactly_the_structures_compare_runs() {
     assert_eq!(legend, names, "{out}");
     assert!(out.contains("\ncolumns: Mops/s"), "{out}");
     // And each name selects just that structure.
-    for name in ["storm-style", "mutex-hashbrown"] {
-        let o = run(&["--threads", "1", "--only", name]);
+    for (name, threads) in [("storm-style", "0"), ("mutex-hashbrown", "1")] {
+        let o = run(&["--threads", threads, "--only", name]);
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
         assert_eq!(ran(&o), BTreeSet::from([name.to_string()]));
         let out = String::from_utf8_lossy(&o.stdout);
@@ -449,4 +449,38 @@ fn list_errors_quote_the_whole_list_and_the_bad_item() {
             ("storm-style".to_string(), 200)
         ]
     );
+}
+
+/// Options with no effect on any structure `--only` selects are refused (new-user trial: they
+/// were ignored): thread counts with single-owner tables only, `--in-loop` with shared tables
+/// only. `--threads 0` (no shared table) and the defaults still run.
+#[test]
+fn options_without_effect_on_the_selected_structures_are_refused() {
+    assert_usage_error(
+        &["--only", "storm-style", "--threads", "4"],
+        "acker-bench: error: --threads 4 sets the thread counts of the shared tables \
+         (acker-core-shared, acker-core-shared-batch, mutex-hashbrown, dashmap), and --only \
+         storm-style names none of them: leave --threads out\n",
+    );
+    assert_usage_error(
+        &["--only", "dashmap", "--in-loop"],
+        "acker-bench: error: --in-loop also runs the single-owner tables with each message \
+         produced in the timed loop, and --only dashmap names shared tables only (they run \
+         pregenerated only): leave --in-loop out\n",
+    );
+    for extra in [
+        &["--only", "storm-style"][..],
+        &["--only", "storm-style", "--threads", "0"][..],
+        &[
+            "--only",
+            "storm-style,dashmap",
+            "--threads",
+            "1",
+            "--in-loop",
+        ][..],
+        &["--only", "dashmap", "--threads", "1"][..],
+    ] {
+        let o = run(extra);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+    }
 }

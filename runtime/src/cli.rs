@@ -52,19 +52,47 @@ impl From<io::Error> for CliError {
 
 /// A refused plan of `topology` under `config` as an argument error (the config comes from the
 /// command line); too many tasks names `--ackers` and the largest value this topology allows
-/// (new-user trial: `--ackers 100000` got only "tasks plus ackers exceed ...").
+/// (new-user trial: `--ackers 100000` got only "tasks plus ackers exceed ..."), and, when it is
+/// lower, the bound [`check_acker_count`] sets next, the roots the spouts may keep pending (new-user
+/// trial: `--ackers 65535` was told "at most 65530", then 65530 was refused by that bound).
 pub fn plan_refused(
     topology: &crate::Topology,
     config: &crate::Config,
     e: crate::ConfigError,
 ) -> CliError {
     match e {
-        crate::ConfigError::TooManyTasks => CliError::Usage(format!(
-            "{e}: this topology has {} task(s), so --ackers may be at most {} (got {})",
-            topology.num_tasks(),
-            crate::topology::MAX_TASKS.saturating_sub(topology.num_tasks()),
-            config.num_ackers
-        )),
+        crate::ConfigError::TooManyTasks => {
+            let ids = crate::topology::MAX_TASKS.saturating_sub(topology.num_tasks());
+            let mut message = format!(
+                "{e}: this topology has {} task(s), so --ackers may be at most {ids} (got {})",
+                topology.num_tasks(),
+                config.num_ackers
+            );
+            // The spout tasks, from the plan without ackers (which has no task id to run out of).
+            let spouts = topology
+                .plan(&crate::Config {
+                    num_ackers: 0,
+                    ..config.clone()
+                })
+                .map(|p| {
+                    p.tasks()
+                        .iter()
+                        .filter(|t| t.kind == crate::TaskKind::Spout)
+                        .count()
+                });
+            if let Ok(spouts) = spouts {
+                let pending = config.pending_capacity();
+                let roots = spouts.saturating_mul(pending);
+                if roots < ids {
+                    message.push_str(&format!(
+                        "; with these options at most {roots}: the roots the spouts may keep \
+                         pending ({spouts} spout task(s) x max spout pending {pending}), since an \
+                         acker past them can never hold a root"
+                    ));
+                }
+            }
+            CliError::Usage(message)
+        }
         e => CliError::Usage(e.to_string()),
     }
 }
@@ -434,9 +462,74 @@ pub fn physical_memory_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// Rounds every measured float of a JSON summary to a fixed precision, so that it prints
+/// without float noise (new-user trial: `plain_cpu_s: 0.049999999999999996`), keys and
+/// integers unchanged: seconds (a key ending in `_s` or `_secs` that is not a rate `_per_`) to
+/// the microsecond, six decimals; every other float (rates, ratios, latencies, megabytes) to 12
+/// significant digits, which keeps relations between them (a median of two, a product of
+/// ratios) within a relative 1e-11.
+pub fn round_json_floats(v: &mut serde_json::Value) {
+    round_floats_under(None, v);
+}
+
+fn round_floats_under(key: Option<&str>, v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                round_floats_under(Some(k), x);
+            }
+        }
+        // The items of a list are measured as their key says.
+        Value::Array(items) => {
+            for x in items {
+                round_floats_under(key, x);
+            }
+        }
+        Value::Number(n) if n.is_f64() => {
+            let Some(x) = n.as_f64() else { return };
+            let seconds = key.is_some_and(|k| {
+                (k.ends_with("_s") || k.ends_with("_secs")) && !k.contains("_per_")
+            });
+            let text = if seconds {
+                format!("{x:.6}")
+            } else {
+                format!("{x:.11e}")
+            };
+            if let Some(r) = text
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+            {
+                *n = r;
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_floats_are_rounded_without_noise_and_keys_and_integers_stay() {
+        let mut v = serde_json::json!({
+            "plain_cpu_s": 0.049999999999999996,
+            "elapsed_s": 1.23456789,
+            "plain_secs": 2.0000004,
+            "trees_per_cpu_s": 123456.78901234567,
+            "ratio": {"min": 0.30000000000000004, "median": 1.0, "max": 2.5},
+            "words": 17,
+            "latency": [0.1 + 0.2, 3.0],
+            "none": null,
+        });
+        round_json_floats(&mut v);
+        assert_eq!(
+            v.to_string(),
+            r#"{"elapsed_s":1.234568,"latency":[0.3,3.0],"none":null,"plain_cpu_s":0.05,"plain_secs":2.0,"ratio":{"max":2.5,"median":1.0,"min":0.3},"trees_per_cpu_s":123456.789012,"words":17}"#
+        );
+    }
 
     /// A file read in 1 MiB chunks: characters cut by a chunk's end are whole in the text, and
     /// a bad byte past the first chunk is reported at its offset in the file.

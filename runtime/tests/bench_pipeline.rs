@@ -39,6 +39,7 @@ fn bench_pipeline_reports_the_acking_ratio_over_alternated_rounds() {
         "acker-run bench pipeline --vs-acking-off 2",
     );
     let v = common::json_of_success(&o);
+    assert!(common::assert_floats_rounded(&String::from_utf8_lossy(&o.stdout)) >= 10);
     assert_eq!(v["rounds"], 2, "{v}");
     // The other figures are the first acking-on run's.
     assert_eq!(v["ackers"], 1, "{v}");
@@ -222,6 +223,30 @@ fn bench_pipeline_vs_acking_off_takes_acker_options() {
     assert_eq!(v["ackers"], 1, "{v}");
     assert!(
         v["ratio_acking_on_to_off"]["median"].as_f64() > Some(0.0),
+        "{v}"
+    );
+}
+
+/// `bench pipeline --local`'s JSON prints its floats rounded: seconds to the microsecond, rates
+/// to 12 significant digits (new-user trial: float noise such as 0.049999999999999996).
+#[test]
+fn bench_pipeline_local_prints_rounded_floats() {
+    let o = common::output_bounded(
+        Command::new(env!("CARGO_BIN_EXE_acker-run")).args([
+            "bench",
+            "pipeline",
+            "--local",
+            "--seconds",
+            "0.05",
+        ]),
+        LIMIT,
+        "acker-run bench pipeline --local",
+    );
+    let v = common::json_of_success(&o);
+    assert!(v["elapsed_s"].as_f64().is_some_and(|s| s >= 0.05), "{v}");
+    assert_eq!(
+        common::assert_floats_rounded(&String::from_utf8_lossy(&o.stdout)),
+        2,
         "{v}"
     );
 }

@@ -73,7 +73,7 @@ fn message_of_argument_error(stderr: &str, subcommand: &str) -> String {
 fn every_argument_error_has_the_form_of_clap_s_own() {
     // One refused by clap while parsing, the others by the program's checks after parsing: a
     // user sees one form (message, usage of the subcommand, the pointer to --help), exit 2.
-    let cases: [(&[&str], &str, &str); 5] = [
+    let cases: [(&[&str], &str, &str); 6] = [
         (
             &["wordcount", "--max-spout-pending", "1.5"],
             "wordcount",
@@ -110,7 +110,29 @@ fn every_argument_error_has_the_form_of_clap_s_own() {
             "error: tasks plus ackers exceed 65535 (task ids 0 to 65534; the id 65535 is \
              reserved: a component's tasks are a half-open range of 16-bit task ids whose end \
              must fit in one): this topology has 3 task(s), so --ackers may be at most 65532 \
-             (got 100000)\n",
+             (got 100000); with these options at most 16384: the roots the spouts may keep \
+             pending (1 spout task(s) x max spout pending 16384), since an acker past them can \
+             never hold a root\n",
+        ),
+        (
+            // New-user trial: `--ackers 65535` was told "at most 65530", then 65530 was refused
+            // by the pending bound; the first message now gives both.
+            &[
+                "wordcount",
+                "--ackers",
+                "65535",
+                "--cores",
+                "1",
+                "--max-spout-pending",
+                "7",
+            ],
+            "wordcount",
+            "error: tasks plus ackers exceed 65535 (task ids 0 to 65534; the id 65535 is \
+             reserved: a component's tasks are a half-open range of 16-bit task ids whose end \
+             must fit in one): this topology has 3 task(s), so --ackers may be at most 65532 \
+             (got 65535); with these options at most 7: the roots the spouts may keep pending (1 \
+             spout task(s) x max spout pending 7), since an acker past them can never hold a \
+             root\n",
         ),
     ];
     for (args, sub, want) in cases {
@@ -252,6 +274,40 @@ fn colocate_ackers_without_ackers_is_refused() {
         "--colocate-ackers was given, but this run has no ackers (at-most-once: nothing is \
          tracked): leave --colocate-ackers out",
     );
+}
+
+/// `--acker-park-capacity` with no ackers is refused as `--colocate-ackers` is (new-user trial:
+/// `bench wordcount --ackers 0 --acker-park-capacity 5` was accepted and ignored).
+#[test]
+fn acker_park_capacity_without_ackers_is_refused() {
+    let input = tiny_input("park-no-ackers");
+    let input = input.to_str().expect("utf-8 temp path");
+    for sub in [&["wordcount"][..], &["bench", "wordcount"][..]] {
+        let mut args = sub.to_vec();
+        args.extend([
+            "--input",
+            input,
+            "--ackers",
+            "0",
+            "--acker-park-capacity",
+            "5",
+        ]);
+        let o = common::output_bounded(bin().args(&args), LIMIT, &format!("acker-run {args:?}"));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            message_of_argument_error(&stderr(&o), &sub.join(" ")),
+            "error: --acker-park-capacity 5 was given, but this run has no ackers (--ackers 0, \
+             at-most-once: nothing is tracked): leave --acker-park-capacity out\n",
+            "{args:?}"
+        );
+    }
+    // With an acker it runs.
+    let o = common::output_bounded(
+        bin().args(["wordcount", "--input", input, "--acker-park-capacity", "5"]),
+        LIMIT,
+        "acker-run wordcount --acker-park-capacity 5",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 /// `bench wordcount --input` reads as `wordcount --input` does (new-user trial): an input of
@@ -1166,6 +1222,14 @@ fn bench_pipeline_local_refuses_cores() {
         ],
         "error: the argument '--local' cannot be used with '--cores <CORES>'",
     );
+    // Nor the thread placement options, which do nothing on one unpinned thread (new-user
+    // trial: both were accepted and ignored).
+    for option in ["--no-pin", "--colocate-ackers"] {
+        assert_usage_error(
+            &["bench", "pipeline", "--local", "--seconds", "0.1", option],
+            &format!("error: the argument '--local' cannot be used with '{option}'"),
+        );
+    }
 }
 
 /// The `--cores` limit counts the CPUs of the process's affinity set, and says so (new-user
@@ -1463,4 +1527,44 @@ fn a_full_stderr_does_not_panic() {
     assert_eq!(o.status.code(), Some(0));
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json on stdout");
     assert_eq!(json["words_total"], 6, "{json}");
+}
+
+/// Every enforced limit of `--max-spout-pending` and `bench pipeline --seconds` is in its
+/// `--help` (new-user trial: they were found only by being refused), and the value the help
+/// gives is the one enforced: one more is refused.
+#[test]
+fn help_states_the_pending_and_seconds_limits_the_code_enforces() {
+    let help = |args: &[&str]| -> String {
+        let o = bin().args(args).arg("--help").output().expect("help");
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for sub in [
+        &["wordcount"][..],
+        &["bench", "pipeline"][..],
+        &["bench", "wordcount"][..],
+    ] {
+        let h = help(sub);
+        let pending = h
+            .split_once("--max-spout-pending <MAX_SPOUT_PENDING>")
+            .map(|(_, rest)| rest.split(" --timeout-secs ").next().unwrap_or(""))
+            .unwrap_or_else(|| panic!("{sub:?}: no --max-spout-pending in {h}"));
+        assert!(pending.contains("1 to 10000000"), "{sub:?}: {pending}");
+    }
+    let h = help(&["bench", "pipeline"]);
+    assert!(
+        h.contains("--seconds <SECONDS> How long the spout runs, in seconds: more than 0 and less than 3600"),
+        "{h}"
+    );
+    assert!(h.contains("at most 31536000 (one year"), "{h}");
+    assert_usage_error(
+        &["wordcount", "--max-spout-pending", "10000001"],
+        "--max-spout-pending must be at most 10000000",
+    );
+    assert_usage_error(
+        &["bench", "pipeline", "--seconds", "3600"],
+        "--seconds must be in (0, 3600), got 3600",
+    );
 }

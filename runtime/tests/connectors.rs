@@ -1920,6 +1920,8 @@ fn a_missing_stream_warns_and_a_dead_lettered_run_reports_its_rate() {
         ),
         "{out}"
     );
+    // Measured floats without float noise (12 significant digits).
+    assert!(common::assert_floats_rounded(&out) >= 2, "{out}");
     let secs = v["elapsed_ms"].as_f64().expect("elapsed_ms") / 1e3;
     let rate = v["entries_per_sec"].as_f64().expect("entries_per_sec");
     assert!(

@@ -554,15 +554,78 @@ pub fn json_rows_end(empty: bool) -> &'static str {
     }
 }
 
-/// Draws lost and duplicated tuples against injected faults, one panel per guarantee and
-/// measure, one line per fault kind, on a log scale of value + 1, into an SVG file (plotters'
-/// SVG backend; no font library).
+/// Whether `path` names something other than a regular file (a device such as `/dev/full`, a
+/// FIFO, a directory): written in place, never through a temporary file renamed over it.
+fn special_file(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// The temporary file beside `path` that [`save_plot`] writes before renaming it to `path`.
+fn temp_beside(path: &std::path::Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "plot".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Refuses a `--plot` path that cannot be written, before any run, leaving nothing behind: a
+/// regular file (or none yet) is checked by creating and removing the temporary file beside it
+/// (the file itself is not touched: a run that fails keeps an older plot and makes no empty
+/// one); a device or FIFO by opening it for writing.
 ///
 /// # Errors
-/// A message if the file cannot be written.
+/// `cannot write --plot PATH: REASON`.
+pub fn check_plot_writable(path: &std::path::Path) -> Result<(), String> {
+    let bad = |e: std::io::Error| format!("cannot write --plot {}: {e}", path.display());
+    if special_file(path) {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(bad)?;
+        return Ok(());
+    }
+    let tmp = temp_beside(path);
+    std::fs::File::create(&tmp).map_err(bad)?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// Writes a drawn plot to `path` whole or not at all: into the temporary file beside it, then
+/// renamed over it, the temporary file removed on any error (new-user trial: a failed run left
+/// a 0-byte plot); a device or FIFO is written in place.
+///
+/// # Errors
+/// `cannot write --plot PATH: REASON`, once (plotters' own file backend said "backend error:
+/// Drawing backend error: ..." twice over).
+pub fn save_plot(path: &std::path::Path, svg: &str) -> Result<(), String> {
+    let bad = |e: std::io::Error| format!("cannot write --plot {}: {e}", path.display());
+    if special_file(path) {
+        return std::fs::write(path, svg).map_err(bad);
+    }
+    let tmp = temp_beside(path);
+    let written = std::fs::write(&tmp, svg).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(bad(e));
+    }
+    Ok(())
+}
+
+/// Draws lost and duplicated tuples against injected faults, one panel per guarantee and
+/// measure, one line per fault kind, on a log scale of value + 1, into an SVG file (plotters'
+/// SVG backend; no font library), written whole by [`save_plot`].
+///
+/// # Errors
+/// The message for stderr, naming the file, if it cannot be drawn or written.
 pub fn plot_svg(rows: &[Row], path: &std::path::Path) -> Result<(), String> {
+    let mut svg = String::new();
+    draw_plot(rows, &mut svg).map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
+    save_plot(path, &svg)
+}
+
+fn draw_plot(rows: &[Row], svg: &mut String) -> Result<(), String> {
     use plotters::prelude::*;
-    let root = SVGBackend::new(path, (1500, 800)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (1500, 800)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let panels = root.split_evenly((2, 3));
     let colors = [

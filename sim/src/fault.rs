@@ -19,7 +19,8 @@
 //! | `bolt-crash~2/kt` | 2 faults per thousand offsets read, on average |
 //! | `bolt-crash@1s:1` | targets task 1 of its kind (bolt index 1); `partition@1s:0-2` cuts workers 0 and 2 |
 //!
-//! A rate must be a finite number ≥ 0; counts must be ≥ 1.
+//! A rate must be a finite number ≥ 0; counts must be ≥ 1. A time needs a unit (`ns`, `us`,
+//! `ms`, `s`): a bare number other than 0 (`@5000`) is refused, as every duration option is.
 //!
 //! `source-outage` and `sink-outage` (the predictions of the real experiment's `redis-restart`
 //! and `postgres-restart`) take the server down for the scenario's outage duration
@@ -28,7 +29,7 @@
 //! matrix [`FaultKind::EXPERIMENT`].
 
 use crate::rng::{self, SimRng};
-use crate::units::{format_ns, parse_duration_ns};
+use crate::units::{format_ns, parse_duration_ns, require_unit};
 use acker_runtime::cli::list_items;
 use std::fmt;
 use std::str::FromStr;
@@ -137,6 +138,9 @@ pub enum FaultError {
     BadCount(String),
     /// A trigger is not a duration or `#offset`.
     BadTrigger(String),
+    /// A trigger time is a bare number other than 0 (`bolt-crash@5000`: seconds or
+    /// nanoseconds?): the message of [`crate::units::require_unit`].
+    NoUnit(String),
     /// A target is not a number (or `a-b` for a partition), or names no such task or worker.
     /// The text after `bad fault target `: the fault in backticks, then why, e.g.
     /// ``in `bolt-crash@1s:99`: target 99, but the topology has 1 processing bolt task(s)
@@ -147,6 +151,8 @@ pub enum FaultError {
     /// The comma-separated list has an empty item (`,`, `bolt-crash,`): the message of
     /// [`acker_runtime::cli::list_items`].
     EmptyItem(String),
+    /// `none` listed with other faults (`none,bolt-crash`): the whole list as given.
+    NoneWithFaults(String),
     /// An offset trigger at or past the end of the input.
     OffsetPastInput {
         /// The offset given.
@@ -176,8 +182,14 @@ impl fmt::Display for FaultError {
                 f,
                 "bad fault time `{s}`: expected a duration (2s, 500ms, 30us, 100ns) or #offset"
             ),
+            FaultError::NoUnit(s) => write!(f, "bad fault time: {s}"),
             FaultError::BadTarget(s) => write!(f, "bad fault target {s}"),
             FaultError::EmptyItem(s) => write!(f, "bad fault list: {s}"),
+            FaultError::NoneWithFaults(s) => write!(
+                f,
+                "`none` means no fault and cannot be listed with faults in `{s}` (give `none` \
+                 alone, or the faults without it)"
+            ),
             FaultError::TooMany => write!(
                 f,
                 "the fault specs expand to more than {MAX_FAULTS} faults; lower the rates"
@@ -229,6 +241,8 @@ impl FromStr for Trigger {
                 .map(Trigger::AtOffset)
                 .map_err(|_| FaultError::BadTrigger(s.to_string()))
         } else {
+            // A bare number other than 0 is refused, as every duration option does.
+            require_unit(s).map_err(FaultError::NoUnit)?;
             parse_duration_ns(s)
                 .map(Trigger::AtNs)
                 .map_err(|_| FaultError::BadTrigger(s.to_string()))
@@ -370,15 +384,29 @@ fn parse_rate(s: &str) -> Result<(f64, RateUnit), FaultError> {
 /// Parses a comma-separated `--faults` list (empty text or `none` gives no spec).
 ///
 /// # Errors
-/// [`FaultError::EmptyItem`] for a list with an empty item (`,`, `bolt-crash,`), else the first
-/// bad item's [`FaultError`].
+/// [`FaultError::EmptyItem`] for a list with an empty item (`,`, `bolt-crash,`),
+/// [`FaultError::NoneWithFaults`] for `none` beside other items, else the first bad item's
+/// [`FaultError`].
 pub fn parse_specs(text: &str) -> Result<Vec<FaultSpec>, FaultError> {
-    list_items(text)
-        .map_err(FaultError::EmptyItem)?
+    let items = list_items(text).map_err(FaultError::EmptyItem)?;
+    check_none_alone(&items, text)?;
+    items
         .into_iter()
         .filter(|s| *s != "none")
         .map(str::parse)
         .collect()
+}
+
+/// [`FaultError::NoneWithFaults`] when `items`, the items of the list `text`, hold `none` beside
+/// other items (`none,bolt-crash`: before, `none` was skipped and the faults ran).
+///
+/// # Errors
+/// As above.
+pub fn check_none_alone(items: &[&str], text: &str) -> Result<(), FaultError> {
+    if items.len() > 1 && items.contains(&"none") {
+        return Err(FaultError::NoneWithFaults(text.trim().to_string()));
+    }
+    Ok(())
 }
 
 /// Most faults one schedule may hold.
@@ -761,6 +789,15 @@ mod tests {
             "acker-crash@soon".parse::<FaultSpec>(),
             Err(FaultError::BadTrigger(_))
         ));
+        assert_eq!(
+            "acker-crash@5000".parse::<FaultSpec>(),
+            Err(FaultError::NoUnit(
+                "`5000` has no unit; a duration needs one of the units ns, us, ms, s (e.g. \
+                 5000s or 5000ms)"
+                    .into()
+            ))
+        );
+        assert!("acker-crash@0".parse::<FaultSpec>().is_ok());
         let mut r = rng::stream(1, 1);
         let specs = parse_specs("bolt-crash@1s:5").unwrap();
         assert!(matches!(

@@ -11,7 +11,7 @@ use acker_runtime::cli::{at_least, count_at_least, exit_status, list_items, CliE
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::shapes::Shape;
-use acker_sim::units::parse_duration_ns;
+use acker_sim::units::{parse_duration_ns, require_unit};
 use acker_sim::{experiment, search};
 use acker_sim::{RunError, Sim, Simulation, SourceModel};
 use clap::{Args, Parser, Subcommand};
@@ -49,9 +49,9 @@ enum Command {
 }
 
 /// How a duration option is written, shown under each command's `--help`.
-const DURATION_HELP: &str = "Durations (--timeout, --tick, --latency, --progress-every, ...) \
-need a unit: ns, us, ms or s, e.g. 30s, 2ms, 1.5s, 50us..150us; a bare number other than 0 is \
-refused.";
+const DURATION_HELP: &str = "Durations (--timeout, --tick, --latency, --progress-every, ..., \
+and the fault times of --faults, as in bolt-crash@2ms) need a unit: ns, us, ms or s, e.g. 30s, \
+2ms, 1.5s, 50us..150us; a bare number other than 0 is refused.";
 
 /// The exit statuses, shown under `--help`.
 const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when stdout is a \
@@ -72,19 +72,10 @@ fn duration(s: &str) -> Result<u64, String> {
     parse_duration_ns(s)
 }
 
-/// Refuses a bare number other than 0: [`DURATION_UNITS`] says which units are taken.
+/// Refuses a bare number other than 0, naming the units taken ([`require_unit`]).
 fn with_unit(s: &str) -> Result<(), String> {
-    let t = s.trim();
-    if !t.is_empty() && t.parse::<f64>().is_ok_and(|v| v != 0.0) {
-        return Err(format!(
-            "`{t}` has no unit; {DURATION_UNITS} (e.g. {t}s or {t}ms)"
-        ));
-    }
-    Ok(())
+    require_unit(s)
 }
-
-/// The units a duration option takes, for its error message.
-const DURATION_UNITS: &str = "a duration needs one of the units ns, us, ms, s";
 
 /// [`duration`] that must be more than zero (`--time-limit`).
 fn positive_duration(s: &str) -> Result<u64, String> {
@@ -124,10 +115,12 @@ fn faults_line(fired: &[Fault]) -> String {
 }
 
 /// clap value parser for a `--faults` list: refuses an empty value (`''`: `none`, or leaving the
-/// option out, says "no fault") and an empty item (`,`, `bolt-crash,`) by the option's name (each
-/// item is parsed later, against the run's topology).
+/// option out, says "no fault"), an empty item (`,`, `bolt-crash,`) and `none` beside faults by
+/// the option's name (each item is parsed later, against the run's topology).
 fn fault_list(s: &str) -> Result<String, String> {
-    non_empty_list(s, "for no fault, give `none` or leave the option out")
+    let s = non_empty_list(s, "for no fault, give `none` or leave the option out")?;
+    fault::check_none_alone(&list_items(&s)?, &s).map_err(|e| e.to_string())?;
+    Ok(s)
 }
 
 /// clap value parser for `--cells`: refuses an empty value or item, as [`fault_list`].
@@ -187,14 +180,22 @@ fn write_fault_notes(
     scheduled: &[Fault],
     fired: &[Fault],
     end_ns: u64,
+    takes_tuples: bool,
 ) -> io::Result<()> {
     let not_fired = scheduled.len().saturating_sub(fired.len());
     if not_fired > 0 {
+        // A shape has its own input and refuses --tuples: the note suggests only what the run
+        // takes.
         writeln!(
             out,
             "note: {not_fired} scheduled fault(s) did not fire: the run ended at {:.3} ms of \
-             simulated time (more --tuples, or an earlier trigger)",
-            end_ns as f64 / 1e6
+             simulated time ({})",
+            end_ns as f64 / 1e6,
+            if takes_tuples {
+                "more --tuples, or an earlier trigger"
+            } else {
+                "give an earlier trigger"
+            }
         )?;
     }
     // The list was checked when parsed: an item that does not parse here names no kind.
@@ -244,7 +245,7 @@ struct SimArgs {
     /// the maximum needs about 13 GB.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     tuples: Option<u64>,
-    /// Max spout pending (topology.max.spout.pending).
+    /// Max spout pending (topology.max.spout.pending), 1 to 1000000.
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = at_least::<1>)]
     max_spout_pending: u64,
     /// Message timeout T (topology.message.timeout.secs), e.g. 30s [default: 30s; 2s with
@@ -254,10 +255,11 @@ struct SimArgs {
     /// Tick interval fed to spouts and ackers.
     #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = duration)]
     tick: u64,
-    /// Acker tasks (at-least-once, exactly-once).
+    /// Acker tasks, 1 to 1000 (at-least-once, exactly-once; at-most-once runs none, and `run`
+    /// refuses --ackers with it).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
-    /// Processing bolt tasks.
+    /// Processing bolt tasks, 1 to 1000.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     bolts: usize,
     /// Latency between workers, uniform in MIN..MAX.
@@ -280,8 +282,8 @@ struct SimArgs {
     /// its run (about 0.2 s of simulated time at 100000 tuples); its title line gives the value].
     #[arg(long, allow_hyphen_values = true, value_parser = duration)]
     restart_delay: Option<u64>,
-    /// How long a partition lasts.
-    #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = duration)]
+    /// How long a partition lasts, more than 0.
+    #[arg(long, default_value = "2s", allow_hyphen_values = true, value_parser = positive_duration)]
     partition: u64,
     /// How long the server is down in a source-outage or sink-outage fault (the spout and sink
     /// see it back at their next reconnect attempt: 50 ms doubling to 2 s).
@@ -409,7 +411,8 @@ struct RunArgs {
     /// of their own sizes and timings: they take --seed, --faults, --fault-until, --trace,
     /// --check-determinism and --planted-bug; any other option given with one is refused (--tuples,
     /// --restart-delay, --source-model, ...), and --guarantee other than at-least-once draws a
-    /// warning.
+    /// warning. A shape has no source or sink server: its --faults may not name source-outage or
+    /// sink-outage.
     #[arg(long, default_value = "experiment")]
     shape: String,
     #[command(flatten)]
@@ -430,7 +433,8 @@ struct SearchArgs {
     /// Pick a random subset of fault kinds with random weights per seed (so not with --faults),
     /// and a topology shape
     /// (the experiment, or one of `acker_sim::shapes`' at-least-once topologies, which draw
-    /// their faults at 30 × --rate: their input is 40 or 80 keys) unless --guarantee names
+    /// their faults at 30 × --rate, leaving out the outages, which a shape cannot use: their
+    /// input is 40 or 80 keys) unless --guarantee names
     /// at-most-once or exactly-once (then every seed runs the experiment). The size and timing
     /// options (--tuples, --restart-delay, ...) apply to the experiment's seeds only, with a
     /// warning on stderr.
@@ -685,8 +689,8 @@ fn thread_cpu_ns() -> Option<u64> {
 }
 
 /// Refuses a `--plot` path that cannot be written before any cell runs (a user lost a whole
-/// real run to a bad path, told only "No such file or directory"): creates the file, which the
-/// plot overwrites at the end.
+/// real run to a bad path, told only "No such file or directory"), leaving no file behind
+/// ([`experiment::check_plot_writable`]): the plot is written whole at the end.
 fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
     if let Some(path) = plot {
         if path == std::path::Path::new("-") {
@@ -698,8 +702,7 @@ fn check_plot_path(plot: Option<&std::path::Path>) -> Result<(), CliError> {
                     .to_string(),
             ));
         }
-        std::fs::File::create(path)
-            .map_err(|e| format!("cannot write --plot {}: {e}", path.display()))?;
+        experiment::check_plot_writable(path)?;
     }
     Ok(())
 }
@@ -761,10 +764,6 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     }
     bar.finish_and_clear();
     let relations = experiment::relations_for(&rows, base.source_model);
-    if let Some(path) = &a.plot {
-        experiment::plot_svg(&rows, path)
-            .map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
-    }
     if a.json {
         write!(out, "{}", experiment::json_rows_end(rows.is_empty()))?;
     } else {
@@ -776,6 +775,10 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         experiment::write_relations(&mut out, &relations)?;
     }
     out.flush()?;
+    // After the last write to stdout: a run that could not write its table leaves no plot.
+    if let Some(path) = &a.plot {
+        experiment::plot_svg(&rows, path)?;
+    }
     acker_runtime::stderr_line!(
         "acker-sim: {} runs in {:.2} s",
         rows.len(),
@@ -825,6 +828,11 @@ fn report_out(trace: Option<&std::path::Path>) -> Box<dyn Write> {
     }
 }
 
+/// The refusal of `--ackers` with `--guarantee at-most-once` (`run`, and `search` with that
+/// guarantee fixed).
+const AT_MOST_ONCE_NO_ACKERS: &str = "--guarantee at-most-once runs no acker task, so it does \
+not take --ackers (leave it out, or use --guarantee at-least-once or exactly-once)";
+
 /// `acker-sim run`; `given`: the options on the command line that a shape does not take
 /// ([`options_a_shape_ignores`]).
 fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
@@ -855,6 +863,11 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         }
         return run_shape(&a, shape);
     }
+    if g == Guarantee::AtMostOnce && given.iter().any(|o| o == "--ackers") {
+        // Refused, not ignored (new-user trial: `--guarantee at-most-once --ackers 5` ran with
+        // no acker and said nothing).
+        return Err(CliError::Usage(AT_MOST_ONCE_NO_ACKERS.to_string()));
+    }
     let mut sc = a.sim.scenario(a.seed, g, 1000)?;
     if let Err(e) = sc.check_plant_can_fire() {
         // Not refused: a search's replay command for a seed whose guarantee the plant cannot act
@@ -866,6 +879,16 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let specs = fault::parse_specs(&a.faults).map_err(|e| faults_error(&a.faults, e))?;
     sc.set_fault_specs(&specs, a.sim.fault_until)
         .map_err(|e| list_error("--faults", &a.faults, e, |_| false))?;
+    if sc.num_ackers() == 0 && specs.iter().any(|s| s.kind == FaultKind::AckerCrash) {
+        // Said, not refused: a search's replay line for an at-most-once seed lists the acker
+        // crashes its faults drew (no-ops that are part of its trace hash).
+        acker_runtime::stderr_line!(
+            "acker-sim: warning: --guarantee {} runs no acker task, so the acker-crash faults of \
+             --faults `{}` do nothing (the faults: line leaves them out)",
+            sc.guarantee,
+            a.faults
+        );
+    }
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
     let (o, world) = Sim::run_world(sc.clone(), open_trace(a.trace.as_deref())?)
@@ -876,8 +899,21 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9);
     let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} ({})", sc.seed, sc.guarantee)?;
-    writeln!(out, "faults: {}", faults_line(&o.fired))?;
-    write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns)?;
+    // With no acker task an acker crash does nothing: not listed as fired, but counted in a note.
+    let (noops, acted): (Vec<Fault>, Vec<Fault>) = o
+        .fired
+        .iter()
+        .partition(|f| sc.num_ackers() == 0 && f.kind == FaultKind::AckerCrash);
+    writeln!(out, "faults: {}", faults_line(&acted))?;
+    if !noops.is_empty() {
+        writeln!(
+            out,
+            "note: {} acker-crash fault(s) did nothing: {} runs no acker task",
+            noops.len(),
+            sc.guarantee
+        )?;
+    }
+    write_fault_notes(&mut out, &a.faults, &sc.faults, &o.fired, o.end_ns, true)?;
     writeln!(
         out,
         "input {}  distinct {}  lost {}  duplicates {}  absorbed {}",
@@ -989,8 +1025,40 @@ fn shape_sim(shape: Shape, seed: u64, planted: Option<PlantedBug>) -> Result<Sim
         .ok_or_else(|| RunError::BadOption("the experiment shape has no user simulation".into()))
 }
 
+/// The fault kinds a user-topology shape cannot use: it has no source or sink server, so an
+/// outage would fire and do nothing.
+const SHAPELESS_FAULTS: [FaultKind; 2] = [FaultKind::SourceOutage, FaultKind::SinkOutage];
+
+/// The kind an item of a `--faults` list names (`None` for `none` or no kind).
+fn item_kind(item: &str) -> Option<FaultKind> {
+    item.split(['@', '*', '~', ':']).next()?.parse().ok()
+}
+
+/// Refuses a `--faults` item of `shape` that the shape cannot use ([`SHAPELESS_FAULTS`]),
+/// naming the fault, the shape and the faults it can use (new-user trial: `--shape join
+/// --faults sink-outage` fired and did nothing).
+fn check_shape_faults(shape: Shape, faults: &str) -> Result<(), CliError> {
+    for item in list_items(faults).unwrap_or_default() {
+        if let Some(kind) = item_kind(item).filter(|k| SHAPELESS_FAULTS.contains(k)) {
+            let usable: Vec<&str> = FaultKind::ALL
+                .iter()
+                .filter(|k| !SHAPELESS_FAULTS.contains(k))
+                .map(|k| k.name())
+                .collect();
+            return Err(CliError::Usage(format!(
+                "--shape {shape} cannot use the fault {kind} (`{item}` in --faults): a shape has \
+                 no source or sink server, so it would fire and do nothing; --shape {shape} can \
+                 use {}",
+                usable.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `acker-sim run --shape S` for a user-topology shape.
 fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
+    check_shape_faults(shape, &a.faults)?;
     let planted = a.sim.planted()?;
     if let Some(b) = planted.filter(|b| !b.can_fire_under(Guarantee::AtLeastOnce)) {
         acker_runtime::stderr_line!(
@@ -1016,7 +1084,7 @@ fn run_shape(a: &RunArgs, shape: Shape) -> Result<ExitCode, CliError> {
     let mut out = report_out(a.trace.as_deref());
     writeln!(out, "seed {} (shape {shape}, at-least-once)", a.seed)?;
     writeln!(out, "faults: {}", faults_line(&o.fired))?;
-    write_fault_notes(&mut out, &a.faults, &scheduled, &o.fired, o.end_ns)?;
+    write_fault_notes(&mut out, &a.faults, &scheduled, &o.fired, o.end_ns, false)?;
     for (spout, cb) in &o.callbacks {
         let (acks, fails) = cb.iter().fold((0u64, 0u64), |(x, y), (_, c)| {
             (x + c.acks as u64, y + c.fails as u64)
@@ -1096,6 +1164,17 @@ fn search_shape_run(
         let mut sim = shape_sim(shape, seed, planted)?;
         if !quiet {
             sim.set_swarm_faults(rate)?;
+            // The outages a swarm draws do nothing in a shape (and `run --shape` refuses them,
+            // so the replay line must not name them): dropped after the draw, which leaves the
+            // other faults as drawn.
+            let kept: Vec<Fault> = sim
+                .options()
+                .faults
+                .iter()
+                .filter(|f| !SHAPELESS_FAULTS.contains(&f.kind))
+                .copied()
+                .collect();
+            sim = sim.with_schedule(kept);
         }
         Ok(sim)
     };
@@ -1176,6 +1255,20 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
         ),
         None => None,
     };
+    if fixed == Some(Guarantee::AtMostOnce) {
+        if given.iter().any(|o| o == "--ackers") {
+            return Err(CliError::Usage(AT_MOST_ONCE_NO_ACKERS.to_string()));
+        }
+        if let Some(list) = &a.faults {
+            let specs = fault::parse_specs(list).map_err(|e| faults_error(list, e))?;
+            if specs.iter().any(|s| s.kind == FaultKind::AckerCrash) {
+                return Err(CliError::Usage(format!(
+                    "--guarantee at-most-once runs no acker task, so the acker-crash faults of \
+                     --faults `{list}` would do nothing in every seed: leave them out"
+                )));
+            }
+        }
+    }
     let default_specs = "bolt-exception-before-emit~1/kt,bolt-exception-after-emit~1/kt,spout-crash~1/kt,acker-crash~1/kt,bolt-crash~1/kt,worker-crash~0.5/kt,message-loss~1/kt,partition~0.5/kt";
     let specs: Vec<FaultSpec> = match &a.faults {
         Some(list) => fault::parse_specs(list).map_err(|e| faults_error(list, e))?,

@@ -1,5 +1,24 @@
 //! Parsing and printing simulated durations (`250ns`, `30us`, `2ms`, `1.5s`; a bare number is
-//! nanoseconds).
+//! nanoseconds to [`parse_duration_ns`], but every duration of the command line, and every fault
+//! time, must name its unit: [`require_unit`]).
+
+/// The units a duration takes, for the message of [`require_unit`].
+pub const DURATION_UNITS: &str = "a duration needs one of the units ns, us, ms, s";
+
+/// Refuses a bare number other than 0 (`30`, which could mean seconds as well as nanoseconds),
+/// naming it and the units a duration takes; `0` may go without one.
+///
+/// # Errors
+/// `` `30` has no unit; a duration needs one of the units ns, us, ms, s (e.g. 30s or 30ms) ``.
+pub fn require_unit(s: &str) -> Result<(), String> {
+    let t = s.trim();
+    if !t.is_empty() && t.parse::<f64>().is_ok_and(|v| v != 0.0) {
+        return Err(format!(
+            "`{t}` has no unit; {DURATION_UNITS} (e.g. {t}s or {t}ms)"
+        ));
+    }
+    Ok(())
+}
 
 /// Parses a duration into nanoseconds.
 ///

@@ -1119,3 +1119,448 @@ fn a_full_or_closed_stderr_does_not_panic() {
         }
     }
 }
+
+/// At-most-once runs no acker task: `--ackers` is refused with it (new-user trial: it was
+/// ignored), acker crashes are said on stderr, left out of the `faults:` line and counted in a
+/// note (they were listed as fired), and a search's replay line for an at-most-once seed names
+/// no `--ackers`, so that it runs.
+#[test]
+fn at_most_once_refuses_ackers_and_does_not_list_acker_crashes_as_fired() {
+    let refusal = "acker-sim: error: --guarantee at-most-once runs no acker task, so it does not \
+                   take --ackers (leave it out, or use --guarantee at-least-once or exactly-once)";
+    for args in [
+        &[
+            "run",
+            "--seed",
+            "7",
+            "--guarantee",
+            "at-most-once",
+            "--ackers",
+            "5",
+        ][..],
+        &[
+            "run",
+            "--seed",
+            "7",
+            "--guarantee",
+            "at-most-once",
+            "--ackers",
+            "1",
+        ][..],
+        &[
+            "search",
+            "--seeds",
+            "1",
+            "--guarantee",
+            "at-most-once",
+            "--ackers",
+            "2",
+        ][..],
+    ] {
+        assert_usage_error(args, refusal);
+    }
+    assert_usage_error(
+        &[
+            "search",
+            "--seeds",
+            "1",
+            "--guarantee",
+            "at-most-once",
+            "--faults",
+            "acker-crash*2",
+        ],
+        "acker-sim: error: --guarantee at-most-once runs no acker task, so the acker-crash \
+         faults of --faults `acker-crash*2` would do nothing in every seed: leave them out",
+    );
+    let o = bin()
+        .args(["run", "--seed", "7", "--guarantee", "at-most-once"])
+        .args(["--faults", "acker-crash*2,bolt-crash"])
+        .output()
+        .expect("run acker-sim");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(line(&out, "faults:"), " bolt-crash@#500:0", "{out}");
+    assert_eq!(
+        line(&out, "note:"),
+        " 2 acker-crash fault(s) did nothing: at-most-once runs no acker task",
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains(
+            "acker-sim: warning: --guarantee at-most-once runs no acker task, so the acker-crash \
+             faults of --faults `acker-crash*2,bolt-crash` do nothing"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // At-least-once lists them as before.
+    let out = run_ok(&["run", "--seed", "7", "--faults", "acker-crash*2"]);
+    assert_eq!(
+        line(&out, "faults:"),
+        " acker-crash@#333:0,acker-crash@#666:0",
+        "{out}"
+    );
+    // Seeds 1 to 3 turn through at-least-once, exactly-once and at-most-once.
+    let listed = run_ok(&["search", "--list", "--seeds", "3", "--ackers", "2"]);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert!(
+        lines[0].contains("--guarantee at-least-once --ackers 2 "),
+        "{listed}"
+    );
+    assert!(
+        lines[2].starts_with("acker-sim run --seed 3 --guarantee at-most-once --faults "),
+        "{listed}"
+    );
+    let replay = lines[2].replacen("acker-sim", env!("CARGO_BIN_EXE_acker-sim"), 1);
+    let o = Command::new("sh")
+        .args(["-c", &replay])
+        .output()
+        .expect("run the replay line");
+    assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
+}
+
+/// `none` beside faults is refused (it was skipped and the faults ran), in every command.
+#[test]
+fn none_with_other_faults_is_refused() {
+    let msg = "`none` means no fault and cannot be listed with faults in `none,bolt-crash` (give \
+               `none` alone, or the faults without it)";
+    for args in [
+        &["run", "--seed", "1", "--faults", "none,bolt-crash"][..],
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--shape",
+            "join",
+            "--faults",
+            "none,bolt-crash",
+        ][..],
+        &["search", "--seeds", "1", "--faults", "none,bolt-crash"][..],
+    ] {
+        assert_usage_error(
+            args,
+            &format!("error: invalid value 'none,bolt-crash' for '--faults <FAULTS>': {msg}"),
+        );
+    }
+    let out = run_ok(&["run", "--seed", "1", "--faults", "none"]);
+    assert_eq!(line(&out, "faults:"), " none", "{out}");
+    assert!(acker_sim::fault::parse_specs("bolt-crash, none").is_err());
+    assert_eq!(acker_sim::fault::parse_specs("none"), Ok(Vec::new()));
+}
+
+/// `--partition 0` is refused as `--outage 0` is (a partition of no time).
+#[test]
+fn a_zero_partition_is_refused_like_a_zero_outage() {
+    for opt in ["--partition", "--outage"] {
+        let placeholder = opt.trim_start_matches("--").to_uppercase();
+        assert_usage_error(
+            &["run", "--seed", "1", opt, "0"],
+            &format!("error: invalid value '0' for '{opt} <{placeholder}>': must be more than 0"),
+        );
+    }
+    run_ok(&["run", "--seed", "1", "--partition", "1ms"]);
+}
+
+/// A fault time needs a unit as every duration option does: `bolt-crash@5000` (read as 5000 ns
+/// before) is refused with the same message; `@0` needs none.
+#[test]
+fn a_fault_time_without_a_unit_is_refused() {
+    let msg = "bad fault time: `5000` has no unit; a duration needs one of the units ns, us, ms, \
+               s (e.g. 5000s or 5000ms)";
+    assert_usage_error(
+        &["run", "--seed", "1", "--faults", "bolt-crash@5000"],
+        &format!("acker-sim: error: {msg}\n"),
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--faults",
+            "acker-crash,bolt-crash@5000*2",
+        ],
+        &format!(
+            "acker-sim: error: --faults `acker-crash,bolt-crash@5000*2`: item 2 of 2 \
+             (`bolt-crash@5000*2`): {msg}\n"
+        ),
+    );
+    assert_usage_error(
+        &["search", "--seeds", "1", "--faults", "bolt-crash@5000"],
+        msg,
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--shape",
+            "join",
+            "--faults",
+            "bolt-crash@5000",
+        ],
+        msg,
+    );
+    let out = run_ok(&["run", "--seed", "1", "--faults", "bolt-crash@0"]);
+    assert_eq!(line(&out, "faults:"), " bolt-crash@0ns:0", "{out}");
+    let out = run_ok(&["run", "--seed", "1", "--faults", "bolt-crash@5us"]);
+    assert_eq!(line(&out, "faults:"), " bolt-crash@5us:0", "{out}");
+}
+
+/// A user-topology shape has no source or sink server: `run --shape` refuses the outages
+/// (new-user trial: `--shape join --faults sink-outage` fired and did nothing), naming the fault,
+/// the shape and the faults it can use; a swarm's shape seeds drop the outages they draw, so
+/// their replay lines run; and a shape's "did not fire" note suggests no `--tuples`, which a
+/// shape refuses.
+#[test]
+fn a_shape_refuses_the_faults_it_cannot_use() {
+    let usable = "bolt-exception-before-emit, bolt-exception-after-emit, spout-crash, \
+                  acker-crash, bolt-crash, worker-crash, message-loss, partition\n";
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "join",
+            "--seed",
+            "1",
+            "--faults",
+            "sink-outage",
+        ],
+        &format!(
+            "acker-sim: error: --shape join cannot use the fault sink-outage (`sink-outage` in \
+             --faults): a shape has no source or sink server, so it would fire and do nothing; \
+             --shape join can use {usable}"
+        ),
+    );
+    assert_usage_error(
+        &[
+            "run",
+            "--shape",
+            "all-grouping",
+            "--seed",
+            "1",
+            "--faults",
+            "bolt-crash,source-outage@1s",
+        ],
+        "--shape all-grouping cannot use the fault source-outage (`source-outage@1s` in --faults)",
+    );
+    // The experiment takes them.
+    run_ok(&["run", "--seed", "1", "--faults", "sink-outage"]);
+    // A fault past a shape's end: the note gives what a shape takes.
+    let out = run_ok(&[
+        "run",
+        "--shape",
+        "join",
+        "--seed",
+        "1",
+        "--faults",
+        "bolt-crash@100s",
+    ]);
+    let note = line(&out, "note:");
+    assert!(note.ends_with("(give an earlier trigger)"), "{out}");
+    assert!(!out.contains("--tuples"), "{out}");
+    // A swarm shape seed whose draw holds an outage.
+    let seed = (1..500u64)
+        .find(|&seed| {
+            let shape = acker_sim::shapes::Shape::for_seed(seed);
+            let Some(mut sim) = shape.simulation(seed, None) else {
+                return false;
+            };
+            sim.set_swarm_faults(2.0 * 30.0).expect("swarm faults");
+            sim.options().faults.iter().any(|f| {
+                matches!(
+                    f.kind,
+                    acker_sim::fault::FaultKind::SourceOutage
+                        | acker_sim::fault::FaultKind::SinkOutage
+                )
+            })
+        })
+        .expect("a shape seed drawing an outage");
+    let listed = run_ok(&[
+        "search",
+        "--swarm",
+        "--list",
+        "--first-seed",
+        &seed.to_string(),
+        "--seeds",
+        "1",
+    ]);
+    let replay = listed.lines().next().expect("a replay line");
+    assert!(replay.contains("--shape "), "{listed}");
+    assert!(!replay.contains("outage"), "{listed}");
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            &replay.replacen("acker-sim", env!("CARGO_BIN_EXE_acker-sim"), 1),
+        ])
+        .output()
+        .expect("run the replay line");
+    assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
+}
+
+/// The enforced limits of `--ackers`, `--bolts` and `--max-spout-pending` are in `--help`
+/// (new-user trial: found only by being refused), and the value given is the one enforced.
+#[test]
+fn help_states_the_parallelism_and_pending_limits_the_code_enforces() {
+    let o = bin().args(["run", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for (option, limit) in [
+        ("--ackers <ACKERS> Acker tasks, ", "1 to 1000"),
+        ("--bolts <BOLTS> Processing bolt tasks, ", "1 to 1000"),
+        (
+            "--max-spout-pending <MAX_SPOUT_PENDING> Max spout pending (topology.max.spout.pending), ",
+            "1 to 1000000",
+        ),
+    ] {
+        assert!(help.contains(&format!("{option}{limit}")), "{option}: {help}");
+    }
+    assert_usage_error(
+        &["run", "--seed", "1", "--ackers", "1001"],
+        "--ackers must be between 1 and 1000",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--bolts", "1001"],
+        "--bolts must be between 1 and 1000",
+    );
+    assert_usage_error(
+        &["run", "--seed", "1", "--max-spout-pending", "1000001"],
+        "--max-spout-pending (at most 1000000) is too large for one run",
+    );
+    run_ok(&[
+        "run", "--seed", "1", "--ackers", "1000", "--bolts", "1000", "--tuples", "10",
+    ]);
+}
+
+/// A plot that cannot be written is said once, naming the file (new-user trial: `--plot
+/// /dev/full` printed "backend error" twice over), and a run that fails leaves no plot behind:
+/// neither a 0-byte file (new-user trial: `--plot x.svg > /dev/full`) nor a changed older one;
+/// a run that succeeds writes the whole plot and no temporary file.
+#[test]
+fn a_plot_is_written_whole_or_not_at_all() {
+    let small = [
+        "experiment",
+        "--tuples",
+        "600",
+        "--max-spout-pending",
+        "100",
+    ];
+    let o = bin()
+        .args(small)
+        .args(["--plot", "/dev/full"])
+        .stdout(Stdio::null())
+        .output()
+        .expect("run acker-sim");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "acker-sim: error: cannot write --plot /dev/full: No space left on device (os error 28)\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("/dev/full").count(), 1, "{err}");
+    assert!(!err.contains("backend error"), "{err}");
+
+    let dir = std::env::temp_dir().join(format!("acker-sim-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let plot = dir.join("x.svg");
+    let full_stdout = |plot: &std::path::Path| {
+        let devfull = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let o = bin()
+            .args(small)
+            .arg("--plot")
+            .arg(plot)
+            .stdout(devfull)
+            .output()
+            .expect("run acker-sim");
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("cannot write to stdout"),
+            "{}",
+            stderr(&o)
+        );
+    };
+    full_stdout(&plot);
+    assert!(!plot.exists(), "a failed run left {}", plot.display());
+    std::fs::write(&plot, "older plot").expect("older plot");
+    full_stdout(&plot);
+    assert_eq!(
+        std::fs::read_to_string(&plot).expect("older plot"),
+        "older plot"
+    );
+    run_ok(&[
+        "experiment",
+        "--tuples",
+        "600",
+        "--max-spout-pending",
+        "100",
+        "--plot",
+        plot.to_str().expect("utf-8 path"),
+    ]);
+    let svg = std::fs::read_to_string(&plot).expect("the plot");
+    assert!(
+        svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{svg}"
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["x.svg"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every `acker-sim run` example of the README's command block runs and prints what it is there
+/// to show (new-user trial: `run --seed 7 --trace - | grep fault` printed nothing, as seed 7
+/// without faults has none, and seed 7 drew no message loss from `message-loss~1/kt`).
+#[test]
+fn the_readme_s_run_examples_print_what_they_show() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("sim/README.md");
+    let dir = std::env::temp_dir().join(format!("acker-sim-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let prefix = "cargo run --release -p acker-sim -- run ";
+    let mut ran = 0;
+    for example in readme.lines().filter(|l| l.starts_with(prefix)) {
+        // The shell comment after the command, if any.
+        let command = example.split("   # ").next().unwrap_or(example).trim();
+        let command = command.replacen(
+            "cargo run --release -p acker-sim --",
+            env!("CARGO_BIN_EXE_acker-sim"),
+            1,
+        );
+        let o = Command::new("sh")
+            .current_dir(&dir)
+            .args(["-c", &command])
+            .output()
+            .expect("run the example");
+        assert_eq!(o.status.code(), Some(0), "{example}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(!out.trim().is_empty(), "{example} printed nothing");
+        if command.contains("| grep fault") {
+            assert!(
+                out.lines().count() >= 1 && out.lines().all(|l| l.contains(" fault ")),
+                "{example}: {out}"
+            );
+        }
+        if command.contains("message-loss") {
+            assert!(
+                line(&out, "faults:").contains("message-loss@"),
+                "{example}: {out}"
+            );
+            assert!(!out.contains("did not fire"), "{example}: {out}");
+            // The text under the block quotes this run's output.
+            let faults = line(&out, "faults:").trim();
+            let hash = line(&out, "trace hash ").trim();
+            assert!(readme.contains(faults) && readme.contains(hash), "{out}");
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 2, "{readme}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

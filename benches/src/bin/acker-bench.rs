@@ -240,7 +240,7 @@ struct CompareArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = op_count)]
     ops: Option<usize>,
     /// Thread counts for the shared tables, comma-separated, each 1 to 1024 (0 alone skips
-    /// them).
+    /// them; counts with an --only naming no shared table are refused).
     #[arg(
         long,
         default_value = "1,2",
@@ -260,6 +260,7 @@ struct CompareArgs {
     only: Vec<List<String>>,
     /// Also run the single-owner tables with each message produced inside the timed loop (as an
     /// engine's message loop does), alternated with the pregenerated runs; rows say which mode.
+    /// Refused with an --only naming shared tables only (they run pregenerated only).
     #[arg(long)]
     in_loop: bool,
 }
@@ -292,15 +293,25 @@ fn ops_quick(_window: usize) -> usize {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // Whether `--threads` was given (its default, 1,2, is no request to refuse).
+    let threads_given = matches
+        .subcommand_matches("compare")
+        .is_some_and(|m| m.value_source("threads") == Some(clap::parser::ValueSource::CommandLine));
     let r = match cli.command {
-        Command::Compare(args) => compare(args),
+        Command::Compare(args) => compare(args, threads_given),
     };
     exit_status("acker-bench", r.map_err(CliError::from))
 }
 
-/// Runs `compare`; `Err` only for a failed stdout write (bad arguments are refused by clap).
-fn compare(args: CompareArgs) -> io::Result<ExitCode> {
+/// Runs `compare`; `Err` only for a failed stdout write (bad arguments are refused by clap, or
+/// here with exit status 2); `threads_given`: `--threads` was on the command line.
+fn compare(args: CompareArgs, threads_given: bool) -> io::Result<ExitCode> {
     let args = Compare {
         quick: args.quick,
         json: args.json,
@@ -335,6 +346,33 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
         acker_runtime::stderr_line!(
             "acker-bench: error: --only {} names shared tables only, and --threads 0 skips the \
              shared tables: nothing to run (give thread counts, e.g. --threads 1,2)",
+            args.only.join(",")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    // Options with no effect on any structure `--only` selects are refused, not ignored
+    // (new-user trial: `--only storm-style --threads 4` and `--only dashmap --in-loop` ran as
+    // if they had not been given). `--threads 0` says "no shared table", so it stands.
+    let only_single =
+        !args.only.is_empty() && args.only.iter().all(|n| !shared.contains(&n.as_str()));
+    let only_shared =
+        !args.only.is_empty() && args.only.iter().all(|n| shared.contains(&n.as_str()));
+    if threads_given && only_single && args.threads != [0] {
+        let given: Vec<String> = args.threads.iter().map(usize::to_string).collect();
+        acker_runtime::stderr_line!(
+            "acker-bench: error: --threads {} sets the thread counts of the shared tables ({}), \
+             and --only {} names none of them: leave --threads out",
+            given.join(","),
+            shared.join(", "),
+            args.only.join(",")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if args.in_loop && only_shared {
+        acker_runtime::stderr_line!(
+            "acker-bench: error: --in-loop also runs the single-owner tables with each message \
+             produced in the timed loop, and --only {} names shared tables only (they run \
+             pregenerated only): leave --in-loop out",
             args.only.join(",")
         );
         return Ok(ExitCode::from(2));
@@ -392,7 +430,9 @@ fn compare(args: CompareArgs) -> io::Result<ExitCode> {
     };
     let mut out = io::stdout().lock();
     if json {
-        let rows = serde_json::json!({ "rows": report.rows() });
+        let mut rows = serde_json::json!({ "rows": report.rows() });
+        // Measured floats without float noise (`mops`, `bytes_per_root`): 12 significant digits.
+        acker_runtime::cli::round_json_floats(&mut rows);
         writeln!(
             out,
             "{}",

@@ -214,10 +214,11 @@ struct RunArgs {
     /// `wordcount --redis` the default is 2001 instead: 4 x --read-batch (2000 at the default
     /// 500) trees in flight, whole read batches ahead of the sink's commits while keeping what a
     /// stop hands back or a crash leaves pending small, plus one slot the spout keeps free for
-    /// its flush punctuation; there N given here means N trees in flight and N + 1 slots.
+    /// its flush punctuation; there N given here means N trees in flight and N + 1 slots. 1 to
+    /// 10000000 (about 180 bytes a tree, preallocated).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     max_spout_pending: Option<usize>,
-    /// Message timeout in seconds (0 turns timeouts off).
+    /// Message timeout in seconds, at most 31536000 (one year; 0 turns timeouts off).
     #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = at_least::<0>)]
     timeout_secs: u64,
     /// Topology seed.
@@ -238,7 +239,8 @@ struct RunArgs {
     /// capacity / 8, 64)). Each acker task preallocates 72 to 104 bytes a message, of which 48
     /// to 64 are written at start (resident at once) and the rest as the queue fills. Measured:
     /// 16777216 took 0.80 GB more peak memory at start (48 B a message) and reserves 1.2 GB an
-    /// acker (72 B a message), all resident once the queue is full.
+    /// acker (72 B a message), all resident once the queue is full. Refused with --ackers 0
+    /// (no acker parks anything).
     #[arg(long, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     acker_park_capacity: Option<usize>,
 }
@@ -274,7 +276,7 @@ default 1024-root table, refused with the size when more than the machine or the
 const PIPELINE_PENDING_HELP: &str = "Max spout pending: the most trees the pipeline's spout task \
 (`ints`, one integer a tree) keeps pending (emitted, neither acked nor failed yet). Default 16384 \
 (the runtime's fixed-size pending set, `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, \
-this runtime needs a bound).";
+this runtime needs a bound). 1 to 10000000.";
 
 /// `bench wordcount --ackers`' help.
 const BENCH_WORDCOUNT_ACKERS_HELP: &str = "Acker tasks tracking the benchmark's word-count trees \
@@ -289,7 +291,7 @@ const BENCH_WORDCOUNT_PENDING_HELP: &str = "Max spout pending: the most line tre
 of the benchmark's word count keeps pending (emitted, neither acked nor failed yet). Default 16384 \
 (the runtime's fixed-size pending set, `DEFAULT_PENDING_CAPACITY`; Storm's default is unbounded, \
 this runtime needs a bound); the spout also keeps at most 1 MiB of text in flight, which binds \
-first when the lines average more than 64 bytes.";
+first when the lines average more than 64 bytes. 1 to 10000000.";
 
 #[derive(Subcommand)]
 enum BenchCommand {
@@ -311,12 +313,13 @@ enum BenchCommand {
         mut_arg("max_spout_pending", |a| a.help(PIPELINE_PENDING_HELP).long_help(None::<&str>))
     )]
     Pipeline {
-        /// How long the spout runs.
+        /// How long the spout runs, in seconds: more than 0 and less than 3600.
         #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
         seconds: f64,
         /// Run the executors on the single-threaded local shell instead (no rings, no threads):
-        /// the executors' own cost per tree. Not with `--cores` (one thread).
-        #[arg(long, conflicts_with = "cores")]
+        /// the executors' own cost per tree. Not with `--cores`, `--no-pin` or
+        /// `--colocate-ackers` (one thread, not pinned).
+        #[arg(long, conflicts_with_all = ["cores", "no_pin", "colocate_ackers"])]
         local: bool,
         /// Rounds (1 to 1000), each this run with acking (the given `--ackers`, at least 1) and the same with
         /// `--ackers 0`, alternated within the process (the order swaps every round, so that on a
@@ -536,6 +539,13 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
              tracked): leave --colocate-ackers out"
                 .to_string(),
         );
+    }
+    if let Some(park) = run.acker_park_capacity.filter(|_| run.ackers == 0) {
+        // As `--colocate-ackers`: no acker parks anything (new-user trial: it was ignored).
+        return Err(format!(
+            "--acker-park-capacity {park} was given, but this run has no ackers (--ackers 0, \
+             at-most-once: nothing is tracked): leave --acker-park-capacity out"
+        ));
     }
     if run.max_spout_pending == Some(0) {
         return Err("--max-spout-pending must be at least 1".to_string());
@@ -855,7 +865,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     let peak_mb = peak_rss_mb();
     let mut out = io::stdout().lock();
     if args.json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "lines_total": lines.len(),
             "pieces_total": lines.pieces(),
             "lines_emitted": stats.lines_emitted.load(Ordering::Relaxed),
@@ -887,6 +897,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
                 "dropped_full": c.dropped_full,
             }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
+        acker_runtime::cli::round_json_floats(&mut v);
         writeln!(out, "{v}")?;
     } else {
         writeln!(
@@ -1057,23 +1068,22 @@ fn pipeline_cmd(
         let secs = t0.elapsed().as_secs_f64();
         let spout = shell.counters(acker_runtime::TaskKind::Spout);
         let bolts = shell.counters(acker_runtime::TaskKind::Bolt);
-        writeln!(
-            out,
-            "{}",
-            serde_json::json!({
-                "bench": "pipeline-local",
-                "ackers": run.ackers,
-                "elapsed_s": secs,
-                "spout_calls": steps,
-                "trees_acked": spout.acked,
-                "trees_per_sec": spout.acked as f64 / secs,
-                "bolt_executed": bolts.executed,
-            })
-        )?;
+        let mut json = serde_json::json!({
+            "bench": "pipeline-local",
+            "ackers": run.ackers,
+            "elapsed_s": secs,
+            "spout_calls": steps,
+            "trees_acked": spout.acked,
+            "trees_per_sec": spout.acked as f64 / secs,
+            "bolt_executed": bolts.executed,
+        });
+        acker_runtime::cli::round_json_floats(&mut json);
+        writeln!(out, "{json}")?;
         out.flush()?;
         return Ok(());
     }
-    let (json, _) = pipeline_threaded(&plan, &run, seconds)?;
+    let (mut json, _) = pipeline_threaded(&plan, &run, seconds)?;
+    acker_runtime::cli::round_json_floats(&mut json);
     writeln!(out, "{json}")?;
     out.flush()?;
     Ok(())
@@ -1150,7 +1160,9 @@ fn pipeline_vs_acking_off(
         min_median_max(&mut off_rates),
     );
     let mut out = io::stdout().lock();
-    writeln!(out, "{}", serde_json::Value::Object(json))?;
+    let mut json = serde_json::Value::Object(json);
+    acker_runtime::cli::round_json_floats(&mut json);
+    writeln!(out, "{json}")?;
     out.flush()?;
     Ok(())
 }
@@ -1317,10 +1329,7 @@ fn bench_wordcount_cmd(
     };
     let ratio_to_plain_loop = min_median_max(&mut ratios);
     let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "{}",
-        serde_json::json!({
+    let mut json = serde_json::json!({
             "bench": "wordcount",
             "bytes": text_bytes,
             "cores": report.cores,
@@ -1341,8 +1350,9 @@ fn bench_wordcount_cmd(
             "plain_words_per_cpu_s": plain_cpu.map(|c| plain_words as f64 / c),
             "topology_words_per_cpu_s": topo_cpu.map(|c| words as f64 / c),
             "complete_latency_us": latency_json(&report),
-        })
-    )?;
+    });
+    acker_runtime::cli::round_json_floats(&mut json);
+    writeln!(out, "{json}")?;
     out.flush()?;
     Ok(())
 }

@@ -842,7 +842,7 @@ pub fn run(
         .as_ref()
         .map_or((0, 0), |g| (g.pauses(), g.paused_ms(end)));
     if json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "guarantee": guarantee.name(),
             "read": load(&sc.read),
             "acked": load(&sc.acked),
@@ -866,6 +866,8 @@ pub fn run(
             "spout_pauses": pauses,
             "spout_paused_ms": paused_ms,
         });
+        // Measured floats without float noise, as the built-in job's summary.
+        crate::cli::round_json_floats(&mut v);
         writeln!(out, "{v}")?;
     } else {
         writeln!(

@@ -113,3 +113,51 @@ pub fn json_of_success(o: &Output) -> serde_json::Value {
         )
     })
 }
+
+/// Checks the floats of a JSON summary as printed (`text`): no float noise (new-user trial:
+/// `plain_cpu_s: 0.049999999999999996`): a key of seconds (ending in `_s` or `_secs`, not a rate
+/// `_per_`) has at most 6 decimals, any other float at most 12 significant digits. Returns how
+/// many floats it checked.
+pub fn assert_floats_rounded(text: &str) -> usize {
+    let mut checked = 0;
+    let mut rest = text;
+    let mut last_key = String::new();
+    while let Some(q) = rest.find('"') {
+        let after = &rest[q + 1..];
+        let Some(end) = after.find('"') else { break };
+        let key = &after[..end];
+        rest = &after[end + 1..];
+        let Some(value) = rest.strip_prefix(':') else {
+            continue;
+        };
+        let key = if key.is_empty() {
+            last_key.as_str()
+        } else {
+            key
+        }
+        .to_string();
+        last_key.clone_from(&key);
+        let token: String = value
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | 'e' | 'E' | '+'))
+            .collect();
+        if !token.contains('.') && !token.contains('e') {
+            continue;
+        }
+        checked += 1;
+        let mantissa = token.split(['e', 'E']).next().unwrap_or("");
+        let decimals = mantissa.split_once('.').map_or(0, |(_, d)| d.len());
+        let significant = mantissa
+            .trim_start_matches('-')
+            .replace('.', "")
+            .trim_start_matches('0')
+            .len();
+        let seconds = (key.ends_with("_s") || key.ends_with("_secs")) && !key.contains("_per_");
+        if seconds {
+            assert!(decimals <= 6, "`{key}`: {token} in {text}");
+        } else {
+            assert!(significant <= 12, "`{key}`: {token} in {text}");
+        }
+    }
+    checked
+}

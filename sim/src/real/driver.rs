@@ -842,10 +842,17 @@ pub fn format_table(rows: &[RealRow]) -> String {
 /// diagonal) into an SVG file.
 ///
 /// # Errors
-/// A message if the file cannot be written.
+/// The message for stderr, naming the file, if it cannot be drawn or written (written whole or
+/// not at all: [`crate::experiment::save_plot`]).
 pub fn plot_svg(rows: &[RealRow], path: &Path) -> Result<(), String> {
+    let mut svg = String::new();
+    draw_plot(rows, &mut svg).map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
+    crate::experiment::save_plot(path, &svg)
+}
+
+fn draw_plot(rows: &[RealRow], svg: &mut String) -> Result<(), String> {
     use plotters::prelude::*;
-    let root = SVGBackend::new(path, (900, 700)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (900, 700)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let max = rows
         .iter()
@@ -973,7 +980,7 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
     };
     let relations = relations(&rows);
     if let Some(path) = plot {
-        plot_svg(&rows, path).map_err(|e| format!("cannot draw --plot {}: {e}", path.display()))?;
+        plot_svg(&rows, path)?;
     }
     let mut out = io::stdout().lock();
     if json {
