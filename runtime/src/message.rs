@@ -948,7 +948,7 @@ mod tests {
 
     #[test]
     fn string_hash_equals_the_zero_padded_word_hash_at_every_length() {
-        let text: Vec<u8> = (0u8..40).map(|i| b'!' + i * 7 % 94).collect();
+        let text: Vec<u8> = (0u32..40).map(|i| b'!' + (i * 7 % 94) as u8).collect();
         for n in 0..=text.len() {
             let s = std::str::from_utf8(&text[..n]).unwrap();
             for seed in [0, 0xcbf2_9ce4_8422_2325] {
