@@ -316,17 +316,24 @@ impl<T> Consumer<T> {
         Some(item)
     }
 
-    /// Removes up to `max` items (as many as the producer has published, up to `max`), oldest
-    /// first, handing each to `f`, and frees their slots with one position update at the end (or when `f` panics, for the items already handed over).
-    /// Returns how many were removed.
-    #[inline]
-    pub fn pop_batch(&mut self, max: usize, mut f: impl FnMut(T)) -> usize {
+    /// How many items a batch of at most `max` takes now: the published items by the cached
+    /// position, re-read only when that shows fewer than `max` (one read of the producer's line
+    /// a batch, to take as much as possible).
+    #[inline(always)]
+    fn batch_len(&mut self, max: usize) -> usize {
         let mut n = self.cached_tail.wrapping_sub(self.head);
         if n < max {
-            // One read of the producer's line per batch to take as much as possible.
             n = self.available();
         }
-        let n = n.min(max);
+        n.min(max)
+    }
+
+    /// Removes up to `max` items (as many as the producer has published, up to `max`), oldest
+    /// first, handing each to `f`, and frees their slots with one position update at the end
+    /// (or when `f` panics, for the items already handed over). Returns how many were removed.
+    #[inline]
+    pub fn pop_batch(&mut self, max: usize, mut f: impl FnMut(T)) -> usize {
+        let n = self.batch_len(max);
         if n == 0 {
             return 0;
         }
@@ -352,11 +359,7 @@ impl<T> Consumer<T> {
     /// were removed.
     #[inline]
     pub fn pop_batch_in_place(&mut self, max: usize, mut f: impl FnMut(&mut T)) -> usize {
-        let mut n = self.cached_tail.wrapping_sub(self.head);
-        if n < max {
-            n = self.available();
-        }
-        let n = n.min(max);
+        let n = self.batch_len(max);
         if n == 0 {
             return 0;
         }
