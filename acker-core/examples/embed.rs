@@ -51,7 +51,15 @@ fn main() {
                 let done = spout.completed(root, now_ns).unwrap();
                 println!("ack({}) after {} ns", done.msg_id, done.complete_latency_ns);
             }
-            Msg::Notice(root, _) => println!("fail({:?})", spout.failed(root)),
+            Msg::Notice(root, Decision::Failed { .. }) => {
+                println!("fail({:?})", spout.failed(root))
+            }
+            // A bolt's reset-timeout (none in this example): the spout restarts the root's
+            // clock; the tree is still alive, so it is neither acked nor failed.
+            Msg::Notice(root, Decision::Reset { .. }) => {
+                spout.reset(root, now_ns);
+            }
+            Msg::Notice(_, Decision::Pending) => {} // never queued (filtered at the acker)
         }
     }
     assert!(spout.is_empty() && acker.is_empty());

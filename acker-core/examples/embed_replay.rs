@@ -82,7 +82,12 @@ impl Engine {
                     println!("ack({}) after {} ns", done.msg_id, done.complete_latency_ns);
                     self.acked.push(done.msg_id);
                 }
-                Msg::Notice(root, _) => {
+                // A bolt's reset-timeout: the tree lives on with its clock restarted.
+                Msg::Notice(root, Decision::Reset { .. }) => {
+                    self.spout.reset(root, self.now_ns);
+                }
+                Msg::Notice(_, Decision::Pending) => {} // never queued (filtered at the acker)
+                Msg::Notice(root, Decision::Failed { .. }) => {
                     if let Some(id) = self.spout.failed(root) {
                         println!("fail({id}): replay");
                         self.emit(id);

@@ -95,6 +95,21 @@ impl<const R: usize> Anchors<R> {
 /// XOR sits in a [`Cell`], so an emit anchors through shared references (`&InputAnchors`), as the
 /// runtime's `OutputCollector::emit(&[&input], ..)` does.
 ///
+/// # Rules the caller keeps
+/// Nothing here records that an input was acked or failed (`ack` and `fail` take `&self` and
+/// only compute messages), so, as with Storm's `OutputCollector`, the owner of the input keeps
+/// two rules:
+/// - **Ack or fail an input once.** A second [`ack`](Self::ack) sends the same XOR again, which
+///   the acker cannot tell from a new contribution: the tree's ack val no longer reaches 0,
+///   or, after the tree completed, it makes an orphan entry that holds a slot until it expires.
+/// - **Emit anchored to an input only before acking it.** An [`emit`](Self::emit) after the ack
+///   draws an edge id the acker never hears about: the child's processing is not tracked, and
+///   the tree may already have completed.
+///
+/// [`InputTracker`] keeps both rules for you (it returns [`AnchorError::AlreadyAcked`],
+/// [`AnchorError::AlreadyFailed`] or [`AnchorError::InputClosed`]), as does the runtime's
+/// `Input`, which `OutputCollector::ack` and `fail` consume.
+///
 /// ```
 /// use acker_core::{AckerMessage, Anchors, IdGenerator, InputAnchors};
 /// let mut ids = IdGenerator::from_seed(7);
@@ -183,7 +198,8 @@ impl<const R: usize> InputAnchors<R> {
     }
 
     /// The messages that ack the input: one `Ack { root, xor }` per root it belongs to, the xor
-    /// being the input's edge XOR for that root XOR every edge id emitted anchored to it.
+    /// being the input's edge XOR for that root XOR every edge id emitted anchored to it. Send
+    /// them once, after the input's last anchored emit (see [the rules](Self#rules-the-caller-keeps)).
     pub fn ack(&self) -> InputMessages<R> {
         let mut out = InputMessages::new();
         let ack_val = self.ack_val.get();

@@ -386,6 +386,13 @@ fn scenario_9_full_table() {
 fn table_memory_figures() {
     assert_eq!(std::mem::size_of::<Slot>(), 20);
     let header = std::mem::size_of::<Table>();
+    // The README quotes the header over a `Vec` on 64-bit targets.
+    #[cfg(target_pointer_width = "64")]
+    assert_eq!(
+        std::mem::size_of::<acker_core::AckerTable<Vec<Slot>>>(),
+        128,
+        "update the README's figure"
+    );
     let big = table(1_000_000);
     assert_eq!(big.memory_bytes(), 20_000_000 + header);
     println!(
