@@ -99,6 +99,21 @@ fn huge_schedules_print_the_first_twenty_and_counts() {
     assert!(out.len() < 2000, "{} bytes of stdout", out.len());
 }
 
+/// A zero `--tick` or `--timeout` is refused naming the option (new-user trial:
+/// `--tick 0` said only "the tick interval must be positive").
+#[test]
+fn zero_durations_name_their_option() {
+    for (opt, want) in [
+        ("--tick", "the tick interval (--tick) must be positive"),
+        (
+            "--timeout",
+            "the message timeout (--timeout) must be positive",
+        ),
+    ] {
+        assert_usage_error(&["run", "--seed", "1", opt, "0"], want);
+    }
+}
+
 #[test]
 fn zero_time_limit_is_a_usage_error() {
     assert_usage_error(
