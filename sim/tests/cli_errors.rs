@@ -661,7 +661,21 @@ fn experiment_s_crashed_bolt_comes_back_within_the_run() {
         lost > 0 && lost < 12_000,
         "lost {lost} of 20000: the bolt did not come back"
     );
+    // The relations are in the JSON beside the rows (new-user trial: only the text table and
+    // stderr said which held), as `{name, holds, detail}`.
+    let relations = v["relations"].as_array().expect("relations");
+    assert!(!relations.is_empty(), "{v}");
+    for r in relations {
+        assert!(r["name"].as_str().is_some_and(|n| !n.is_empty()), "{r}");
+        assert_eq!(r["holds"], true, "{r}");
+        assert!(r["detail"].is_string(), "{r}");
+    }
     let out = run_ok(&["experiment", "--tuples", "6000"]);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("  [holds] ")).count(),
+        relations.len(),
+        "the text lists the relations the JSON holds: {out}"
+    );
     assert!(
         out.lines()
             .nth(1)
