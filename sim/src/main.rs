@@ -891,6 +891,21 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
             a.faults
         );
     }
+    if sc.planted_bug == Some(PlantedBug::RestartReusesSeed)
+        && sc.check_plant_can_fire().is_ok()
+        && !specs
+            .iter()
+            .any(|s| matches!(s.kind, FaultKind::SpoutCrash | FaultKind::WorkerCrash))
+    {
+        // Said, not refused, as a plant the guarantee rules out (new-user trial: a plant that
+        // could not act gave `verdict: ok` and no word).
+        acker_runtime::stderr_line!(
+            "acker-sim: warning: planted bug `restart-reuses-seed` cannot fire without a \
+             restarted spout, and --faults `{}` has no spout-crash or worker-crash; this run's \
+             verdict says nothing about the bug",
+            a.faults
+        );
+    }
     let start = Instant::now();
     let cpu_start = thread_cpu_ns();
     let (o, world) = Sim::run_world(sc.clone(), open_trace(a.trace.as_deref())?)
