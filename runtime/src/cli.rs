@@ -171,6 +171,24 @@ macro_rules! stderr_line {
     }};
 }
 
+/// Prints `config`'s warnings ([`crate::Config::risks`]) on stderr as `program: warning: ...`,
+/// each once in the process (a benchmark's rounds run the same config again); for a program
+/// that called [`crate::topology::program_says_config_warnings`] (new-user trial: acker-run's
+/// "message timeouts are off" warning lacked the `acker-run:` its other warnings have).
+pub fn say_config_warnings(program: &str, config: &crate::Config) {
+    if !config.warnings().is_empty() {
+        return; // the program did not take them over: the shell prints them
+    }
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    for w in config.risks() {
+        if !said.contains(&w) {
+            crate::stderr_line!("{program}: warning: {w}");
+            said.push(w);
+        }
+    }
+}
+
 /// The exit status for a command's result, after printing `program: error: ...` on stderr for
 /// an error: the command's own status on success; 0 for a broken pipe on stdout; 128 + the
 /// signal's number for [`CliError::Interrupted`] (`program: MESSAGE`); 2 otherwise.
@@ -253,6 +271,43 @@ pub fn count_at_least<const MIN: u64>(s: &str) -> Result<usize, String> {
     usize::try_from(n).map_err(|_| format!("{n} is too large"))
 }
 
+/// The most characters of a word a text summary prints ([`word_for_text`]).
+pub const WORD_WIDTH: usize = 40;
+
+/// `word` for a text summary's top-words table: whole when at most [`WORD_WIDTH`] characters,
+/// else its first [`WORD_WIDTH`] characters and `… (N chars)` (new-user trial: a 200,000-character
+/// word was printed in full). `--json` prints words whole.
+pub fn word_for_text(word: &str) -> std::borrow::Cow<'_, str> {
+    match word.char_indices().nth(WORD_WIDTH) {
+        None => std::borrow::Cow::Borrowed(word),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!(
+            "{}… ({} chars)",
+            &word[..cut],
+            word.chars().count()
+        )),
+    }
+}
+
+/// Whether standard input was closed when the process started (new-user trial: `wordcount
+/// --input - <&-` counted 0 lines and exited 0). Rust's runtime then opens `/dev/null` on fd 0,
+/// read-write (Linux: `O_RDWR`), where a shell's `< /dev/null`, an empty but open input, opens it
+/// read-only. `false` where `/proc` cannot tell.
+fn stdin_was_closed() -> bool {
+    if std::fs::read_link("/proc/self/fd/0").ok().as_deref()
+        != Some(std::path::Path::new("/dev/null"))
+    {
+        return false;
+    }
+    std::fs::read_to_string("/proc/self/fdinfo/0")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        })
+        .is_some_and(|flags| flags & 0o3 == 0o2)
+}
+
 /// Reads `path` (`-`: standard input) as UTF-8 text, for every command taking `--input`
 /// (`acker-run wordcount`, `acker-run load`, `acker-run bench wordcount`). The input is checked
 /// as it is read, so a file or stream that is not UTF-8 is refused at its first bad byte without
@@ -269,6 +324,13 @@ pub fn read_text(path: &std::path::Path) -> Result<String, String> {
         path.display().to_string()
     };
     let read = |e: io::Error| format!("cannot read input {name}: {e}");
+    if stdin && stdin_was_closed() {
+        return Err(
+            "--input -: standard input is closed (the program was started with it \
+                    closed, e.g. `<&-`): give the text on standard input, or --input PATH"
+                .to_string(),
+        );
+    }
     let mut source: Box<dyn io::Read> = if stdin {
         Box::new(io::stdin().lock())
     } else {

@@ -102,6 +102,29 @@ fn bench_pipeline_vs_acking_off_refuses_what_it_cannot_compare() {
     }
 }
 
+/// A run too short to ack a tree has no rate to report: an error naming `--seconds`, exit 2,
+/// nothing on stdout, threaded and `--local` alike (new-user trial: `--seconds 0.001` exited 0
+/// printing `"trees_acked":0,"trees_per_sec":0.0`, while `--vs-acking-off` refused the same case).
+#[test]
+fn bench_pipeline_that_acked_no_tree_is_an_error() {
+    for extra in [&["--cores", "1", "--no-pin"][..], &["--local"][..]] {
+        let o = common::output_bounded(
+            Command::new(env!("CARGO_BIN_EXE_acker-run"))
+                .args(["bench", "pipeline", "--seconds", "1e-9"])
+                .args(extra),
+            LIMIT,
+            "acker-run bench pipeline --seconds 1e-9",
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(
+            err.contains("acked no tree") && err.contains("raise --seconds"),
+            "{extra:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{extra:?}: nothing on stdout");
+    }
+}
+
 /// With no acker no tree completes through one: the complete latency is `null`, not a measured
 /// 0 (as `acker-run wordcount --json` reports it).
 #[test]

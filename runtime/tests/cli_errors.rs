@@ -220,6 +220,11 @@ fn negative_numbers_are_refused_by_name() {
         &["bench", "pipeline", "--seconds", "-2"],
         "error: --seconds must be in (0, 3600), got -2",
     );
+    // New-user trial: `--seconds 5ms` said only "invalid float literal".
+    assert_usage_error(
+        &["bench", "pipeline", "--seconds", "5ms"],
+        "invalid value '5ms' for '--seconds <SECONDS>': expected a number of seconds such as 2.5",
+    );
     assert_usage_error(
         &["wordcount", "--cores", "0"],
         "error: --cores must be at least 1",
@@ -1567,4 +1572,36 @@ fn help_states_the_pending_and_seconds_limits_the_code_enforces() {
         &["bench", "pipeline", "--seconds", "3600"],
         "--seconds must be in (0, 3600), got 3600",
     );
+}
+
+/// `--input -` with standard input closed (`<&-`) is an error naming `--input -` (new-user
+/// trial: it counted 0 lines and exited 0); an empty but open standard input (`< /dev/null`)
+/// still counts 0 lines.
+#[test]
+fn a_closed_standard_input_is_an_error() {
+    let bin = env!("CARGO_BIN_EXE_acker-run");
+    let o = common::output_bounded(
+        Command::new("bash").args([
+            "-c",
+            r#"exec "$0" wordcount --input - --cores 1 --no-pin <&-"#,
+            bin,
+        ]),
+        LIMIT,
+        "acker-run wordcount --input - <&-",
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--input -: standard input is closed"), "{err}");
+    assert!(o.stdout.is_empty());
+    let o = common::output_bounded(
+        Command::new("bash").args([
+            "-c",
+            r#"exec "$0" wordcount --input - --cores 1 --no-pin --json </dev/null"#,
+            bin,
+        ]),
+        LIMIT,
+        "acker-run wordcount --input - </dev/null",
+    );
+    let v = common::json_of_success(&o);
+    assert_eq!(v["lines_total"], 0, "{v}");
 }

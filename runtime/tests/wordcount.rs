@@ -284,7 +284,8 @@ fn cli_warns_when_timeouts_off_with_acking_on() {
             .output_within(LIMIT);
         assert!(out.status.success());
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("warning: message timeouts are off"),
+            String::from_utf8_lossy(&out.stderr)
+                .contains("acker-run: warning: message timeouts are off"),
             "{pending:?}"
         );
     }
@@ -657,4 +658,41 @@ fn cli_summary_counts_pieces_and_says_so() {
     );
     assert!(s.contains(" pieces/s, "), "{s}");
     assert!(!s.contains("lines: "), "{s}");
+}
+
+/// The text summary's top-10 table cuts a word longer than 40 characters to its first 40 and
+/// `… (N chars)`; `--json` keeps it whole (new-user trial: a 200,000-character word was printed
+/// in full).
+#[test]
+fn cli_summary_cuts_long_words_and_json_keeps_them() {
+    let word = "x".repeat(200_000);
+    let input = common::TempFile::with_text("wordcount-long-word", &format!("{word}\nb b\n"));
+    let out = bin()
+        .args(["wordcount", "--cores", "1", "--no-pin", "--input"])
+        .arg(&input)
+        .output_within(LIMIT);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        s.contains(&format!("  {}… (200000 chars)\n", "x".repeat(40))),
+        "{s}"
+    );
+    assert!(s.len() < 5_000, "the summary is {} bytes", s.len());
+    let out = bin()
+        .args(["wordcount", "--cores", "1", "--no-pin", "--json", "--input"])
+        .arg(&input)
+        .output_within(LIMIT);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert!(
+        v["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["word"] == word.as_str()),
+        "--json cut the word"
+    );
 }

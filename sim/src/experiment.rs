@@ -544,14 +544,41 @@ pub fn json_row(r: &Row, first: bool) -> Result<String, serde_json::Error> {
     Ok(out)
 }
 
-/// The end of `--json`'s streamed `{"rows": [...]}` (`empty`: no row was written); see
-/// [`json_rows_start`].
+/// The end of `--json`'s streamed `{"rows": [...]}` (`empty`: no row was written) without
+/// relations; see [`json_rows_start`] and [`json_end`].
 pub fn json_rows_end(empty: bool) -> &'static str {
     if empty {
         "]\n}\n"
     } else {
         "\n  ]\n}\n"
     }
+}
+
+/// `relations` as `--json`'s `relations`: a list of `{name, holds, detail}` (the relation in
+/// words, whether it holds, what was measured), as the text output's `[holds]` / `[FAILS]`
+/// lines say them (new-user trial: the JSON held only the rows).
+pub fn relations_json(relations: &[Relation]) -> serde_json::Value {
+    serde_json::Value::Array(
+        relations
+            .iter()
+            .map(|r| serde_json::json!({"name": r.text, "holds": r.holds, "detail": r.detail}))
+            .collect(),
+    )
+}
+
+/// The end of `--json`'s streamed object (`empty`: no row was written): the rows' list closed,
+/// then `"relations": [...]` ([`relations_json`]); see [`json_rows_start`].
+///
+/// # Errors
+/// serde_json's, which a [`Relation`] does not cause.
+pub fn json_end(empty: bool, relations: &[Relation]) -> Result<String, serde_json::Error> {
+    let pretty = serde_json::to_string_pretty(&relations_json(relations))?;
+    let indented: Vec<String> = pretty.lines().map(|l| format!("  {l}")).collect();
+    Ok(format!(
+        "{}],\n  \"relations\": {}\n}}\n",
+        if empty { "" } else { "\n  " },
+        indented.join("\n").trim_start()
+    ))
 }
 
 /// Whether `path` names something other than a regular file (a device such as `/dev/full`, a
@@ -744,6 +771,19 @@ mod tests {
             let whole =
                 serde_json::to_string_pretty(&serde_json::json!({ "rows": rows })).unwrap() + "\n";
             assert_eq!(s, whole);
+            // With the relations: the object `{rows, relations}`, rows first.
+            let relations = relations(&rows);
+            let mut s = json_rows_start().to_string();
+            for (i, r) in rows.iter().enumerate() {
+                s.push_str(&json_row(r, i == 0).unwrap());
+            }
+            s.push_str(&json_end(rows.is_empty(), &relations).unwrap());
+            let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+            assert_eq!(
+                v,
+                serde_json::json!({ "rows": rows, "relations": relations_json(&relations) })
+            );
+            assert!(s.ends_with("]\n}\n"), "{s}");
         }
     }
 

@@ -356,7 +356,8 @@ struct ExperimentArgs {
     /// The seed of every run.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least::<0>)]
     seed: u64,
-    /// Print `{"rows": [...]}` instead of the table.
+    /// Print `{"rows": [...], "relations": [...]}` instead of the table: the rows, then each
+    /// relation of the table's `Relations` as `{name, holds, detail}`.
     #[arg(long)]
     json: bool,
     /// Also draw loss and duplicates against injected faults into this SVG file (with `--real`:
@@ -765,7 +766,8 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     bar.finish_and_clear();
     let relations = experiment::relations_for(&rows, base.source_model);
     if a.json {
-        write!(out, "{}", experiment::json_rows_end(rows.is_empty()))?;
+        let end = experiment::json_end(rows.is_empty(), &relations).map_err(|e| e.to_string())?;
+        write!(out, "{end}")?;
     } else {
         writeln!(out)?;
         writeln!(
@@ -886,6 +888,21 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
             "acker-sim: warning: --guarantee {} runs no acker task, so the acker-crash faults of \
              --faults `{}` do nothing (the faults: line leaves them out)",
             sc.guarantee,
+            a.faults
+        );
+    }
+    if sc.planted_bug == Some(PlantedBug::RestartReusesSeed)
+        && sc.check_plant_can_fire().is_ok()
+        && !specs
+            .iter()
+            .any(|s| matches!(s.kind, FaultKind::SpoutCrash | FaultKind::WorkerCrash))
+    {
+        // Said, not refused, as a plant the guarantee rules out (new-user trial: a plant that
+        // could not act gave `verdict: ok` and no word).
+        acker_runtime::stderr_line!(
+            "acker-sim: warning: planted bug `restart-reuses-seed` cannot fire without a \
+             restarted spout, and --faults `{}` has no spout-crash or worker-crash; this run's \
+             verdict says nothing about the bug",
             a.faults
         );
     }

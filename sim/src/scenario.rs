@@ -466,16 +466,16 @@ impl Scenario {
             ));
         }
         if self.message_timeout_ns == 0 {
-            return Err(ScenarioError::ZeroTime("the message timeout"));
+            return Err(ScenarioError::ZeroTime("the message timeout (--timeout)"));
         }
         if self.tick_interval_ns == 0 {
-            return Err(ScenarioError::ZeroTime("the tick interval"));
+            return Err(ScenarioError::ZeroTime("the tick interval (--tick)"));
         }
         if self.time_limit_ns == Some(0) {
-            return Err(ScenarioError::ZeroTime("the time limit"));
+            return Err(ScenarioError::ZeroTime("the time limit (--time-limit)"));
         }
         if self.outage_ns == 0 {
-            return Err(ScenarioError::ZeroTime("the outage duration"));
+            return Err(ScenarioError::ZeroTime("the outage duration (--outage)"));
         }
         if self.redis.read_batch == 0 {
             return Err(ScenarioError::ZeroTime("the Redis read batch"));
@@ -623,7 +623,10 @@ mod tests {
         assert_eq!(s.validate(), Err(ScenarioError::TickTooShort));
         let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
         s.time_limit_ns = Some(0);
-        assert_eq!(s.validate(), Err(ScenarioError::ZeroTime("the time limit")));
+        assert_eq!(
+            s.validate(),
+            Err(ScenarioError::ZeroTime("the time limit (--time-limit)"))
+        );
         s.time_limit_ns = Some(1);
         assert_eq!(s.validate(), Ok(()));
         let mut s = Scenario::new(1, Guarantee::AtLeastOnce);

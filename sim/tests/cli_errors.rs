@@ -99,6 +99,21 @@ fn huge_schedules_print_the_first_twenty_and_counts() {
     assert!(out.len() < 2000, "{} bytes of stdout", out.len());
 }
 
+/// A zero `--tick` or `--timeout` is refused naming the option (new-user trial:
+/// `--tick 0` said only "the tick interval must be positive").
+#[test]
+fn zero_durations_name_their_option() {
+    for (opt, want) in [
+        ("--tick", "the tick interval (--tick) must be positive"),
+        (
+            "--timeout",
+            "the message timeout (--timeout) must be positive",
+        ),
+    ] {
+        assert_usage_error(&["run", "--seed", "1", opt, "0"], want);
+    }
+}
+
 #[test]
 fn zero_time_limit_is_a_usage_error() {
     assert_usage_error(
@@ -646,7 +661,21 @@ fn experiment_s_crashed_bolt_comes_back_within_the_run() {
         lost > 0 && lost < 12_000,
         "lost {lost} of 20000: the bolt did not come back"
     );
+    // The relations are in the JSON beside the rows (new-user trial: only the text table and
+    // stderr said which held), as `{name, holds, detail}`.
+    let relations = v["relations"].as_array().expect("relations");
+    assert!(!relations.is_empty(), "{v}");
+    for r in relations {
+        assert!(r["name"].as_str().is_some_and(|n| !n.is_empty()), "{r}");
+        assert_eq!(r["holds"], true, "{r}");
+        assert!(r["detail"].is_string(), "{r}");
+    }
     let out = run_ok(&["experiment", "--tuples", "6000"]);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("  [holds] ")).count(),
+        relations.len(),
+        "the text lists the relations the JSON holds: {out}"
+    );
     assert!(
         out.lines()
             .nth(1)

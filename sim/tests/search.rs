@@ -435,6 +435,20 @@ fn a_plant_that_cannot_fire_under_the_guarantee_is_refused_or_warned() {
         "planted bug `sink-without-dedup` cannot fire under at-least-once: only the exactly-once \
          sink de-duplicates",
     );
+    // No fault restarts a spout: the reused seed has nothing to act on (new-user trial).
+    warned(
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--planted-bug",
+            "restart-reuses-seed",
+            "--faults",
+            "acker-crash*1",
+        ],
+        "acker-sim: warning: planted bug `restart-reuses-seed` cannot fire without a restarted \
+         spout, and --faults `acker-crash*1` has no spout-crash or worker-crash",
+    );
     warned(
         &[
             "run",

@@ -316,8 +316,9 @@ enum BenchCommand {
         mut_arg("max_spout_pending", |a| a.help(PIPELINE_PENDING_HELP).long_help(None::<&str>))
     )]
     Pipeline {
-        /// How long the spout runs, in seconds: more than 0 and less than 3600.
-        #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+        /// How long the spout runs, in seconds: more than 0 and less than 3600. A run that
+        /// acked no tree (emitted none with `--ackers 0`) ends with an error (no rate to report).
+        #[arg(long, default_value_t = 5.0, allow_negative_numbers = true, value_parser = a_number_of_seconds)]
         seconds: f64,
         /// Run the executors on the single-threaded local shell instead (no rings, no threads):
         /// the executors' own cost per tree. Not with `--cores`, `--no-pin` or
@@ -837,6 +838,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
         wordcount::topology(lines.clone(), n, args.fail_rate).map_err(|e| e.to_string())?;
     let plan = plan(&topology, &args.run)?;
     let progress = Progress::start(outputs.stats.clone(), lines.pieces() as u64);
+    acker_runtime::cli::say_config_warnings("acker-run", plan.config());
     let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string());
     drop(progress);
     let report = report?;
@@ -938,7 +940,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
         )?;
         writeln!(out, "top 10:")?;
         for (w, c) in &top {
-            writeln!(out, "  {c:>10}  {w}")?;
+            writeln!(out, "  {c:>10}  {}", acker_runtime::cli::word_for_text(w))?;
         }
         let trees = if args.run.ackers == 0 {
             // Storm without ackers: the spout acks each tree as it emits it, lost or not.
@@ -1011,6 +1013,14 @@ impl Spout for IntSpout {
     }
 }
 
+/// `--seconds`: a plain number of seconds (new-user trial: `--seconds 5ms` said only "invalid
+/// float literal", not that the unit is seconds).
+fn a_number_of_seconds(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .map_err(|_| "expected a number of seconds such as 2.5 (no unit)".to_string())
+}
+
 /// A count of benchmark rounds, 1 to 1000 (`--rounds`, `--vs-acking-off`): more would run for
 /// hours and keep a ratio a round.
 fn rounds_1_to_1000(s: &str) -> Result<usize, String> {
@@ -1071,6 +1081,7 @@ fn pipeline_cmd(
         let secs = t0.elapsed().as_secs_f64();
         let spout = shell.counters(acker_runtime::TaskKind::Spout);
         let bolts = shell.counters(acker_runtime::TaskKind::Bolt);
+        no_tree_check(spout.acked, seconds, run.ackers)?;
         let mut json = serde_json::json!({
             "bench": "pipeline-local",
             "ackers": run.ackers,
@@ -1086,10 +1097,34 @@ fn pipeline_cmd(
         return Ok(());
     }
     let (mut json, _) = pipeline_threaded(&plan, &run, seconds)?;
+    no_tree_check(
+        json["trees_acked"].as_u64().unwrap_or(0),
+        seconds,
+        run.ackers,
+    )?;
     acker_runtime::cli::round_json_floats(&mut json);
     writeln!(out, "{json}")?;
     out.flush()?;
     Ok(())
+}
+
+/// A pipeline run that acked no tree has no rate to report: an error (exit 2) naming
+/// `--seconds`, as `--vs-acking-off` reports such a round (new-user trial: `--seconds 0.001`
+/// exited 0 with `"trees_acked":0,"trees_per_sec":0.0`). With `--ackers 0` the spout counts a
+/// tree acked as it emits it, so there it means no tree was emitted.
+fn no_tree_check(trees: u64, seconds: f64, ackers: usize) -> Result<(), CliError> {
+    if trees > 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "the run of --seconds {seconds} {}: no rate to report (raise --seconds)",
+        if ackers == 0 {
+            "emitted no tree"
+        } else {
+            "acked no tree"
+        }
+    )
+    .into())
 }
 
 /// `bench pipeline --vs-acking-off ROUNDS`: acking on and off alternated in one process.
@@ -1177,6 +1212,7 @@ fn pipeline_threaded(
     run: &RunArgs,
     seconds: f64,
 ) -> Result<(serde_json::Value, f64), CliError> {
+    acker_runtime::cli::say_config_warnings("acker-run", plan.config());
     let cpu0 = process_cpu_secs();
     let report = shell::run(
         plan,
@@ -1294,6 +1330,7 @@ fn bench_wordcount_cmd(
         let (topology, outputs) = wordcount::topology(lines, n, 0.0).map_err(|e| e.to_string())?;
         let plan = plan(&topology, &run)?;
         let cpu1 = process_cpu_secs();
+        acker_runtime::cli::say_config_warnings("acker-run", plan.config());
         let report = shell::run(&plan, &shell_options(&run)).map_err(|e| e.to_string())?;
         let topo_cpu = cpu_delta(cpu1);
         let counts = outputs.counts.lock().unwrap_or_else(|p| p.into_inner());
@@ -1362,6 +1399,8 @@ fn bench_wordcount_cmd(
 
 fn main() -> ExitCode {
     use clap::{CommandFactory, FromArgMatches};
+    // This program prints the config's warnings itself, as `acker-run: warning: ...`.
+    acker_runtime::topology::program_says_config_warnings();
     let matches = Cli::command().get_matches();
     // Whether `wordcount --ackers` was given on the command line (not its default of 1):
     // at-most-once runs with no ackers and refuses an explicit nonzero count.

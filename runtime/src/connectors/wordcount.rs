@@ -799,6 +799,7 @@ pub fn run(
             }
         })
     };
+    crate::cli::say_config_warnings("acker-run", plan.config());
     let report = shell::run(&plan, &shell_options);
     drop(finished);
     let _ = side.join();
@@ -1346,7 +1347,7 @@ fn write_counts(
     } else {
         writeln!(out, "words total {total}, distinct {distinct}")?;
         for (w, c) in top {
-            writeln!(out, "{c:>10} {w}")?;
+            writeln!(out, "{c:>10} {}", crate::cli::word_for_text(w))?;
         }
     }
     Ok(())

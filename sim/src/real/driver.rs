@@ -984,7 +984,10 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
     }
     let mut out = io::stdout().lock();
     if json {
-        let v = serde_json::json!({ "rows": rows });
+        let v = serde_json::json!({
+            "rows": rows,
+            "relations": crate::experiment::relations_json(&relations),
+        });
         writeln!(
             out,
             "{}",
