@@ -362,7 +362,7 @@ pub fn check_acker_count(
         .saturating_add(pending_sets);
     let other_bytes = other.map_or(0, |(b, _, _)| b);
     let need = trees.saturating_add(other_bytes);
-    let Some(bound) = memory_bound(cores) else {
+    let Some(bound) = memory_bound(thread_margin(cores)) else {
         return Ok(());
     };
     if need <= bound.room {
@@ -441,7 +441,13 @@ pub fn size(bytes: u64) -> String {
 /// limit (`ulimit -v`, `ulimit -d`; what is mapped now and a margin for the threads' stacks
 /// taken off, both named in the message). `None` when none can be read (Linux only).
 pub fn memory_room(cores: usize) -> Option<(u64, String)> {
-    memory_bound(cores).map(|b| (b.room, b.what))
+    memory_bound(thread_margin(cores)).map(|b| (b.room, b.what))
+}
+
+/// The address space [`memory_room`] keeps in reserve for a run of `cores` threads of
+/// `acker-run` (thread stacks, the allocator's per-thread arenas): 128 MB and 8.4 MB a thread.
+pub fn thread_margin(cores: usize) -> u64 {
+    128_000_000 + 8_400_000 * cores as u64
 }
 
 /// A process limit (`ulimit -v` or `ulimit -d`) that bounds the memory a run may still take
@@ -470,8 +476,10 @@ pub struct MemoryBound {
     pub limit: Option<ProcessLimit>,
 }
 
-/// The bound of [`memory_room`] for a run of `cores` threads.
-pub fn memory_bound(cores: usize) -> Option<MemoryBound> {
+/// The bound of [`memory_room`], keeping `margin` bytes in reserve under a process limit (for
+/// thread stacks and allocator arenas: [`thread_margin`] for `acker-run`, less for a program of
+/// one thread).
+pub fn memory_bound(margin: u64) -> Option<MemoryBound> {
     let mut bound: Option<MemoryBound> = physical_memory_bytes().map(|b| MemoryBound {
         room: b,
         what: format!("this machine's {} of memory", size(b)),
@@ -492,7 +500,6 @@ pub fn memory_bound(cores: usize) -> Option<MemoryBound> {
         // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
         line[name.len()..].split_whitespace().next()?.parse().ok()
     };
-    let margin = 128_000_000 + 8_400_000 * cores as u64;
     for (name, used, ulimit) in [
         ("Max address space", kib("VmSize:"), "ulimit -v"),
         ("Max data size", kib("VmData:"), "ulimit -d"),
@@ -505,7 +512,8 @@ pub fn memory_bound(cores: usize) -> Option<MemoryBound> {
                 room: left,
                 what: format!(
                     "the {} this process may still map under its limit of {} (`{ulimit}`; it \
-                     maps {} already and keeps {} for its threads)",
+                     maps {} already and keeps {} in reserve for thread stacks and allocator \
+                     arenas)",
                     size(left),
                     size(max),
                     size(mapped),
@@ -524,7 +532,7 @@ pub fn memory_bound(cores: usize) -> Option<MemoryBound> {
 }
 
 /// Refuses a run that needs about `need` bytes beyond what the process maps now when more than
-/// [`memory_bound`]`(cores)` allows: `needs` says what needs them (`--tuples 100000000 needs
+/// [`memory_bound`]`(margin)` allows: `needs` says what needs them (`--tuples 100000000 needs
 /// about 13.0 GB of memory for ...`), `remedy` what to change (`lower --tuples`). When a process
 /// limit is the bound and `need` is small next to what the process itself takes under it (what
 /// it maps already and the margin for its threads), no option can help: the message says the
@@ -532,8 +540,8 @@ pub fn memory_bound(cores: usize) -> Option<MemoryBound> {
 ///
 /// # Errors
 /// The one-line message for stderr.
-pub fn check_memory(need: u64, cores: usize, needs: &str, remedy: &str) -> Result<(), String> {
-    let Some(bound) = memory_bound(cores) else {
+pub fn check_memory(need: u64, margin: u64, needs: &str, remedy: &str) -> Result<(), String> {
+    let Some(bound) = memory_bound(margin) else {
         return Ok(());
     };
     if need <= bound.room {
@@ -555,7 +563,8 @@ fn memory_refusal(bound: &MemoryBound, need: u64, needs: &str, remedy: &str) -> 
                 .saturating_mul(1024);
             format!(
                 "{needs}, but the limit of {} (`{}`) is too low for this process itself: it maps \
-                 {} already and keeps {} for its threads, which leaves {}: raise `{}` to at \
+                 {} already and keeps {} in reserve for thread stacks and allocator arenas, which \
+                 leaves {}: raise `{}` to at \
                  least {at_least} (KiB)",
                 size(l.limit),
                 l.ulimit,

@@ -1345,7 +1345,7 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
              pending set(s) of 16384 trees (besides 2.0 MB for --min-mb 1: the input repeated to \
              1.0 MB, held twice: the text and the topology's copy), more than the "
         ) && message.ends_with(
-" MB for its threads): lower --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts may \
+" MB in reserve for thread stacks and allocator arenas): lower --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts may \
              keep pending unless --acker-capacity is given), or --acker-capacity / \
              --acker-park-capacity\n"
         ),
@@ -1439,7 +1439,8 @@ fn a_limit_too_low_for_the_process_itself_says_so_not_to_lower_options() {
         let message = message_of_argument_error(&err, "wordcount");
         for words in [
             "(`ulimit -v`) is too low for this process itself: it maps ",
-            " MB already and keeps 136.4 MB for its threads, which leaves ",
+            " MB already and keeps 136.4 MB in reserve for thread stacks and allocator arenas, \
+             which leaves ",
             ": raise `ulimit -v` to at least ",
         ] {
             assert!(message.contains(words), "--ackers {ackers}: {message}");
