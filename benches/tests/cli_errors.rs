@@ -156,7 +156,7 @@ fn zero_and_negative_counts_are_refused_by_name() {
         .output()
         .expect("run acker-bench");
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("invalid value '0' for '--ops <OPS>': must be at least 1"));
+    assert!(stderr(&o).contains("invalid value '0' for '--ops <OPS>': must be at least 1000"));
     assert_usage_error(
         &["--windows", "100,-5"],
         "invalid value '100,-5' for '--windows <WINDOWS>': item 2 of 2 (`-5`): must not be \
@@ -341,7 +341,7 @@ fn windows_ops_and_threads_have_documented_limits() {
         .expect("run acker-bench compare --help");
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("each 1 to 10000000"), "{help}");
-    assert!(help.contains("1 to 100000000 (24 bytes each)"), "{help}");
+    assert!(help.contains("1000 to 100000000 (24 bytes each;"), "{help}");
     assert!(help.contains("each 1 to 1024 (0 alone skips"), "{help}");
 }
 
@@ -553,4 +553,58 @@ fn windows_too_large_for_the_memory_limit_are_refused_before_allocating() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// New-user trial: `compare --windows 1 --ops 1` timed one message and printed meaningless
+/// figures (80 bytes a slot for a table of 20-byte slots). `--ops` below 1000 is refused, naming
+/// the minimum, and `--help` documents it; 1000 runs. The JSON rows carry the text rows' Full
+/// column as `full`, beside the existing keys.
+#[test]
+fn too_few_timed_messages_are_refused_and_json_rows_carry_full() {
+    for ops in ["1", "999"] {
+        let o = bin()
+            .args(["compare", "--windows", "1", "--ops", ops])
+            .output()
+            .expect("run acker-bench");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--ops {ops}: {err}");
+        assert!(
+            err.contains(&format!(
+                "invalid value '{ops}' for '--ops <OPS>': must be at least 1000 (timed messages \
+                 a run: fewer take too little time for meaningful figures)"
+            )),
+            "{err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+    let help = bin()
+        .args(["compare", "--help"])
+        .output()
+        .expect("run acker-bench");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("1000 to 100000000"), "{help}");
+    let o = bin()
+        .args([
+            "compare",
+            "--windows",
+            "100",
+            "--ops",
+            "1000",
+            "--reps",
+            "1",
+            "--threads",
+            "0",
+            "--only",
+            "acker-core",
+            "--json",
+        ])
+        .output()
+        .expect("run acker-bench");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json rows");
+    let row = &rows["rows"][0];
+    for key in ["structure", "mode", "window", "mops", "bytes_per_root"] {
+        assert!(row.get(key).is_some(), "{key}: {rows}");
+    }
+    assert_eq!(row["full"], 0, "{rows}");
 }

@@ -112,9 +112,19 @@ fn window_roots(s: &str) -> Result<usize, String> {
     )
 }
 
-/// clap value parser for `--ops`: 1 to [`MAX_OPS`].
+/// Smallest `--ops` value: fewer timed messages take too little time for the figures to mean
+/// anything (new-user trial: `--windows 1 --ops 1` timed one message and printed its figures).
+const MIN_OPS: u64 = 1000;
+
+/// clap value parser for `--ops`: [`MIN_OPS`] to [`MAX_OPS`].
 fn op_count(s: &str) -> Result<usize, String> {
-    in_range::<1>(s, MAX_OPS, "timed messages a run; 24 bytes each")
+    in_range::<MIN_OPS>(s, MAX_OPS, "timed messages a run; 24 bytes each").map_err(|e| {
+        if e.starts_with("must be at least") || e.starts_with("must not be negative") {
+            format!("{e} (timed messages a run: fewer take too little time for meaningful figures)")
+        } else {
+            e
+        }
+    })
 }
 
 /// clap value parser for `--threads`: 0 to [`MAX_THREADS`] (0 is checked to stand alone later).
@@ -219,8 +229,9 @@ struct CompareArgs {
     /// Small runs (fewer messages, one repetition): finishes in well under a minute.
     #[arg(long)]
     quick: bool,
-    /// Print `{"rows": [{"structure", "mode", "window", "mops", "bytes_per_root"[, "threads"]},
-    /// ...]}`; `mode` is `pregenerated` or `in-loop`.
+    /// Print `{"rows": [{"structure", "mode", "window", "mops", "bytes_per_root", "full"[,
+    /// "threads"]}, ...]}`; `mode` is `pregenerated` or `in-loop`; `full` the messages refused as
+    /// Full (the text table's Full column).
     #[arg(long)]
     json: bool,
     /// Roots in flight (W), comma-separated, each 1 to 10000000 (about 240 bytes a root at the
@@ -235,8 +246,8 @@ struct CompareArgs {
     /// Repetitions of each run, 1 to 1000; the median is reported [default: 3, 1 with --quick].
     #[arg(long, allow_negative_numbers = true, value_parser = rep_count)]
     reps: Option<usize>,
-    /// Timed messages per run, 1 to 100000000 (24 bytes each) [default: max(8M, 4W); 2M with
-    /// --quick].
+    /// Timed messages per run, 1000 to 100000000 (24 bytes each; fewer take too little time for
+    /// meaningful figures) [default: max(8M, 4W); 2M with --quick].
     #[arg(long, allow_negative_numbers = true, value_parser = op_count)]
     ops: Option<usize>,
     /// Thread counts for the shared tables, comma-separated, each 1 to 1024 (0 alone skips
