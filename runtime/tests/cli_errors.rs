@@ -1529,7 +1529,10 @@ fn connector_job_refuses_acker_counts_and_memory_before_any_server() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
         let message = message_of_argument_error(&err, "wordcount");
         assert!(message.starts_with(starts), "{extra:?}: {message}");
-        assert!(message.contains("(`ulimit -v`)"), "{extra:?}: {message}");
+        assert!(
+            message.contains("(`ulimit -v`; it maps "),
+            "{extra:?}: {message}"
+        );
         assert!(!message.contains("127.0.0.1"), "{extra:?}: {message}");
     }
 }
