@@ -431,6 +431,8 @@ pub struct Row {
     pub mops: f64,
     /// Table memory ÷ roots in flight.
     pub bytes_per_root: f64,
+    /// Messages the table refused as [`TableError::Full`] (the text table's `Full` column).
+    pub full: u64,
     /// Threads driving a shared table (absent for single-owner tables).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
@@ -481,6 +483,7 @@ impl CompareReport {
                 window: m.window,
                 mops: m.mops(),
                 bytes_per_root: m.bytes_per_root(),
+                full: m.outcome.full,
                 threads: m.threads,
             })
             .collect()

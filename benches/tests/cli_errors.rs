@@ -156,7 +156,7 @@ fn zero_and_negative_counts_are_refused_by_name() {
         .output()
         .expect("run acker-bench");
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("invalid value '0' for '--ops <OPS>': must be at least 1"));
+    assert!(stderr(&o).contains("invalid value '0' for '--ops <OPS>': must be at least 1000"));
     assert_usage_error(
         &["--windows", "100,-5"],
         "invalid value '100,-5' for '--windows <WINDOWS>': item 2 of 2 (`-5`): must not be \
@@ -341,7 +341,7 @@ fn windows_ops_and_threads_have_documented_limits() {
         .expect("run acker-bench compare --help");
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("each 1 to 10000000"), "{help}");
-    assert!(help.contains("1 to 100000000 (24 bytes each)"), "{help}");
+    assert!(help.contains("1000 to 100000000 (24 bytes each;"), "{help}");
     assert!(help.contains("each 1 to 1024 (0 alone skips"), "{help}");
 }
 
@@ -483,4 +483,128 @@ fn options_without_effect_on_the_selected_structures_are_refused() {
         let o = run(extra);
         assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
     }
+}
+
+/// `acker-bench ARGS` under `ulimit -v KIB` (a shell sets the limit, then becomes acker-bench),
+/// killed after 60 s (no test may hang).
+fn under_ulimit_v(kib: u64, args: &[&str]) -> Output {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_acker-bench"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acker-bench");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("ulimit -v {kib}; acker-bench {args:?} did not end within 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// New-user trial: `compare --windows 1000000 --threads 0 --reps 1 --only acker-core` under
+/// `ulimit -v 100000` died of SIGABRT (`memory allocation of 192000000 bytes failed`, a
+/// backtrace, exit 134), as did `--only acker-core-shared --threads 2`. The run's memory is
+/// estimated before any op stream is generated and refused by name, with the estimate and the
+/// limit: exit 2. What fits still runs.
+#[test]
+fn windows_too_large_for_the_memory_limit_are_refused_before_allocating() {
+    for extra in [
+        ["--threads", "0", "--only", "acker-core"],
+        ["--threads", "2", "--only", "acker-core-shared"],
+    ] {
+        let mut args = vec!["compare", "--windows", "1000000", "--reps", "1"];
+        args.extend(extra);
+        let o = under_ulimit_v(100_000, &args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for words in [
+            "acker-bench: error: --windows 1000000 needs about ",
+            " MB of memory (8000000 timed messages and 1000000 prefill inits at 24 B, and the ",
+            "under its limit of 102.4 MB (`ulimit -v`; it maps ",
+            ": lower --windows or --ops",
+        ] {
+            assert!(err.contains(words), "{args:?}: {err}");
+        }
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    // The same window with few timed messages fits in 100 MB (about 70 MB resident) and runs.
+    let o = under_ulimit_v(
+        100_000,
+        &[
+            "compare",
+            "--windows",
+            "1000000",
+            "--ops",
+            "100000",
+            "--reps",
+            "1",
+            "--threads",
+            "2",
+            "--only",
+            "acker-core-shared",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// New-user trial: `compare --windows 1 --ops 1` timed one message and printed meaningless
+/// figures (80 bytes a slot for a table of 20-byte slots). `--ops` below 1000 is refused, naming
+/// the minimum, and `--help` documents it; 1000 runs. The JSON rows carry the text rows' Full
+/// column as `full`, beside the existing keys.
+#[test]
+fn too_few_timed_messages_are_refused_and_json_rows_carry_full() {
+    for ops in ["1", "999"] {
+        let o = bin()
+            .args(["compare", "--windows", "1", "--ops", ops])
+            .output()
+            .expect("run acker-bench");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--ops {ops}: {err}");
+        assert!(
+            err.contains(&format!(
+                "invalid value '{ops}' for '--ops <OPS>': must be at least 1000 (timed messages \
+                 a run: fewer take too little time for meaningful figures)"
+            )),
+            "{err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+    let help = bin()
+        .args(["compare", "--help"])
+        .output()
+        .expect("run acker-bench");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("1000 to 100000000"), "{help}");
+    let o = bin()
+        .args([
+            "compare",
+            "--windows",
+            "100",
+            "--ops",
+            "1000",
+            "--reps",
+            "1",
+            "--threads",
+            "0",
+            "--only",
+            "acker-core",
+            "--json",
+        ])
+        .output()
+        .expect("run acker-bench");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json rows");
+    let row = &rows["rows"][0];
+    for key in ["structure", "mode", "window", "mops", "bytes_per_root"] {
+        assert!(row.get(key).is_some(), "{key}: {rows}");
+    }
+    assert_eq!(row["full"], 0, "{rows}");
 }

@@ -424,19 +424,25 @@ pub fn check_acker_count(
         .saturating_add(pending_sets);
     let other_bytes = other.map_or(0, |(b, _, _)| b);
     let need = trees.saturating_add(other_bytes);
-    let Some((room, what)) = memory_room(cores) else {
+    let Some(bound) = memory_bound(thread_margin(cores)) else {
         return Ok(());
     };
-    if need <= room {
+    if need <= bound.room {
         return Ok(());
     }
     if let Some((bytes, option, what_for)) = other.filter(|&(b, _, _)| b >= trees) {
-        return Err(format!(
+        let needs = format!(
             "{option} needs about {} of memory for {what_for} ({} with the {ackers} acker \
-             task(s) and {spouts} spout pending set(s)), more than {what}: lower {option_name}",
+             task(s) and {spouts} spout pending set(s))",
             size(bytes),
             size(need),
-            option_name = option.split_whitespace().next().unwrap_or(option)
+        );
+        let option_name = option.split_whitespace().next().unwrap_or(option);
+        return Err(memory_refusal(
+            &bound,
+            need,
+            &needs,
+            &format!("lower {option_name}"),
         ));
     }
     let besides = match other {
@@ -445,18 +451,38 @@ pub fn check_acker_count(
         }
         None => String::new(),
     };
-    Err(format!(
+    if ackers == 0 {
+        // No acker table: neither --ackers nor a per-acker size has anything to say
+        // (new-user trial: `--ackers 0` was told of 0 tables of 45.1 KB and to lower --ackers).
+        let needs = format!(
+            "--max-spout-pending {pending} needs about {} of memory for {spouts} spout pending \
+             set(s) of {pending} trees (no acker task: --ackers 0){besides}",
+            size(trees)
+        );
+        return Err(memory_refusal(
+            &bound,
+            need,
+            &needs,
+            "lower --max-spout-pending",
+        ));
+    }
+    let needs = format!(
         "--ackers {ackers} and --max-spout-pending {pending} need about {} of memory: {} \
          for {ackers} acker task(s) (about {} each: a table of {capacity} roots at 20 B, \
          a park queue of {park} messages at up to 104 B and the task) and {} for {spouts} \
-         spout pending set(s) of {pending} trees{besides}, more than {what}: lower --ackers or \
-         --max-spout-pending (an acker table holds 4 x the trees the spouts may keep \
-         pending unless --acker-capacity is given), or --acker-capacity / \
-         --acker-park-capacity",
+         spout pending set(s) of {pending} trees{besides}",
         size(trees),
         size(per_acker.saturating_mul(ackers as u64)),
         size(per_acker),
         size(pending_sets)
+    );
+    Err(memory_refusal(
+        &bound,
+        need,
+        &needs,
+        "lower --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts \
+         may keep pending unless --acker-capacity is given), or --acker-capacity / \
+         --acker-park-capacity",
     ))
 }
 
@@ -475,10 +501,52 @@ pub fn size(bytes: u64) -> String {
 /// The most memory a run of `cores` threads may still take, and what bounds it, for a message:
 /// the machine's physical memory, or what is left under this process's address-space or data
 /// limit (`ulimit -v`, `ulimit -d`; what is mapped now and a margin for the threads' stacks
-/// taken off). `None` when none can be read (Linux only).
+/// taken off, both named in the message). `None` when none can be read (Linux only).
 pub fn memory_room(cores: usize) -> Option<(u64, String)> {
-    let mut room: Option<(u64, String)> =
-        physical_memory_bytes().map(|b| (b, format!("this machine's {} of memory", size(b))));
+    memory_bound(thread_margin(cores)).map(|b| (b.room, b.what))
+}
+
+/// The address space [`memory_room`] keeps in reserve for a run of `cores` threads of
+/// `acker-run` (thread stacks, the allocator's per-thread arenas): 128 MB and 8.4 MB a thread.
+pub fn thread_margin(cores: usize) -> u64 {
+    128_000_000 + 8_400_000 * cores as u64
+}
+
+/// A process limit (`ulimit -v` or `ulimit -d`) that bounds the memory a run may still take
+/// ([`memory_bound`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessLimit {
+    /// The limit, in bytes.
+    pub limit: u64,
+    /// What the process maps now (`VmSize` or `VmData`), in bytes.
+    pub mapped: u64,
+    /// The margin kept for the run's threads (stacks, allocator arenas), in bytes.
+    pub margin: u64,
+    /// The shell command that sets it: `ulimit -v` or `ulimit -d`.
+    pub ulimit: &'static str,
+}
+
+/// [`memory_room`] with what bounds it: the bytes a run may still take, the message, and the
+/// process limit when one is the bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryBound {
+    /// The bytes a run may still take.
+    pub room: u64,
+    /// What bounds them, for a message.
+    pub what: String,
+    /// The process limit that is the bound (`None`: the machine's memory).
+    pub limit: Option<ProcessLimit>,
+}
+
+/// The bound of [`memory_room`], keeping `margin` bytes in reserve under a process limit (for
+/// thread stacks and allocator arenas: [`thread_margin`] for `acker-run`, less for a program of
+/// one thread).
+pub fn memory_bound(margin: u64) -> Option<MemoryBound> {
+    let mut bound: Option<MemoryBound> = physical_memory_bytes().map(|b| MemoryBound {
+        room: b,
+        what: format!("this machine's {} of memory", size(b)),
+        limit: None,
+    });
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kib = |key: &str| -> Option<u64> {
         let line = status.lines().find(|l| l.starts_with(key))?;
@@ -494,25 +562,82 @@ pub fn memory_room(cores: usize) -> Option<(u64, String)> {
         // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
         line[name.len()..].split_whitespace().next()?.parse().ok()
     };
-    let margin = 128_000_000 + 8_400_000 * cores as u64;
     for (name, used, ulimit) in [
         ("Max address space", kib("VmSize:"), "ulimit -v"),
         ("Max data size", kib("VmData:"), "ulimit -d"),
     ] {
         let Some(max) = limit(name) else { continue };
-        let left = max.saturating_sub(used.unwrap_or(0)).saturating_sub(margin);
-        if room.as_ref().is_none_or(|(r, _)| left < *r) {
-            room = Some((
-                left,
-                format!(
-                    "the {} this process may still map under its limit of {} (`{ulimit}`)",
+        let mapped = used.unwrap_or(0);
+        let left = max.saturating_sub(mapped).saturating_sub(margin);
+        if bound.as_ref().is_none_or(|b| left < b.room) {
+            bound = Some(MemoryBound {
+                room: left,
+                what: format!(
+                    "the {} this process may still map under its limit of {} (`{ulimit}`; it \
+                     maps {} already and keeps {} in reserve for thread stacks and allocator \
+                     arenas)",
                     size(left),
-                    size(max)
+                    size(max),
+                    size(mapped),
+                    size(margin)
                 ),
-            ));
+                limit: Some(ProcessLimit {
+                    limit: max,
+                    mapped,
+                    margin,
+                    ulimit,
+                }),
+            });
         }
     }
-    room
+    bound
+}
+
+/// Refuses a run that needs about `need` bytes beyond what the process maps now when more than
+/// [`memory_bound`]`(margin)` allows: `needs` says what needs them (`--tuples 100000000 needs
+/// about 13.0 GB of memory for ...`), `remedy` what to change (`lower --tuples`). When a process
+/// limit is the bound and `need` is small next to what the process itself takes under it (what
+/// it maps already and the margin for its threads), no option can help: the message says the
+/// limit is too low for the process itself and how far to raise it, instead of `remedy`.
+///
+/// # Errors
+/// The one-line message for stderr.
+pub fn check_memory(need: u64, margin: u64, needs: &str, remedy: &str) -> Result<(), String> {
+    let Some(bound) = memory_bound(margin) else {
+        return Ok(());
+    };
+    if need <= bound.room {
+        return Ok(());
+    }
+    Err(memory_refusal(&bound, need, needs, remedy))
+}
+
+/// The message of [`check_memory`] (and of [`check_acker_count`]) for `need` bytes over `bound`.
+fn memory_refusal(bound: &MemoryBound, need: u64, needs: &str, remedy: &str) -> String {
+    match &bound.limit {
+        Some(l) if need <= l.mapped.saturating_add(l.margin) => {
+            // In KiB, as `ulimit -v` / `-d` take it, rounded up to a whole MiB.
+            let at_least = l
+                .mapped
+                .saturating_add(l.margin)
+                .saturating_add(need)
+                .div_ceil(1 << 20)
+                .saturating_mul(1024);
+            format!(
+                "{needs}, but the limit of {} (`{}`) is too low for this process itself: it maps \
+                 {} already and keeps {} in reserve for thread stacks and allocator arenas, which \
+                 leaves {}: raise `{}` to at \
+                 least {at_least} (KiB)",
+                size(l.limit),
+                l.ulimit,
+                size(l.mapped),
+                size(l.margin),
+                size(bound.room),
+                l.ulimit
+            )
+        }
+        _ => format!("{needs}, more than {}: {remedy}", bound.what),
+    }
 }
 
 /// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`); `None` where it

@@ -1350,8 +1350,7 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
              pending set(s) of 16384 trees (besides 2.0 MB for --min-mb 1: the input repeated to \
              1.0 MB, held twice: the text and the topology's copy), more than the "
         ) && message.ends_with(
-            " MB this process may still map under its limit of 614.4 MB (`ulimit -v`): lower \
-             --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts may \
+" MB in reserve for thread stacks and allocator arenas): lower --ackers or --max-spout-pending (an acker table holds 4 x the trees the spouts may \
              keep pending unless --acker-capacity is given), or --acker-capacity / \
              --acker-park-capacity\n"
         ),
@@ -1413,6 +1412,83 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
     assert_eq!(json["plain_words"], json["topology_words"]);
 }
 
+/// New-user trial: under `ulimit -v 150000`, `wordcount` was told its 3.3 MB did not fit in the
+/// "0.0 KB this process may still map" and to lower --ackers or --max-spout-pending, though the
+/// process itself (what it maps and the margin kept for its threads) took the whole limit; with
+/// `--ackers 0` it was told of 0 acker tables of 45.1 KB each, and still to lower --ackers. The
+/// message now says what the process maps, that the limit is too low for the process itself, and
+/// how far to raise it; with no acker it names no acker table and never --ackers. A limit the
+/// options exceed by far still names the options (the test above).
+#[test]
+fn a_limit_too_low_for_the_process_itself_says_so_not_to_lower_options() {
+    let input = tiny_input("limit-too-low");
+    let path = input.to_str().expect("utf-8 path");
+    for ackers in ["1", "0"] {
+        // One core: a margin of 136.4 MB for the threads, about 10 MB mapped, over 140000 KiB
+        // (143.4 MB).
+        let o = under_ulimit_v(
+            140_000,
+            &[
+                "wordcount",
+                "--input",
+                path,
+                "--cores",
+                "1",
+                "--no-pin",
+                "--ackers",
+                ackers,
+            ],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--ackers {ackers}: {err}");
+        let message = message_of_argument_error(&err, "wordcount");
+        for words in [
+            "(`ulimit -v`) is too low for this process itself: it maps ",
+            " MB already and keeps 136.4 MB in reserve for thread stacks and allocator arenas, \
+             which leaves ",
+            ": raise `ulimit -v` to at least ",
+        ] {
+            assert!(message.contains(words), "--ackers {ackers}: {message}");
+        }
+        assert!(
+            !message.contains("lower --"),
+            "--ackers {ackers}: {message}"
+        );
+        if ackers == "0" {
+            assert!(
+                message.starts_with(
+                    "error: --max-spout-pending 16384 needs about 1.0 MB of memory for 1 spout \
+                     pending set(s) of 16384 trees (no acker task: --ackers 0), but the limit of \
+                     143.4 MB"
+                ),
+                "{message}"
+            );
+            assert!(!message.contains("each"), "{message}");
+        }
+        // The limit it names is enough (with the same options, the run goes through).
+        let kib: u64 = message
+            .split("raise `ulimit -v` to at least ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no limit in {message}"));
+        let o = under_ulimit_v(
+            kib,
+            &[
+                "wordcount",
+                "--input",
+                path,
+                "--cores",
+                "1",
+                "--no-pin",
+                "--ackers",
+                ackers,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {}", stderr(&o));
+    }
+}
+
 /// New-user trial: the connector job lacked the built-in job's acker count and memory checks.
 /// Under `ulimit -v 600000`, `--ackers 6000` died of SIGABRT after it had created the Redis
 /// stream, as did `--max-spout-pending 10000000` and `--acker-capacity 100000000`; `--ackers
@@ -1458,7 +1534,10 @@ fn connector_job_refuses_acker_counts_and_memory_before_any_server() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
         let message = message_of_argument_error(&err, "wordcount");
         assert!(message.starts_with(starts), "{extra:?}: {message}");
-        assert!(message.contains("(`ulimit -v`)"), "{extra:?}: {message}");
+        assert!(
+            message.contains("(`ulimit -v`; it maps "),
+            "{extra:?}: {message}"
+        );
         assert!(!message.contains("127.0.0.1"), "{extra:?}: {message}");
     }
 }

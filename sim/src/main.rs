@@ -714,6 +714,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         return cmd_real_experiment(a);
     }
     let mut base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
+    check_memory(base.tuples)?;
     if a.sim.restart_delay.is_none() {
         base.restart_delay_ns = experiment::RESTART_DELAY_NS;
     }
@@ -837,6 +838,30 @@ not take --ackers (leave it out, or use --guarantee at-least-once or exactly-onc
 
 /// `acker-sim run`; `given`: the options on the command line that a shape does not take
 /// ([`options_a_shape_ignores`]).
+/// Bytes of memory a run keeps per input tuple, rounded up from the resident peak of `run --seed
+/// 1 --tuples N` at 1 and 2 million (`/usr/bin/time -v`: 131404 and 257184 KB, 129 B a tuple):
+/// the root set, the source's emit records, the sink's counters, ...
+const BYTES_PER_TUPLE: u64 = 144;
+
+/// Refuses `--tuples` when a run of that many tuples needs more memory than this process may have
+/// (the machine's, or what `ulimit -v` / `ulimit -d` leaves), before anything is built (new-user
+/// trial: `run --tuples 100000000` under `ulimit -v 1000000` died of SIGABRT in an allocation of
+/// 256 MiB). The runs of `search` and `experiment` are one at a time, so each is checked alike.
+fn check_memory(tuples: u64) -> Result<(), CliError> {
+    let need = tuples.saturating_mul(BYTES_PER_TUPLE);
+    // One thread: 16 MB in reserve for the process (it maps about 5 MB at the check).
+    acker_runtime::cli::check_memory(
+        need,
+        16_000_000,
+        &format!(
+            "--tuples {tuples} needs about {} of memory (about {BYTES_PER_TUPLE} B a tuple)",
+            acker_runtime::cli::size(need)
+        ),
+        "lower --tuples",
+    )
+    .map_err(CliError::Usage)
+}
+
 fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let g: Guarantee = a
         .guarantee
@@ -871,6 +896,7 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage(AT_MOST_ONCE_NO_ACKERS.to_string()));
     }
     let mut sc = a.sim.scenario(a.seed, g, 1000)?;
+    check_memory(sc.tuples)?;
     if let Err(e) = sc.check_plant_can_fire() {
         // Not refused: a search's replay command for a seed whose guarantee the plant cannot act
         // under must still run; but never a silent clean verdict.
@@ -1307,6 +1333,7 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let template = a
         .sim
         .scenario(a.first_seed, fixed.unwrap_or(Guarantee::AtLeastOnce), 1000)?;
+    check_memory(template.tuples)?;
     if fixed.is_some() {
         // Every seed runs under that guarantee: a plant that cannot fire there cannot be found.
         // (Turning through the three guarantees, the plant fires in the seeds that allow it.)

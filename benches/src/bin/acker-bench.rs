@@ -112,9 +112,19 @@ fn window_roots(s: &str) -> Result<usize, String> {
     )
 }
 
-/// clap value parser for `--ops`: 1 to [`MAX_OPS`].
+/// Smallest `--ops` value: fewer timed messages take too little time for the figures to mean
+/// anything (new-user trial: `--windows 1 --ops 1` timed one message and printed its figures).
+const MIN_OPS: u64 = 1000;
+
+/// clap value parser for `--ops`: [`MIN_OPS`] to [`MAX_OPS`].
 fn op_count(s: &str) -> Result<usize, String> {
-    in_range::<1>(s, MAX_OPS, "timed messages a run; 24 bytes each")
+    in_range::<MIN_OPS>(s, MAX_OPS, "timed messages a run; 24 bytes each").map_err(|e| {
+        if e.starts_with("must be at least") || e.starts_with("must not be negative") {
+            format!("{e} (timed messages a run: fewer take too little time for meaningful figures)")
+        } else {
+            e
+        }
+    })
 }
 
 /// clap value parser for `--threads`: 0 to [`MAX_THREADS`] (0 is checked to stand alone later).
@@ -219,8 +229,9 @@ struct CompareArgs {
     /// Small runs (fewer messages, one repetition): finishes in well under a minute.
     #[arg(long)]
     quick: bool,
-    /// Print `{"rows": [{"structure", "mode", "window", "mops", "bytes_per_root"[, "threads"]},
-    /// ...]}`; `mode` is `pregenerated` or `in-loop`.
+    /// Print `{"rows": [{"structure", "mode", "window", "mops", "bytes_per_root", "full"[,
+    /// "threads"]}, ...]}`; `mode` is `pregenerated` or `in-loop`; `full` the messages refused as
+    /// Full (the text table's Full column).
     #[arg(long)]
     json: bool,
     /// Roots in flight (W), comma-separated, each 1 to 10000000 (about 240 bytes a root at the
@@ -235,8 +246,8 @@ struct CompareArgs {
     /// Repetitions of each run, 1 to 1000; the median is reported [default: 3, 1 with --quick].
     #[arg(long, allow_negative_numbers = true, value_parser = rep_count)]
     reps: Option<usize>,
-    /// Timed messages per run, 1 to 100000000 (24 bytes each) [default: max(8M, 4W); 2M with
-    /// --quick].
+    /// Timed messages per run, 1000 to 100000000 (24 bytes each; fewer take too little time for
+    /// meaningful figures) [default: max(8M, 4W); 2M with --quick].
     #[arg(long, allow_negative_numbers = true, value_parser = op_count)]
     ops: Option<usize>,
     /// Thread counts for the shared tables, comma-separated, each 1 to 1024 (0 alone skips
@@ -389,6 +400,10 @@ fn compare(args: CompareArgs, threads_given: bool) -> io::Result<ExitCode> {
     if let Some(ops) = args.ops {
         let _ = OPS_OVERRIDE.set(ops);
     }
+    if let Err(e) = check_memory(&args) {
+        acker_runtime::stderr_line!("acker-bench: error: {e}");
+        return Ok(ExitCode::from(2));
+    }
     // `--threads 0` (alone, checked above) runs no shared table.
     let threads: Vec<usize> = args.threads.iter().copied().filter(|&t| t > 0).collect();
     let config = CompareConfig {
@@ -443,6 +458,113 @@ fn compare(args: CompareArgs, threads_given: bool) -> io::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Peak bytes a structure's table takes per root in flight (W), rounded up from the resident
+/// peak of `compare --windows 1000000 --ops 100000 --reps 1 --only NAME` less the op stream
+/// (`/usr/bin/time -v`; a hash map holds its old and new tables while it grows).
+fn table_bytes_per_root(name: &str) -> u64 {
+    match name {
+        // 20-byte slots at load 0.8 (0.5 for the shared ones).
+        "acker-core" | "acker-core-one-at-a-time" | "acker-core-prefetch" => 26,
+        "acker-core-shared" | "acker-core-shared-batch" => 42,
+        "hashbrown" => 140,       // measured 132
+        "hashbrown-lean" => 56,   // measured 48
+        "storm-style" => 110,     // measured 100
+        "mutex-hashbrown" => 150, // measured 140
+        "dashmap" => 110,         // measured 96
+        _ => 150,
+    }
+}
+
+/// The shared structures whose tables allocate on the benchmark threads: each thread may get
+/// an allocator arena of its own (glibc reserves 64 MiB of address space for one, counted by
+/// `ulimit -v`; measured: `--threads 2 --only mutex-hashbrown` at W = 1M needs 260 to 300 MB of
+/// address space for 171 MB resident).
+const ALLOCATES_ON_THREADS: [&str; 2] = ["mutex-hashbrown", "dashmap"];
+
+/// Address space kept in reserve beside a compare run's own need: 16 MB for the process (it
+/// maps about 9 MB at the check) and 2.2 MB for each benchmark thread's stack.
+fn compare_margin(threads: usize) -> u64 {
+    16_000_000 + 2_200_000 * threads as u64
+}
+
+/// Refuses a compare run whose largest window needs more memory than this process may have
+/// ([`acker_runtime::cli::check_memory`]), before any op stream is generated (new-user trial:
+/// `--windows 1000000 --only acker-core` under `ulimit -v 100000` died of SIGABRT in an
+/// allocation of 192 MB). Per window: the op stream (prefill and timed messages, 24 bytes
+/// each; the generator's trees while it runs), the largest selected table
+/// ([`table_bytes_per_root`]), the in-loop generator's trees and prefill with --in-loop, and
+/// the allocator arenas of the threads of a shared table that allocates on them.
+fn check_memory(args: &Compare) -> Result<(), String> {
+    let message = std::mem::size_of::<acker_core::AckerMessage>() as u64;
+    let names = structure_names();
+    let shared = shared_names();
+    let selected: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| args.only.is_empty() || args.only.iter().any(|o| o == n))
+        .collect();
+    let threads: Vec<usize> = args.threads.iter().copied().filter(|&t| t > 0).collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most_threads = threads.iter().copied().max().unwrap_or(0);
+    let ops_for = |w: usize| {
+        if args.quick {
+            ops_quick(w)
+        } else {
+            ops_full(w)
+        }
+    };
+    // (bytes, window, ops, the structure taking the most)
+    let mut worst: Option<(u64, usize, usize, &str)> = None;
+    for &w in &args.windows {
+        let ops = ops_for(w);
+        let w64 = w as u64;
+        // The generator's trees (24 B a root) are freed before any table is built.
+        let stream = message.saturating_mul(w64.saturating_add(ops as u64));
+        for &name in &selected {
+            let is_shared = shared.contains(&name);
+            if is_shared && threads.is_empty() {
+                continue;
+            }
+            let mut table = table_bytes_per_root(name).saturating_mul(w64);
+            if args.in_loop && !is_shared {
+                table = table.saturating_add(48 * w64);
+            }
+            if is_shared && ALLOCATES_ON_THREADS.contains(&name) {
+                let arenas = most_threads.min(8 * cpus) as u64;
+                table = table.saturating_add(arenas.saturating_mul(64 << 20));
+            }
+            let need = stream.saturating_add(table.max(24 * w64));
+            if worst.is_none_or(|(b, ..)| need > b) {
+                worst = Some((need, w, ops, name));
+            }
+        }
+    }
+    let Some((need, window, ops, name)) = worst else {
+        return Ok(());
+    };
+    let needs = format!(
+        "--windows {window} needs about {} of memory ({} timed messages and {window} prefill \
+         inits at {message} B, and the {name} table{})",
+        acker_runtime::cli::size(need),
+        ops,
+        if ALLOCATES_ON_THREADS.contains(&name) && most_threads > 0 {
+            format!(
+                " with a 64 MiB allocator arena for each of up to {most_threads} thread(s): \
+                 --threads 0 or an --only without {} leaves them out",
+                ALLOCATES_ON_THREADS.join(" and ")
+            )
+        } else {
+            String::new()
+        }
+    );
+    acker_runtime::cli::check_memory(
+        need,
+        compare_margin(most_threads),
+        &needs,
+        "lower --windows or --ops, or leave the largest tables out with --only",
+    )
 }
 
 fn print_table(

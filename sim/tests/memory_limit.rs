@@ -1,0 +1,63 @@
+//! `acker-sim` under a memory limit: a `--tuples` the process cannot hold is refused before
+//! anything is built, naming the option, the estimate and the limit (exit 2), never a SIGABRT.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `acker-sim ARGS` under `ulimit -v KIB` (a shell sets the limit, then becomes acker-sim),
+/// killed after 60 s (no test may hang).
+fn under_ulimit_v(kib: u64, args: &[&str]) -> Output {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_acker-sim"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acker-sim");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("ulimit -v {kib}; acker-sim {args:?} did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// New-user trial: `run --seed 1 --tuples 100000000` under `ulimit -v 1000000` died of SIGABRT
+/// (`memory allocation of 268435456 bytes failed`). `run`, `search` and `experiment` now refuse
+/// it before building anything; a run that fits still runs.
+#[test]
+fn tuples_past_the_memory_limit_are_refused_by_name() {
+    for args in [
+        &["run", "--seed", "1", "--tuples", "100000000"][..],
+        &["search", "--seeds", "1", "--tuples", "100000000"][..],
+        &["experiment", "--tuples", "100000000"][..],
+    ] {
+        let o = under_ulimit_v(1_000_000, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for words in [
+            "--tuples 100000000 needs about 14.4 GB of memory (about 144 B a tuple), more than the ",
+            "under its limit of 1.0 GB (`ulimit -v`; it maps ",
+            ": lower --tuples",
+        ] {
+            assert!(err.contains(words), "{args:?}: {err}");
+        }
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    let o = under_ulimit_v(1_000_000, &["run", "--seed", "1", "--tuples", "10000"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
