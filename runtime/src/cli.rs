@@ -171,17 +171,15 @@ macro_rules! stderr_line {
     }};
 }
 
-/// Prints `config`'s warnings ([`crate::Config::risks`]) on stderr as `program: warning: ...`,
-/// each once in the process (a benchmark's rounds run the same config again); for a program
-/// that called [`crate::topology::program_says_config_warnings`] (new-user trial: acker-run's
-/// "message timeouts are off" warning lacked the `acker-run:` its other warnings have).
+/// Prints `config`'s warnings ([`crate::Config::warnings`]) on stderr as `program: warning:
+/// ...`, each once in the process (a benchmark's rounds run the same config again), for a
+/// program whose shell runs have [`crate::ShellOptions::print_config_warnings`] off (new-user
+/// trial: acker-run's "message timeouts are off" warning lacked the `acker-run:` its other
+/// warnings have).
 pub fn say_config_warnings(program: &str, config: &crate::Config) {
-    if !config.warnings().is_empty() {
-        return; // the program did not take them over: the shell prints them
-    }
     static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
-    for w in config.risks() {
+    for w in config.warnings() {
         if !said.contains(&w) {
             crate::stderr_line!("{program}: warning: {w}");
             said.push(w);

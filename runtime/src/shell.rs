@@ -127,6 +127,10 @@ pub struct ShellOptions {
     /// Sleeping early leaves the core to other processes on a shared machine, at the cost of up
     /// to a few tens of µs of latency after a quiet spell.
     pub idle_yield_turns: u32,
+    /// Whether the shell prints the config's warnings ([`crate::Config::warnings`]) on stderr,
+    /// as `warning: ...`, when a run starts (default true). A program that prints them itself,
+    /// under its own name (`acker-run: warning: ...`), sets false.
+    pub print_config_warnings: bool,
 }
 
 impl Default for ShellOptions {
@@ -141,6 +145,7 @@ impl Default for ShellOptions {
             colocate_ackers: false,
             idle_spin_turns: 64,
             idle_yield_turns: 256,
+            print_config_warnings: true,
         }
     }
 }
@@ -185,7 +190,8 @@ pub struct RunReport {
     pub complete_latency_ns: Histogram<u64>,
     /// Roots still pending at the spouts when the drain gave up (0 after a full drain).
     pub undecided_roots: u64,
-    /// Configuration warnings (also printed to stderr).
+    /// Configuration warnings (also printed to stderr unless
+    /// [`ShellOptions::print_config_warnings`] is off).
     pub warnings: Vec<String>,
     /// Task restarts applied ([`TaskControl::restart`] requests that took effect).
     pub restarts: u64,
@@ -1458,8 +1464,10 @@ pub fn run_with_control(
         return Err(ShellError::BadOptions("batch must be at least 1"));
     }
     let warnings = plan.config().warnings();
-    for w in &warnings {
-        eprintln!("warning: {w}");
+    if options.print_config_warnings {
+        for w in &warnings {
+            crate::stderr_line!("warning: {w}");
+        }
     }
     let num_tasks = plan.tasks().len();
     let placement = if options.colocate_ackers {

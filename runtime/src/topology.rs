@@ -256,18 +256,6 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Set by [`program_says_config_warnings`].
-static PROGRAM_SAYS_WARNINGS: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
-
-/// For a command-line program that prints a config's warnings itself, with its own name, as its
-/// other warnings (`acker-run: warning: ...`; see [`crate::cli::say_config_warnings`]): from this
-/// call on, [`Config::warnings`] is empty in this process, so the thread-per-core shell no longer
-/// prints them as `warning: ...`.
-pub fn program_says_config_warnings() {
-    PROGRAM_SAYS_WARNINGS.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
 impl Config {
     /// Warnings about a legal but risky configuration (the shell prints them to stderr).
     ///
@@ -276,18 +264,7 @@ impl Config {
     /// still caps pending trees at [`DEFAULT_PENDING_CAPACITY`]): a tuple that is lost, or that a
     /// bolt drops or holds, then keeps its pending slot for ever, and once every slot is taken
     /// the spout stops for good.
-    ///
-    /// Empty once [`program_says_config_warnings`] was called: the program then prints
-    /// [`risks`](Self::risks) itself, under its own name.
     pub fn warnings(&self) -> Vec<String> {
-        if PROGRAM_SAYS_WARNINGS.load(std::sync::atomic::Ordering::Relaxed) {
-            return Vec::new();
-        }
-        self.risks()
-    }
-
-    /// The warnings of [`warnings`](Self::warnings), whoever prints them.
-    pub fn risks(&self) -> Vec<String> {
         let mut w = Vec::new();
         if !self.enable_message_timeouts && self.num_ackers > 0 {
             w.push(format!(

@@ -283,10 +283,16 @@ fn cli_warns_when_timeouts_off_with_acking_on() {
             .args(pending)
             .output_within(LIMIT);
         assert!(out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            String::from_utf8_lossy(&out.stderr)
-                .contains("acker-run: warning: message timeouts are off"),
+            stderr.contains("acker-run: warning: message timeouts are off"),
             "{pending:?}"
+        );
+        // Once, under the program's name: the shell does not print it again as `warning: ...`.
+        assert_eq!(
+            stderr.matches("message timeouts are off").count(),
+            1,
+            "{pending:?}: {stderr}"
         );
     }
 }

@@ -484,6 +484,9 @@ fn shell_options(run: &RunArgs) -> ShellOptions {
         cores: Some(cores(run)),
         pin_threads: !run.no_pin,
         colocate_ackers: run.colocate_ackers,
+        // This program prints the config's warnings itself, as `acker-run: warning: ...`
+        // (`cli::say_config_warnings`).
+        print_config_warnings: false,
         ..ShellOptions::default()
     }
 }
@@ -1399,8 +1402,6 @@ fn bench_wordcount_cmd(
 
 fn main() -> ExitCode {
     use clap::{CommandFactory, FromArgMatches};
-    // This program prints the config's warnings itself, as `acker-run: warning: ...`.
-    acker_runtime::topology::program_says_config_warnings();
     let matches = Cli::command().get_matches();
     // Whether `wordcount --ackers` was given on the command line (not its default of 1):
     // at-most-once runs with no ackers and refuses an explicit nonzero count.
