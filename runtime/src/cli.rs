@@ -173,7 +173,7 @@ macro_rules! stderr_line {
 
 /// Prints `config`'s warnings ([`crate::Config::warnings`]) on stderr as `program: warning:
 /// ...`, each once in the process (a benchmark's rounds run the same config again), for a
-/// program whose shell runs have [`crate::ShellOptions::print_config_warnings`] off (new-user
+/// program whose shell runs have [`crate::shell::ShellOptions::print_config_warnings`] off (new-user
 /// trial: acker-run's "message timeouts are off" warning lacked the `acker-run:` its other
 /// warnings have).
 pub fn say_config_warnings(program: &str, config: &crate::Config) {
