@@ -605,3 +605,19 @@ fn every_root_works_in_the_smallest_bucketed_shared_tables() {
         }
     }
 }
+
+/// New-user trial: the README said `embed.rs` was 58 lines when it was 66. The figure the README
+/// gives is the file's line count.
+#[test]
+fn the_readme_gives_the_embedding_examples_real_length() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let example = std::fs::read_to_string(format!("{root}/acker-core/examples/embed.rs")).unwrap();
+    let said = readme
+        .split("`acker-core/examples/embed.rs` (")
+        .nth(1)
+        .and_then(|rest| rest.split(" lines)").next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .expect("the README names embed.rs with its line count");
+    assert_eq!(said, example.lines().count());
+}

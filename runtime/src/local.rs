@@ -42,10 +42,11 @@ impl LocalShell {
         self.now_ns
     }
 
-    /// Moves the clock forward by `ns` and sends a tick to every executor (then delivers
-    /// everything that follows).
+    /// Moves the clock forward by `ns` (stopping at `u64::MAX` ns, about 584 years, rather
+    /// than wrapping) and sends a tick to every executor (then delivers everything that
+    /// follows).
     pub fn advance(&mut self, ns: u64) {
-        self.now_ns += ns;
+        self.now_ns = self.now_ns.saturating_add(ns);
         for i in 0..self.executors.len() {
             self.executors[i].handle(Message::Tick, self.now_ns, &mut self.outbox);
             self.queue.extend(self.outbox.drain());

@@ -6,7 +6,7 @@
 //! parked roots, linear probing with backward-shift deletion); nothing allocates after
 //! [`ParkQueue::with_capacity`].
 
-use std::collections::VecDeque;
+use std::collections::{TryReserveError, VecDeque};
 
 use acker_core::{AckerMessage, RootId};
 
@@ -31,19 +31,34 @@ pub(crate) struct ParkQueue {
 
 impl ParkQueue {
     /// An empty queue for up to `capacity` messages (`capacity ≤ u32::MAX - 1`).
+    #[cfg(test)]
     pub(crate) fn with_capacity(capacity: usize) -> Self {
+        match Self::try_with_capacity(capacity) {
+            Ok(q) => q,
+            Err(e) => panic!("park queue of {capacity} messages: {e}"),
+        }
+    }
+
+    /// [`with_capacity`](Self::with_capacity), its allocations fallible: an error (nothing
+    /// kept) when the allocator refuses one, instead of aborting the process.
+    pub(crate) fn try_with_capacity(capacity: usize) -> Result<Self, TryReserveError> {
         let capacity = capacity.min(NIL as usize - 1);
         let index = (capacity * 2).next_power_of_two().max(2);
-        Self {
+        let mut order = VecDeque::new();
+        order.try_reserve_exact(capacity)?;
+        let mut free = Vec::new();
+        free.try_reserve_exact(capacity)?;
+        free.extend((0..capacity as u32).rev());
+        Ok(Self {
             len: 0,
-            msgs: vec![AckerMessage::Fail { root: 0 }; capacity],
-            next: vec![NIL; capacity],
-            free: (0..capacity as u32).rev().collect(),
-            order: VecDeque::with_capacity(capacity),
-            keys: vec![0; index],
-            ends: vec![(NIL, NIL); index],
+            msgs: filled(capacity, AckerMessage::Fail { root: 0 })?,
+            next: filled(capacity, NIL)?,
+            free,
+            order,
+            keys: filled(index, 0)?,
+            ends: filled(index, (NIL, NIL))?,
             mask: index - 1,
-        }
+        })
     }
 
     /// Messages parked.
@@ -160,6 +175,15 @@ impl ParkQueue {
             }
         }
     }
+}
+
+/// `n` copies of `value`, allocated fallibly (`vec![value; n]` aborts the process when the
+/// allocator refuses).
+pub(crate) fn filled<T: Clone>(n: usize, value: T) -> Result<Vec<T>, TryReserveError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)?;
+    v.resize(n, value);
+    Ok(v)
 }
 
 #[cfg(test)]

@@ -114,23 +114,45 @@ impl<T> Drop for Ring<T> {
     }
 }
 
-/// Creates a ring of `capacity` items (at least 1; 0 is taken as 1) and returns its two ends.
+/// Creates a ring of `capacity` items (at least 1, at most [`MAX_RING_ITEMS`]: 0 is taken as 1
+/// and more as the maximum) and returns its two ends.
 ///
 /// Memory: `capacity.next_power_of_two()` slots of `size_of::<T>()` bytes, plus two cache-padded
-/// positions, allocated here and never again.
+/// positions, allocated here and never again. The allocation aborts the process when the
+/// allocator refuses it, as `Vec::with_capacity` does; [`try_ring`] reports it instead.
 pub fn ring<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
-    let capacity = capacity.max(1);
+    match try_ring(capacity) {
+        Ok(ends) => ends,
+        Err(_) => std::alloc::handle_alloc_error(
+            std::alloc::Layout::array::<T>(capacity.clamp(1, MAX_RING_ITEMS).next_power_of_two())
+                .unwrap_or(std::alloc::Layout::new::<T>()),
+        ),
+    }
+}
+
+/// The most items a [`ring`] holds: 2^30.
+pub const MAX_RING_ITEMS: usize = 1 << 30;
+
+/// [`ring`], an error (nothing kept) when the allocator refuses the slots.
+///
+/// # Errors
+/// `TryReserveError` from the allocation of the slots.
+pub fn try_ring<T>(
+    capacity: usize,
+) -> Result<(Producer<T>, Consumer<T>), std::collections::TryReserveError> {
+    let capacity = capacity.clamp(1, MAX_RING_ITEMS);
     let len = capacity.next_power_of_two();
-    let slots: Box<[UnsafeCell<MaybeUninit<T>>]> = (0..len)
-        .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-        .collect();
+    let mut slots: Vec<UnsafeCell<MaybeUninit<T>>> = Vec::new();
+    slots.try_reserve_exact(len)?;
+    slots.extend((0..len).map(|_| UnsafeCell::new(MaybeUninit::uninit())));
+    let slots = slots.into_boxed_slice();
     let ring = Arc::new(Ring {
         head: CachePadded::new(AtomicUsize::new(0)),
         tail: CachePadded::new(AtomicUsize::new(0)),
         mask: len - 1,
         slots,
     });
-    (
+    Ok((
         Producer {
             ring: ring.clone(),
             tail: 0,
@@ -145,7 +167,7 @@ pub fn ring<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
             mask: len - 1,
             capacity,
         },
-    )
+    ))
 }
 
 /// The writing end of a [`ring`].

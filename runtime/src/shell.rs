@@ -89,7 +89,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::ring::{ring, Consumer, Producer};
+use crate::ring::{try_ring, Consumer, Producer};
 use acker_core::TaskId;
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
@@ -105,9 +105,13 @@ use crate::topology::{Placement, Plan, TaskInfo, TaskKind};
 /// How the shell runs a plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShellOptions {
-    /// Threads (one per core); `None` = every available core.
+    /// Threads (one per core); `None` = every available core. At most 4 × the CPUs this process
+    /// may use (`std::thread::available_parallelism`), as `acker-run --cores` allows: every
+    /// ordered pair of threads gets four rings, so memory grows with the square of the count.
     pub cores: Option<usize>,
-    /// Envelopes per ring (at least 1).
+    /// Envelopes per ring (at least 1, at most [`MAX_RING_CAPACITY`]). Each of the
+    /// `cores × (cores − 1) × 4` rings allocates its slots when the run starts; an allocation the
+    /// allocator refuses is [`ShellError::OutOfMemory`].
     pub ring_capacity: usize,
     /// Most envelopes popped from one ring, or spout calls made, in one batch (at least 1).
     pub batch: usize,
@@ -150,11 +154,21 @@ impl Default for ShellOptions {
     }
 }
 
+/// The largest [`ShellOptions::ring_capacity`] a run accepts: 2^20 envelopes a ring.
+pub const MAX_RING_CAPACITY: usize = 1 << 20;
+
 /// Why a run could not start or finish.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShellError {
-    /// `cores` is `Some(0)`, or `ring_capacity` / `batch` is 0.
+    /// `cores` is `Some(0)` or more than 4 × the CPUs this process may use, `ring_capacity` is
+    /// 0 or over [`MAX_RING_CAPACITY`], or `batch` is 0.
     BadOptions(&'static str),
+    /// The allocator refused the rings between the threads (`bytes` asked for in all: lower
+    /// [`ShellOptions::cores`] or [`ShellOptions::ring_capacity`]). Nothing was started.
+    OutOfMemory {
+        /// Bytes the rings needed.
+        bytes: usize,
+    },
     /// An executor could not be built.
     Build(BuildError),
     /// A core thread panicked (in user code); the message is the panic payload when it is text.
@@ -166,6 +180,11 @@ impl fmt::Display for ShellError {
         match self {
             ShellError::BadOptions(s) => write!(f, "bad shell options: {s}"),
             ShellError::Build(e) => write!(f, "cannot build executor: {e}"),
+            ShellError::OutOfMemory { bytes } => write!(
+                f,
+                "the allocator refused {bytes} bytes for the rings between the threads: lower \
+                 the cores or the ring capacity"
+            ),
             ShellError::Panicked(s) => write!(f, "a core thread panicked: {s}"),
         }
     }
@@ -689,7 +708,12 @@ impl<T> Lane<T> {
 /// One thread's ends of a lane's rings: producers by destination thread, consumers by source.
 type ThreadRings<T> = (Vec<Option<Producer<T>>>, Vec<Consumer<T>>);
 
-fn rings<T>(cores: usize, capacity: usize) -> Vec<ThreadRings<T>> {
+/// One ring per ordered pair of distinct threads, each of `capacity` items; an error (nothing
+/// kept) when the allocator refuses one.
+fn rings<T>(
+    cores: usize,
+    capacity: usize,
+) -> Result<Vec<ThreadRings<T>>, std::collections::TryReserveError> {
     let mut producers: Vec<Vec<Option<Producer<T>>>> = (0..cores)
         .map(|_| (0..cores).map(|_| None).collect())
         .collect();
@@ -697,13 +721,13 @@ fn rings<T>(cores: usize, capacity: usize) -> Vec<ThreadRings<T>> {
     for (src, row) in producers.iter_mut().enumerate() {
         for (dst, slot) in row.iter_mut().enumerate() {
             if src != dst {
-                let (p, c) = ring(capacity);
+                let (p, c) = try_ring(capacity)?;
                 *slot = Some(p);
                 consumers[dst].push(c);
             }
         }
     }
-    producers.into_iter().zip(consumers).collect()
+    Ok(producers.into_iter().zip(consumers).collect())
 }
 
 /// A thread's local data FIFO while it is being delivered: the outbox's list of local tuples
@@ -1452,13 +1476,25 @@ pub fn run_with_control(
     let restarts_before = control.restarts_done();
     control.bind(plan.tasks().len());
     let available = core_affinity::get_core_ids().unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cores = match options.cores {
         Some(0) => return Err(ShellError::BadOptions("cores must be at least 1")),
+        Some(n) if n > cpus.saturating_mul(4) => {
+            return Err(ShellError::BadOptions(
+                "cores must be at most 4 x the CPUs this process may use \
+                 (std::thread::available_parallelism)",
+            ))
+        }
         Some(n) => n,
         None => available.len().max(1),
     };
     if options.ring_capacity == 0 {
         return Err(ShellError::BadOptions("ring capacity must be at least 1"));
+    }
+    if options.ring_capacity > MAX_RING_CAPACITY {
+        return Err(ShellError::BadOptions(
+            "ring capacity must be at most 1048576 (MAX_RING_CAPACITY)",
+        ));
     }
     if options.batch == 0 {
         return Err(ShellError::BadOptions("batch must be at least 1"));
@@ -1485,10 +1521,22 @@ pub fn run_with_control(
         .collect();
 
     // Two lanes, each with one ring per ordered pair of distinct threads.
-    let data_rings = rings::<DataEnv>(cores, options.ring_capacity);
-    let ctrl_rings = rings::<CtrlEnv>(cores, options.ring_capacity);
-    let acker_rings = rings::<AckerBatch>(cores, options.ring_capacity);
-    let notice_rings = rings::<NoticeBatch>(cores, options.ring_capacity);
+    let ring_bytes = {
+        let slots = options.ring_capacity.next_power_of_two();
+        let per_slot = size_of::<DataEnv>()
+            + size_of::<CtrlEnv>()
+            + size_of::<AckerBatch>()
+            + size_of::<NoticeBatch>();
+        cores
+            .saturating_mul(cores - 1)
+            .saturating_mul(slots)
+            .saturating_mul(per_slot)
+    };
+    let out_of_memory = |_| ShellError::OutOfMemory { bytes: ring_bytes };
+    let data_rings = rings::<DataEnv>(cores, options.ring_capacity).map_err(out_of_memory)?;
+    let ctrl_rings = rings::<CtrlEnv>(cores, options.ring_capacity).map_err(out_of_memory)?;
+    let acker_rings = rings::<AckerBatch>(cores, options.ring_capacity).map_err(out_of_memory)?;
+    let notice_rings = rings::<NoticeBatch>(cores, options.ring_capacity).map_err(out_of_memory)?;
     let shared = Shared {
         start: Instant::now(),
         stop_spouts: AtomicBool::new(false),

@@ -49,6 +49,16 @@ pub const ACKER_COMPONENT: &str = "__acker";
 /// needs a bound for its fixed-capacity pending set (Storm's default is unbounded).
 pub const DEFAULT_PENDING_CAPACITY: usize = 16_384;
 
+/// The largest [`Config::max_spout_pending`] a plan accepts: 10,000,000 roots a spout task. Each
+/// pending root costs two slots of the spout task's pending set (40 bytes a slot, allocated
+/// whole when the task is built) and, by default, four roots of acker capacity.
+pub const MAX_PENDING_CAPACITY: usize = 10_000_000;
+
+/// The largest [`Config::acker_capacity_roots`] a plan accepts: 100,000,000 roots an acker task
+/// (2 GB of table at 20 bytes a root, allocated whole when the task is built). The default
+/// capacity is capped here too.
+pub const MAX_ACKER_CAPACITY_ROOTS: usize = 100_000_000;
+
 /// How a stream's tuples are spread over the tasks of a subscribing bolt (Storm's groupings).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Grouping {
@@ -109,6 +119,19 @@ pub enum TopologyError {
     },
     /// The topology has no spout.
     NoSpout,
+    /// A component was declared with an empty id (Storm refuses one too: groupings, stream
+    /// names and `acker-run`'s reports name components by id).
+    EmptyComponentId,
+    /// A stream declares the same field name twice (Storm's `Fields` refuses duplicates: a
+    /// fields grouping on that name would be ambiguous).
+    DuplicateField {
+        /// The component.
+        component: String,
+        /// The stream.
+        stream: String,
+        /// The repeated field name.
+        field: String,
+    },
     /// More tasks than [`MAX_TASKS`] (65,535: task ids 0 to 65,534, ackers counted at plan
     /// time; the id 65,535 is reserved, see [`MAX_TASKS`]) or a component with more streams than
     /// stream ids.
@@ -150,6 +173,15 @@ impl fmt::Display for TopologyError {
                 )
             }
             TopologyError::NoSpout => write!(f, "topology has no spout"),
+            TopologyError::EmptyComponentId => write!(f, "a component has an empty id"),
+            TopologyError::DuplicateField {
+                component,
+                stream,
+                field,
+            } => write!(
+                f,
+                "component {component:?} declares field {field:?} twice on stream {stream:?}"
+            ),
             TopologyError::TooManyTasks => write!(
                 f,
                 "topology has more than {MAX_TASKS} tasks (task ids 0 to {}; {RESERVED_ID_NOTE}) \
@@ -175,12 +207,14 @@ pub struct Config {
     /// `topology.enable.message.timeouts` (default true). Off: a lost tuple stays pending forever.
     pub enable_message_timeouts: bool,
     /// `topology.max.spout.pending` per spout task; `None` (Storm's default, unbounded) means
-    /// [`DEFAULT_PENDING_CAPACITY`] here, since pending sets have a fixed capacity.
+    /// [`DEFAULT_PENDING_CAPACITY`] here, since pending sets have a fixed capacity. At most
+    /// [`MAX_PENDING_CAPACITY`] ([`ConfigError::MaxSpoutPendingTooLarge`] past it).
     pub max_spout_pending: Option<usize>,
     /// How often the shell sends a [`crate::Message::Tick`] to every executor, in ns (default 1 s).
     pub tick_interval_ns: u64,
     /// Roots one acker task can hold; `None` = 4 × (all spout tasks' pending capacity) / ackers,
-    /// at least 1024. A message that finds the table full is parked until a slot frees (see
+    /// at least 1024 and at most [`MAX_ACKER_CAPACITY_ROOTS`]; `Some` past that bound is refused
+    /// ([`ConfigError::AckerCapacityTooLarge`]). A message that finds the table full is parked until a slot frees (see
     /// [`Plan::acker_park_capacity`]); only when the park queue is full too is it dropped and
     /// counted (the tree then times out and is replayed, as a lost message would).
     pub acker_capacity_roots: Option<usize>,
@@ -213,6 +247,12 @@ impl Default for Config {
 pub enum ConfigError {
     /// `max_spout_pending` is `Some(0)`.
     ZeroMaxSpoutPending,
+    /// `max_spout_pending` is over [`MAX_PENDING_CAPACITY`] (a bound is needed: the pending set
+    /// is allocated whole; for Storm's "unbounded", leave it `None` or use a bound your memory
+    /// holds).
+    MaxSpoutPendingTooLarge,
+    /// `acker_capacity_roots` is over [`MAX_ACKER_CAPACITY_ROOTS`].
+    AckerCapacityTooLarge,
     /// `message_timeout_ns` is 0 with timeouts on.
     ZeroTimeout,
     /// `tick_interval_ns` is 0.
@@ -240,6 +280,20 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ConfigError::ZeroMaxSpoutPending => "max spout pending must be at least 1",
+            ConfigError::MaxSpoutPendingTooLarge => {
+                return write!(
+                    f,
+                    "max spout pending must be at most {MAX_PENDING_CAPACITY} (its pending set is \
+                     allocated whole when the spout task is built)"
+                )
+            }
+            ConfigError::AckerCapacityTooLarge => {
+                return write!(
+                    f,
+                    "acker capacity must be at most {MAX_ACKER_CAPACITY_ROOTS} roots (its table \
+                     is allocated whole when the acker task is built)"
+                )
+            }
             ConfigError::ZeroTimeout => "message timeout must be positive",
             ConfigError::ZeroTickInterval => "tick interval must be positive",
             ConfigError::ZeroCapacity => "acker capacity must be positive",
@@ -493,6 +547,9 @@ impl TopologyBuilder {
             if c.id == ACKER_COMPONENT || !seen.insert(c.id.as_str()) {
                 return Err(TopologyError::DuplicateComponent(c.id.clone()));
             }
+            if c.id.is_empty() {
+                return Err(TopologyError::EmptyComponentId);
+            }
             if c.parallelism == 0 {
                 return Err(TopologyError::ZeroParallelism(c.id.clone()));
             }
@@ -502,6 +559,14 @@ impl TopologyBuilder {
                     return Err(TopologyError::DuplicateStream {
                         component: c.id.clone(),
                         stream: s.name.clone(),
+                    });
+                }
+                let mut fields = BTreeSet::new();
+                if let Some(field) = s.fields.iter().find(|f| !fields.insert(f.as_str())) {
+                    return Err(TopologyError::DuplicateField {
+                        component: c.id.clone(),
+                        stream: s.name.clone(),
+                        field: field.clone(),
                     });
                 }
             }
@@ -745,6 +810,12 @@ impl Topology {
         if config.max_spout_pending == Some(0) {
             return Err(ConfigError::ZeroMaxSpoutPending);
         }
+        if config.max_spout_pending > Some(MAX_PENDING_CAPACITY) {
+            return Err(ConfigError::MaxSpoutPendingTooLarge);
+        }
+        if config.acker_capacity_roots > Some(MAX_ACKER_CAPACITY_ROOTS) {
+            return Err(ConfigError::AckerCapacityTooLarge);
+        }
         if config.enable_message_timeouts && config.message_timeout_ns == 0 {
             return Err(ConfigError::ZeroTimeout);
         }
@@ -784,7 +855,11 @@ impl Topology {
         }
         let spout_tasks = tasks.iter().filter(|t| t.kind == TaskKind::Spout).count();
         let acker_capacity = config.acker_capacity_roots.unwrap_or_else(|| {
-            (4 * spout_tasks * config.pending_capacity() / config.num_ackers.max(1)).max(1024)
+            (spout_tasks
+                .saturating_mul(4)
+                .saturating_mul(config.pending_capacity())
+                / config.num_ackers.max(1))
+            .clamp(1024, MAX_ACKER_CAPACITY_ROOTS)
         });
         Ok(Plan {
             topology: self.clone(),

@@ -1,6 +1,8 @@
 //! The thread-per-core shell on real threads: back-pressure with minimal rings, scenario
 //! outcomes, timeouts during the drain.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -306,6 +308,7 @@ fn bad_options_are_errors() {
     )
     .output_fields(&["n"]);
     let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     for o in [
         ShellOptions {
             cores: Some(0),
@@ -319,12 +322,60 @@ fn bad_options_are_errors() {
             batch: 0,
             ..ShellOptions::default()
         },
+        // New-user trial: 1000 cores were accepted, and memory grows with the square of the
+        // count (four rings per ordered pair of threads): 300 aborted under a `ulimit -v`.
+        ShellOptions {
+            cores: Some(4 * cpus + 1),
+            ..ShellOptions::default()
+        },
+        ShellOptions {
+            ring_capacity: acker_runtime::shell::MAX_RING_CAPACITY + 1,
+            ..ShellOptions::default()
+        },
+        ShellOptions {
+            ring_capacity: usize::MAX,
+            ..ShellOptions::default()
+        },
     ] {
-        assert!(matches!(
-            run(&plan, &o),
-            Err(acker_runtime::shell::ShellError::BadOptions(_))
-        ));
+        let r = run(&plan, &o);
+        assert!(
+            matches!(r, Err(acker_runtime::shell::ShellError::BadOptions(_))),
+            "{o:?}: {r:?}"
+        );
     }
+    // At the bound: runs (the threads then share the CPUs).
+    let report = common::run_bounded(
+        &plan,
+        &ShellOptions {
+            cores: Some(4 * cpus),
+            ..ShellOptions::default()
+        },
+        Duration::from_secs(60),
+        "a run on 4 x the CPUs",
+    );
+    assert_eq!(report.cores, 4 * cpus);
+    assert_eq!(report.spout_totals().acked, 1);
+}
+
+/// New-user trial: `advance(u64::MAX)` twice overflowed the local shell's clock (a panic in
+/// debug builds, a clock running backwards in release ones). It stops at `u64::MAX`.
+#[test]
+fn the_local_shells_clock_stops_at_its_end_instead_of_wrapping() {
+    let mut b = TopologyBuilder::new();
+    b.set_spout(
+        "spout",
+        || Finite::new(1, &Arc::default(), &Arc::default()),
+        1,
+    )
+    .output_fields(&["n"]);
+    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let mut sh = acker_runtime::local::LocalShell::new(&plan).unwrap();
+    sh.advance(u64::MAX - 5);
+    assert_eq!(sh.now_ns(), u64::MAX - 5);
+    sh.advance(u64::MAX);
+    assert_eq!(sh.now_ns(), u64::MAX);
+    sh.advance(1);
+    assert_eq!(sh.now_ns(), u64::MAX);
 }
 
 struct Panicky;

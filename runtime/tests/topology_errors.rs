@@ -298,3 +298,82 @@ fn the_task_limit_is_65535_and_names_the_reserved_id() {
         );
     }
 }
+
+/// New-user trial: `set_spout("", ..)` built, and so did a stream declaring a field twice
+/// (Storm's `Fields` refuses it; a fields grouping on the name would be ambiguous).
+#[test]
+fn an_empty_component_id_and_a_repeated_field_are_refused() {
+    let mut b = TopologyBuilder::new();
+    b.set_spout("", || S, 1).output_fields(&["n"]);
+    assert_eq!(b.build().unwrap_err(), TopologyError::EmptyComponentId);
+
+    let mut b = TopologyBuilder::new();
+    b.set_spout("s", || S, 1)
+        .output_fields(&["a"])
+        .output_stream("side", &["n", "m", "n"]);
+    let e = b.build().unwrap_err();
+    assert_eq!(
+        e,
+        TopologyError::DuplicateField {
+            component: "s".into(),
+            stream: "side".into(),
+            field: "n".into()
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "component \"s\" declares field \"n\" twice on stream \"side\""
+    );
+}
+
+/// New-user trial: `max_spout_pending: Some(usize::MAX)` (a Storm user's "unbounded") planned,
+/// then `shell::run` failed with `Panicked("capacity overflow")` and `LocalShell::new` panicked
+/// (2^40) or aborted the process (10^8 under a `ulimit -v`). The bounds are refused at plan time,
+/// at exactly the documented limits.
+#[test]
+fn pending_and_acker_capacities_past_their_bounds_are_refused_at_plan_time() {
+    use acker_runtime::{MAX_ACKER_CAPACITY_ROOTS, MAX_PENDING_CAPACITY};
+    let t = base().build().unwrap();
+    let plan = |c: Config| t.plan(&c);
+    for n in [MAX_PENDING_CAPACITY + 1, 1 << 40, usize::MAX] {
+        let e = plan(Config {
+            max_spout_pending: Some(n),
+            ..Config::default()
+        })
+        .unwrap_err();
+        assert_eq!(e, ConfigError::MaxSpoutPendingTooLarge, "{n}");
+        assert!(e.to_string().contains("at most 10000000"), "{e}");
+    }
+    for n in [MAX_ACKER_CAPACITY_ROOTS + 1, usize::MAX] {
+        let e = plan(Config {
+            acker_capacity_roots: Some(n),
+            ..Config::default()
+        })
+        .unwrap_err();
+        assert_eq!(e, ConfigError::AckerCapacityTooLarge, "{n}");
+    }
+    // At the bounds: planned, and the default acker capacity stays within its bound.
+    let p = plan(Config {
+        max_spout_pending: Some(MAX_PENDING_CAPACITY),
+        ..Config::default()
+    })
+    .unwrap();
+    assert_eq!(p.acker_capacity_roots(), 4 * MAX_PENDING_CAPACITY);
+    // Three spout tasks at the bound would default to 120M roots an acker: capped.
+    let mut b = TopologyBuilder::new();
+    b.set_spout("s", || S, 3).output_fields(&["a"]);
+    let p = b
+        .build()
+        .unwrap()
+        .plan(&Config {
+            max_spout_pending: Some(MAX_PENDING_CAPACITY),
+            ..Config::default()
+        })
+        .unwrap();
+    assert_eq!(p.acker_capacity_roots(), MAX_ACKER_CAPACITY_ROOTS);
+    assert!(plan(Config {
+        acker_capacity_roots: Some(MAX_ACKER_CAPACITY_ROOTS),
+        ..Config::default()
+    })
+    .is_ok());
+}

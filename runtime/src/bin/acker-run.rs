@@ -491,11 +491,11 @@ fn shell_options(run: &RunArgs) -> ShellOptions {
     }
 }
 
-/// Largest `--max-spout-pending` accepted (each pending root costs a slot at the spout and 4 at
-/// the acker).
-const MAX_PENDING_LIMIT: usize = 10_000_000;
-/// Largest `--acker-capacity` accepted: 2 GB of table at 20 bytes a root.
-const MAX_ACKER_CAPACITY: usize = 100_000_000;
+/// Largest `--max-spout-pending` accepted: the library's bound (each pending root costs two slots
+/// at the spout and 4 roots at the acker).
+const MAX_PENDING_LIMIT: usize = acker_runtime::MAX_PENDING_CAPACITY;
+/// Largest `--acker-capacity` accepted: the library's bound, 2 GB of table at 20 bytes a root.
+const MAX_ACKER_CAPACITY: usize = acker_runtime::MAX_ACKER_CAPACITY_ROOTS;
 /// Largest `--acker-park-capacity` accepted (2^24 messages). Each acker task preallocates its
 /// park queue: the 24-byte message, a 4-byte chain link, a 4-byte free-list entry and an 8-byte
 /// order entry a message, plus 2 to 4 by-root index slots of 16 bytes (72 to 104 bytes a

@@ -462,6 +462,20 @@ pub enum BuildError {
     /// acker-core refused a capacity or timeout derived from the config (not expected after
     /// [`Topology::plan`](crate::Topology::plan) checked it).
     Config(TaskId),
+    /// The allocator refused the memory of a task's fixed-size state: an acker's table or park
+    /// queue, or a spout's pending set, each allocated whole when the task is built (sized by
+    /// [`Config::max_spout_pending`](crate::Config::max_spout_pending),
+    /// [`Config::acker_capacity_roots`](crate::Config::acker_capacity_roots) and
+    /// [`Plan::with_acker_park_capacity`](crate::Plan::with_acker_park_capacity)). Nothing is
+    /// kept; under a `ulimit -v` or on a small machine, lower those.
+    OutOfMemory {
+        /// The task.
+        task: TaskId,
+        /// What was being allocated.
+        what: &'static str,
+        /// Bytes asked for.
+        bytes: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -469,6 +483,11 @@ impl fmt::Display for BuildError {
         match self {
             BuildError::UnknownTask(t) => write!(f, "no task {t} in the plan"),
             BuildError::Config(t) => write!(f, "task {t}: capacity or timeout refused"),
+            BuildError::OutOfMemory { task, what, bytes } => write!(
+                f,
+                "task {task}: the allocator refused {bytes} bytes for its {what}: lower max \
+                 spout pending, the acker capacity or the park capacity"
+            ),
         }
     }
 }
@@ -526,14 +545,26 @@ impl Plan {
         match info.kind {
             TaskKind::Acker => {
                 let timeout = self.config.timeout_ns().unwrap_or(u64::MAX);
+                let out_of_memory = |what, bytes| BuildError::OutOfMemory { task, what, bytes };
+                let slots = crate::park::filled(self.acker_capacity, acker_core::Slot::EMPTY)
+                    .map_err(|_| {
+                        out_of_memory(
+                            "acker table",
+                            self.acker_capacity
+                                .saturating_mul(size_of::<acker_core::Slot>()),
+                        )
+                    })?;
                 let table =
-                    AckerTable::new(vec![acker_core::Slot::EMPTY; self.acker_capacity], timeout)
-                        .map_err(|_| BuildError::Config(task))?;
+                    AckerTable::new(slots, timeout).map_err(|_| BuildError::Config(task))?;
+                let parked =
+                    ParkQueue::try_with_capacity(self.acker_park_capacity).map_err(|_| {
+                        out_of_memory("park queue", self.acker_park_capacity.saturating_mul(72))
+                    })?;
                 Ok(Executor::Acker(AckerExecutor {
                     task,
                     table,
                     counters: ExecutorCounters::default(),
-                    parked: ParkQueue::with_capacity(self.acker_park_capacity),
+                    parked,
                 }))
             }
             TaskKind::Spout | TaskKind::Bolt => {
@@ -562,10 +593,16 @@ impl Plan {
                     let mut user = f();
                     user.open(&context);
                     let cap = self.config.pending_capacity();
+                    let slots = crate::park::filled(cap.saturating_mul(2), PendingSlot::default())
+                        .map_err(|_| BuildError::OutOfMemory {
+                            task,
+                            what: "pending set",
+                            bytes: cap
+                                .saturating_mul(2)
+                                .saturating_mul(size_of::<PendingSlot<crate::MessageId>>()),
+                        })?;
                     let pending = SpoutPending::new(
-                        (0..cap.saturating_mul(2))
-                            .map(|_| PendingSlot::default())
-                            .collect::<Vec<_>>(),
+                        slots,
                         SpoutConfig {
                             spout_task: task,
                             num_ackers: self.config.num_ackers,
