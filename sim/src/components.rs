@@ -325,12 +325,24 @@ impl Sim {
                         uncommitted: log.tuples() - log.committed(),
                     })
                 }
+                Violation::TimeStalled { at_ns, events, .. } => {
+                    violations.push(Violation::TimeStalled {
+                        at_ns,
+                        events,
+                        uncommitted: log.tuples() - log.committed(),
+                    })
+                }
                 v => violations.push(v),
             }
         }
         let at = violations
             .iter()
-            .position(|v| !matches!(v, Violation::NotFinished { .. }))
+            .position(|v| {
+                !matches!(
+                    v,
+                    Violation::NotFinished { .. } | Violation::TimeStalled { .. }
+                )
+            })
             .unwrap_or(violations.len());
         let guarantee = oracle::check_end(sc.guarantee, sc.tuples, &sink);
         violations.splice(at..at, guarantee);
@@ -367,6 +379,7 @@ pub fn sim_options(sc: &Scenario) -> SimOptions {
         partition_ns: sc.partition_ns,
         outage_ns: reconnect_ns(sc.outage_ns),
         time_limit_ns: sc.time_limit_ns,
+        max_events_per_instant: None,
         faults: sc.faults.clone(),
         fault_bolts: Some(vec![ids::PROCESS.to_string()]),
         input_len: sc.tuples,

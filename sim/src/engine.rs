@@ -92,9 +92,25 @@ pub struct SimOptions {
     pub partition_ns: u64,
     /// How long a source or sink outage lasts, in ns (see [`Simulation::outside_world`]).
     pub outage_ns: u64,
-    /// Stop the run here even if the spouts are not done (a liveness violation); `None`:
-    /// derived from the schedule and `input_len` (see [`time_limit_ns`]). `Some(0)` is refused.
+    /// Stop the run here even if the spouts are not done (a liveness violation,
+    /// [`Violation::NotFinished`]); `None`: derived from the schedule and `input_len` (see
+    /// [`time_limit_ns`]). `Some(0)` is refused. The limit is a simulated time, so it only
+    /// stops a run whose clock advances: a run that keeps working at one instant is stopped by
+    /// [`max_events_per_instant`](Self::max_events_per_instant) instead.
     pub time_limit_ns: Option<u64>,
+    /// Most events the run executes at one simulated instant (deliveries, task steps, ticks,
+    /// faults, restarts: the event loop's steps, not the trace's [`Outcome::events`], which also
+    /// counts the sends and drops they cause). The event past it stops the run with a
+    /// [`Violation::TimeStalled`] (the outcome is returned as usual, with the counters so far):
+    /// with `spout_ns`, `bolt_ns`, `acker_ns` and the latencies at 0, a spout that never finishes
+    /// keeps the clock at one instant forever, and the time limit would never be reached (as
+    /// would a spout that emits untracked tuples without end at `spout_ns` 0, or any loop of
+    /// zero-duration steps). `None`: derived from `input_len` (see [`events_per_instant_limit`]:
+    /// 1,000,000 + 256 an input emit, far above the 8 or so a tree of the built-in experiment
+    /// takes when every time is 0, and some 0.1 s of wall time at the default input of 1000);
+    /// raise it for a topology whose input emits each fan out into more than about 200 events
+    /// at one instant. `Some(0)` is refused ([`RunError::BadOption`]).
+    pub max_events_per_instant: Option<u64>,
     /// The concrete fault schedule (see [`crate::fault`]). Targets index the tasks of their
     /// kind: spout crashes the spout tasks in task-id order, bolt crashes and exceptions the
     /// bolt tasks of `fault_bolts` in task-id order, acker crashes the ackers, worker crashes and
@@ -137,6 +153,7 @@ impl SimOptions {
             partition_ns: 2_000_000_000,
             outage_ns: 500_000_000,
             time_limit_ns: None,
+            max_events_per_instant: None,
             faults: Vec::new(),
             fault_bolts: None,
             input_len: 1000,
@@ -195,6 +212,27 @@ pub fn time_limit_ns(opts: &SimOptions, message_timeout_ns: u64, max_spout_pendi
                 .saturating_mul(message_timeout_ns.saturating_mul(3))
                 .saturating_add(opts.restart_delay_ns),
         )
+}
+
+/// The smallest derived [`SimOptions::max_events_per_instant`], in events.
+pub const MIN_EVENTS_PER_INSTANT: u64 = 1_000_000;
+
+/// The derived [`SimOptions::max_events_per_instant`] grows by this many events per input emit
+/// (`input_len`).
+pub const EVENTS_PER_INSTANT_PER_EMIT: u64 = 256;
+
+/// The most events a run executes at one simulated instant: `opts.max_events_per_instant` if
+/// given, else [`MIN_EVENTS_PER_INSTANT`] + [`EVENTS_PER_INSTANT_PER_EMIT`] × `input_len`
+/// (saturating at `u64::MAX`). With every service time and latency at 0 a whole finite run may
+/// take place at one instant (the built-in experiment: about 8 events a tuple, so its 100,000,000
+/// tuples, the command line's most, stay far below the bound); the bound stops a run that would
+/// otherwise never leave an instant.
+pub fn events_per_instant_limit(opts: &SimOptions) -> u64 {
+    opts.max_events_per_instant.unwrap_or_else(|| {
+        opts.input_len
+            .saturating_mul(EVENTS_PER_INSTANT_PER_EMIT)
+            .saturating_add(MIN_EVENTS_PER_INSTANT)
+    })
 }
 
 /// Counters of one component, summed over its tasks and their incarnations.
@@ -711,14 +749,17 @@ impl Simulation {
     }
 
     /// Runs the simulation to its end (every spout done and nothing in flight, or the time
-    /// limit) and checks the oracles and invariants.
+    /// limit, or [`SimOptions::max_events_per_instant`] events at one simulated instant) and
+    /// checks the oracles and invariants. It always returns: a run that reaches its time limit
+    /// reports [`Violation::NotFinished`], one whose clock stopped advancing (every step of some
+    /// loop taking 0 ns) [`Violation::TimeStalled`].
     ///
     /// # Errors
     /// Before anything runs: [`RunError::ZeroTimeLimit`], [`RunError::TaskWithoutWorker`],
     /// [`RunError::UnknownComponent`] (an option naming a component the topology lacks),
     /// [`RunError::Fault`] (a fault target beyond the topology), [`RunError::BadOption`] (latency
     /// range empty, a service time not below the message timeout, a tick below 1 µs, a worker
-    /// past [`MAX_WORKERS`]), [`RunError::Runtime`] if the runtime refuses the config. After the
+    /// past [`MAX_WORKERS`], `max_events_per_instant` of 0), [`RunError::Runtime`] if the runtime refuses the config. After the
     /// run, [`RunError::Io`] if the trace could not be written.
     pub fn run(self) -> Result<Outcome, RunError> {
         // acker-core's and the runtime's plants are process-wide: select this run's (or none).
@@ -1131,6 +1172,12 @@ impl Engine {
         if opts.time_limit_ns == Some(0) {
             return Err(RunError::ZeroTimeLimit);
         }
+        if opts.max_events_per_instant == Some(0) {
+            return Err(RunError::BadOption(
+                "max_events_per_instant must be at least 1 (an instant with no event cannot run)"
+                    .into(),
+            ));
+        }
         if opts.latency_min_ns > opts.latency_max_ns {
             return Err(RunError::BadOption(
                 "link latency: the minimum must not exceed the maximum".into(),
@@ -1319,6 +1366,10 @@ impl Engine {
             config.message_timeout_ns,
             config.pending_capacity(),
         );
+        let per_instant = events_per_instant_limit(&self.opts);
+        // Events run at the instant `self.now` so far; past `per_instant` the run stops.
+        let mut at_instant = 0u64;
+        let mut stalled = false;
         let mut finished = false;
         // The outbox travels as an argument from here down, not as a field, so that
         // `after_step` can send each envelope as it drains them (see there).
@@ -1328,6 +1379,16 @@ impl Engine {
             self.max_queue_len = self.max_queue_len.max(self.queue.len() + 1);
             if t > limit {
                 break;
+            }
+            if t == self.now {
+                at_instant += 1;
+                if at_instant > per_instant {
+                    // Simulated time stopped advancing: the time limit would never be reached.
+                    stalled = true;
+                    break;
+                }
+            } else {
+                at_instant = 1;
             }
             self.now = t;
             match ev {
@@ -1368,7 +1429,8 @@ impl Engine {
             }
         }
         self.out = outbox;
-        self.finish(finished, limit)
+        let stalled = stalled.then_some(per_instant);
+        self.finish(finished, stalled, limit)
     }
 
     fn spouts_done(&self) -> bool {
@@ -1396,9 +1458,21 @@ impl Engine {
         }
     }
 
-    fn finish(&mut self, finished: bool, limit: u64) -> Outcome {
-        let end = if finished { self.now } else { limit };
-        if !finished {
+    /// The outcome of a run that ended `finished` (every spout done, nothing in flight), or
+    /// stalled after `stalled` events at the instant `self.now`, or else at the time `limit`.
+    fn finish(&mut self, finished: bool, stalled: Option<u64>, limit: u64) -> Outcome {
+        let end = if finished || stalled.is_some() {
+            self.now
+        } else {
+            limit
+        };
+        if let Some(events) = stalled {
+            self.violations.push(Violation::TimeStalled {
+                at_ns: self.now,
+                events,
+                uncommitted: self.watch.outstanding(),
+            });
+        } else if !finished {
             self.violations.push(Violation::NotFinished {
                 limit_ns: limit,
                 uncommitted: self.watch.outstanding(),

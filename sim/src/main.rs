@@ -39,7 +39,9 @@ enum Command {
     /// Run one simulation and print its verdict and trace hash.
     #[command(after_help = DURATION_HELP)]
     Run(RunArgs),
-    /// Run many seeds; report every oracle violation, shrunk, with replay commands.
+    /// Run many seeds; report every oracle violation, shrunk, with replay commands. With
+    /// --swarm, about one shape seed in four also runs once fault-free (so --list prints more
+    /// replay commands than seeds; the summary line gives both counts).
     #[command(after_help = DURATION_HELP)]
     Search(SearchArgs),
     /// One worker process of `experiment --real` (started by the driver).
@@ -437,7 +439,10 @@ struct SearchArgs {
     /// (the experiment, or one of `acker_sim::shapes`' at-least-once topologies, which draw
     /// their faults at 30 × --rate, leaving out the outages, which a shape cannot use: their
     /// input is 40 or 80 keys) unless --guarantee names
-    /// at-most-once or exactly-once (then every seed runs the experiment). The size and timing
+    /// at-most-once or exactly-once (then every seed runs the experiment). About one shape seed
+    /// in four (drawn from the seed) also runs a second time with no fault, since the swarm's
+    /// subsets of fault kinds never include the empty one: that seed has two runs, and under
+    /// --list two replay lines, the second without --faults. The size and timing
     /// options (--tuples, --restart-delay, ...) apply to the experiment's seeds only, with a
     /// warning on stderr.
     #[arg(long)]
@@ -461,7 +466,9 @@ struct SearchArgs {
     /// Do not shrink violations.
     #[arg(long)]
     no_shrink: bool,
-    /// Print each seed's replay command without running it.
+    /// Print each seed's replay command without running it: one line a run, so with --swarm a
+    /// shape seed that also runs fault-free prints two (the second without --faults). The last
+    /// line counts both: `listed R replay command(s) for N seeds ... (none run)`.
     #[arg(long)]
     list: bool,
     /// Write a progress line to stderr at this interval (e.g. 30s): seeds done of --seeds,
@@ -1176,21 +1183,22 @@ fn shape_replay(shape: Shape, seed: u64, planted: Option<PlantedBug>, faults: &[
 }
 
 /// One swarm seed that runs a user-topology shape: its run, shrunk on a violation. Returns
-/// (messages delivered, violated).
+/// (messages delivered, violated, runs): runs is 2 when the seed also ran fault-free (with
+/// `--list`: 2 replay lines printed), else 1.
 fn search_shape(
     a: &SearchArgs,
     shape: Shape,
     seed: u64,
     out: &mut impl Write,
     bar: &indicatif::ProgressBar,
-) -> Result<(u64, bool), CliError> {
+) -> Result<(u64, bool, u64), CliError> {
     let (delivered, violated) = search_shape_run(a, shape, seed, false, out, bar)?;
     if violated || !Shape::quiet_for_seed(seed) {
-        return Ok((delivered, violated));
+        return Ok((delivered, violated, 1));
     }
     // One seed in four also runs fault-free (see `Shape::quiet_for_seed`).
     let (more, violated) = search_shape_run(a, shape, seed, true, out, bar)?;
-    Ok((delivered + more, violated))
+    Ok((delivered + more, violated, 2))
 }
 
 /// One run of [`search_shape`]: with the seed's swarm faults, or none (`quiet`).
@@ -1367,6 +1375,9 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let mut violating = 0u64;
     let mut messages = 0u64;
     let mut done = 0u64;
+    // Runs (with --list: replay lines printed): one a seed, two for a shape seed that also runs
+    // fault-free.
+    let mut runs = 0u64;
     let shapes = a.swarm && matches!(fixed, None | Some(Guarantee::AtLeastOnce));
     if shapes && !given.is_empty() {
         // Said, not refused: the experiment's seeds of the swarm take them.
@@ -1386,7 +1397,8 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
             Shape::Experiment
         };
         if shape != Shape::Experiment {
-            let (delivered, violated) = search_shape(&a, shape, seed, &mut out, &bar)?;
+            let (delivered, violated, n) = search_shape(&a, shape, seed, &mut out, &bar)?;
+            runs += n;
             if !a.list {
                 bar.inc(1);
             }
@@ -1399,6 +1411,7 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
         }
         let sc = plan.scenario(seed).map_err(|e| e.to_string())?;
         let g = sc.guarantee;
+        runs += 1;
         if a.list {
             writeln!(out, "{}", search::replay_command(&sc))?;
             continue;
@@ -1449,18 +1462,21 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     }
     bar.finish_and_clear();
     let wall = start.elapsed().as_secs_f64();
+    // A swarm's shape seeds that also run fault-free add a run (and a replay line) each.
+    let extra = runs - done;
+    let swarm = match (a.swarm, extra) {
+        (false, _) => String::new(),
+        (true, 0) => " (swarm)".to_string(),
+        (true, n) if a.list => format!(" (swarm: {n} shape seed(s) also listed fault-free)"),
+        (true, n) => format!(" (swarm, {runs} runs: {n} shape seed(s) also ran fault-free)"),
+    };
     if a.list {
         writeln!(
             out,
-            "listed {done} seeds{} (none run)",
-            if a.swarm { " (swarm)" } else { "" }
+            "listed {runs} replay command(s) for {done} seeds{swarm} (none run)"
         )?;
     } else {
-        writeln!(
-            out,
-            "searched {done} seeds{}: {violating} violating",
-            if a.swarm { " (swarm)" } else { "" }
-        )?;
+        writeln!(out, "searched {done} seeds{swarm}: {violating} violating")?;
     }
     out.flush()?;
     if !a.list {

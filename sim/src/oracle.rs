@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | each tracked emit gets at most one final callback | on every `ack` / `fail` the spout makes: a message id with no emit of the current incarnation still undecided is a violation |
 //! | the acker table never exceeds its capacity | after every step of every acker |
-//! | liveness: every input decided within a bound once faults stop | every tracked emit of a spout incarnation that did not crash is acked or failed within 2T + one tick of its emit; the run finishes (every spout done) within its time limit |
+//! | liveness: every input decided within a bound once faults stop | every tracked emit of a spout incarnation that did not crash is acked or failed within 2T + one tick of its emit; the run finishes (every spout done) within its time limit, and its clock never stays at one instant for more than [`max_events_per_instant`](crate::SimOptions::max_events_per_instant) events |
 //! | at-least-once, for spouts declared reliable | at the end, every message id the spout ever emitted was acked at least once |
 //! | user invariants | at the end, and after every event if asked |
 //!
@@ -99,6 +99,20 @@ pub enum Violation {
         /// (a user topology).
         uncommitted: u64,
     },
+    /// Simulated time stopped advancing: the run executed
+    /// [`SimOptions::max_events_per_instant`](crate::SimOptions::max_events_per_instant) events
+    /// at one instant with work left (a loop of steps that take no simulated time, e.g. every
+    /// service time and latency 0 and a spout that never finishes), and was stopped there, since
+    /// its time limit would never be reached.
+    TimeStalled {
+        /// The instant, in simulated ns.
+        at_ns: u64,
+        /// The events executed at it (the cap).
+        events: u64,
+        /// Offsets still uncommitted (the built-in experiment), or tracked emits still undecided
+        /// (a user topology).
+        uncommitted: u64,
+    },
     /// A spout declared reliable never saw some message ids it emitted acked.
     NotAcked {
         /// The spout component.
@@ -138,6 +152,7 @@ impl Violation {
             Violation::TableOverCapacity { .. } => "table-over-capacity",
             Violation::Undecided { .. } => "undecided",
             Violation::NotFinished { .. } => "not-finished",
+            Violation::TimeStalled { .. } => "time-stalled",
             Violation::NotAcked { .. } => "not-acked",
             Violation::FailedWithoutFault { .. } => "failed-without-fault",
             Violation::Invariant { .. } => "invariant",
@@ -178,6 +193,17 @@ impl fmt::Display for Violation {
             } => write!(
                 f,
                 "liveness: run not finished by its limit {limit_ns} ns ({uncommitted} offsets uncommitted)"
+            ),
+            Violation::TimeStalled {
+                at_ns,
+                events,
+                uncommitted,
+            } => write!(
+                f,
+                "liveness: simulated time stopped advancing at {at_ns} ns: {events} events ran at \
+                 that instant with work left ({uncommitted} offsets uncommitted), so the time \
+                 limit would never be reached; steps that take 0 ns (spout_ns, bolt_ns, acker_ns, \
+                 link latencies at 0) loop there (the cap is max_events_per_instant)"
             ),
             Violation::NotAcked {
                 component,

@@ -292,7 +292,10 @@ fn seed_ranges_past_the_last_seed_are_refused_and_list_runs_nothing() {
         "--list",
     ]);
     assert_eq!(listed.lines().count(), 2, "{listed}");
-    assert_eq!(listed.lines().last(), Some("listed 1 seeds (none run)"));
+    assert_eq!(
+        listed.lines().last(),
+        Some("listed 1 replay command(s) for 1 seeds (none run)")
+    );
 }
 
 #[test]

@@ -529,3 +529,60 @@ fn a_plant_that_cannot_fire_under_the_guarantee_is_refused_or_warned() {
     assert!(text.contains("duplicated: "), "{text}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+/// `search --swarm --list` prints one replay line a run, and a shape seed that also runs
+/// fault-free (`Shape::quiet_for_seed`) runs twice: the summary says how many replay commands it
+/// listed besides how many seeds, and the count matches the lines (new-user trial 5: 6 replay
+/// commands under `listed 5 seeds (swarm) (none run)`). A search that runs them says the same.
+#[test]
+fn swarm_list_counts_its_replay_lines_and_the_fault_free_reruns() {
+    use acker_sim::shapes::Shape;
+    let seeds = 40u64;
+    // The library's count: one run a seed, two for a shape seed drawn to run fault-free too.
+    let extra = (1..=seeds)
+        .filter(|&s| Shape::for_seed(s) != Shape::Experiment && Shape::quiet_for_seed(s))
+        .count() as u64;
+    assert!(extra > 0, "40 seeds draw some fault-free reruns");
+    let stdout = |args: &[&str]| {
+        let out = bin().args(args).output().expect("run acker-sim");
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
+        text
+    };
+    let n = seeds.to_string();
+    let listed = stdout(&["search", "--seeds", &n, "--swarm", "--list"]);
+    let (replays, summary) = listed.trim_end().rsplit_once('\n').expect("lines");
+    let lines = replays.lines().collect::<Vec<_>>();
+    assert!(
+        lines.iter().all(|l| l.starts_with("acker-sim run ")),
+        "{listed}"
+    );
+    assert_eq!(lines.len() as u64, seeds + extra, "{listed}");
+    assert_eq!(
+        summary,
+        format!(
+            "listed {} replay command(s) for {seeds} seeds (swarm: {extra} shape seed(s) also \
+             listed fault-free) (none run)",
+            seeds + extra
+        )
+    );
+    // The fault-free rerun's line is the seed's line without its faults.
+    let fault_free = lines.iter().filter(|l| !l.contains("--faults")).count() as u64;
+    assert!(fault_free >= extra, "{listed}");
+    let searched = stdout(&["search", "--seeds", &n, "--swarm"]);
+    assert_eq!(
+        searched.trim_end(),
+        format!(
+            "searched {seeds} seeds (swarm, {} runs: {extra} shape seed(s) also ran fault-free): \
+             0 violating",
+            seeds + extra
+        )
+    );
+    // Without --swarm every seed has one run, one line.
+    let plain = stdout(&["search", "--seeds", "3", "--list"]);
+    assert_eq!(plain.lines().count(), 4, "{plain}");
+    assert_eq!(
+        plain.lines().last(),
+        Some("listed 3 replay command(s) for 3 seeds (none run)")
+    );
+}
