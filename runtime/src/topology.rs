@@ -49,10 +49,11 @@ pub const ACKER_COMPONENT: &str = "__acker";
 /// needs a bound for its fixed-capacity pending set (Storm's default is unbounded).
 pub const DEFAULT_PENDING_CAPACITY: usize = 16_384;
 
-/// The largest [`Config::max_spout_pending`] a plan accepts: 10,000,000 roots a spout task. Each
-/// pending root costs two slots of the spout task's pending set (40 bytes a slot, allocated
-/// whole when the task is built) and, by default, four roots of acker capacity.
-pub const MAX_PENDING_CAPACITY: usize = 10_000_000;
+/// The largest [`Config::max_spout_pending`] a plan accepts: 2^24 = 16,777,216 roots a spout
+/// task (`acker-run` allows 10,000,000 on its command line, to which the connector job adds one
+/// slot). Each pending root costs two slots of the spout task's pending set (40 bytes a slot,
+/// allocated whole when the task is built) and, by default, four roots of acker capacity.
+pub const MAX_PENDING_CAPACITY: usize = 1 << 24;
 
 /// The largest [`Config::acker_capacity_roots`] a plan accepts: 100,000,000 roots an acker task
 /// (2 GB of table at 20 bytes a root, allocated whole when the task is built). The default

@@ -342,7 +342,7 @@ fn pending_and_acker_capacities_past_their_bounds_are_refused_at_plan_time() {
         })
         .unwrap_err();
         assert_eq!(e, ConfigError::MaxSpoutPendingTooLarge, "{n}");
-        assert!(e.to_string().contains("at most 10000000"), "{e}");
+        assert!(e.to_string().contains("at most 16777216"), "{e}");
     }
     for n in [MAX_ACKER_CAPACITY_ROOTS + 1, usize::MAX] {
         let e = plan(Config {

@@ -491,9 +491,11 @@ fn shell_options(run: &RunArgs) -> ShellOptions {
     }
 }
 
-/// Largest `--max-spout-pending` accepted: the library's bound (each pending root costs two slots
-/// at the spout and 4 roots at the acker).
-const MAX_PENDING_LIMIT: usize = acker_runtime::MAX_PENDING_CAPACITY;
+/// Largest `--max-spout-pending` accepted (each pending root costs two slots at the spout and 4
+/// roots at the acker): under the library's [`acker_runtime::MAX_PENDING_CAPACITY`], with room for
+/// the connector job's one extra slot.
+const MAX_PENDING_LIMIT: usize = 10_000_000;
+const _: () = assert!(MAX_PENDING_LIMIT < acker_runtime::MAX_PENDING_CAPACITY);
 /// Largest `--acker-capacity` accepted: the library's bound, 2 GB of table at 20 bytes a root.
 const MAX_ACKER_CAPACITY: usize = acker_runtime::MAX_ACKER_CAPACITY_ROOTS;
 /// Largest `--acker-park-capacity` accepted (2^24 messages). Each acker task preallocates its
