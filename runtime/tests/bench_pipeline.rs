@@ -105,23 +105,40 @@ fn bench_pipeline_vs_acking_off_refuses_what_it_cannot_compare() {
 /// A run too short to ack a tree has no rate to report: an error naming `--seconds`, exit 2,
 /// nothing on stdout, threaded and `--local` alike (new-user trial: `--seconds 0.001` exited 0
 /// printing `"trees_acked":0,"trees_per_sec":0.0`, while `--vs-acking-off` refused the same case).
+///
+/// Whether a 1 ns run acks a tree depends on scheduling: on a loaded machine the thread that
+/// stops the spouts may run late (CI saw one run of 20 tests in parallel ack trees). So each
+/// attempt checks the rule both ways (exit 0 only with trees acked; no tree acked only as the
+/// error), and the error must be seen within 20 attempts.
 #[test]
 fn bench_pipeline_that_acked_no_tree_is_an_error() {
     for extra in [&["--cores", "1", "--no-pin"][..], &["--local"][..]] {
-        let o = common::output_bounded(
-            Command::new(env!("CARGO_BIN_EXE_acker-run"))
-                .args(["bench", "pipeline", "--seconds", "1e-9"])
-                .args(extra),
-            LIMIT,
-            "acker-run bench pipeline --seconds 1e-9",
-        );
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
-        assert!(
-            err.contains("acked no tree") && err.contains("raise --seconds"),
-            "{extra:?}: {err}"
-        );
-        assert!(o.stdout.is_empty(), "{extra:?}: nothing on stdout");
+        let mut refused = false;
+        for _ in 0..20 {
+            let o = common::output_bounded(
+                Command::new(env!("CARGO_BIN_EXE_acker-run"))
+                    .args(["bench", "pipeline", "--seconds", "1e-9"])
+                    .args(extra),
+                LIMIT,
+                "acker-run bench pipeline --seconds 1e-9",
+            );
+            let err = String::from_utf8_lossy(&o.stderr);
+            if o.status.code() == Some(0) {
+                // A run that did ack trees reports them.
+                let v = common::json_of_success(&o);
+                assert!(v["trees_acked"].as_u64() > Some(0), "{extra:?}: {v}");
+                continue;
+            }
+            assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+            assert!(
+                err.contains("acked no tree") && err.contains("raise --seconds"),
+                "{extra:?}: {err}"
+            );
+            assert!(o.stdout.is_empty(), "{extra:?}: nothing on stdout");
+            refused = true;
+            break;
+        }
+        assert!(refused, "{extra:?}: 20 runs of 1 ns each acked a tree");
     }
 }
 
