@@ -55,7 +55,7 @@ impl ParkQueue {
             next: filled(capacity, NIL)?,
             free,
             order,
-            keys: filled(index, 0)?,
+            keys: zeroed(index)?,
             ends: filled(index, (NIL, NIL))?,
             mask: index - 1,
         })
@@ -175,6 +175,16 @@ impl ParkQueue {
             }
         }
     }
+}
+
+/// `n` zero root ids, allocated fallibly and zeroed by the allocator (so the pages stay unwritten,
+/// and not resident, until used, as `vec![0; n]` leaves them): the room is first reserved and
+/// released to learn whether the allocator grants it, then taken by `vec![0; n]`.
+fn zeroed(n: usize) -> Result<Vec<RootId>, TryReserveError> {
+    let mut probe: Vec<RootId> = Vec::new();
+    probe.try_reserve_exact(n)?;
+    drop(probe);
+    Ok(vec![0; n])
 }
 
 /// `n` copies of `value`, allocated fallibly (`vec![value; n]` aborts the process when the
