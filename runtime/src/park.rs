@@ -42,8 +42,7 @@ impl ParkQueue {
     /// [`with_capacity`](Self::with_capacity), its allocations fallible: an error (nothing
     /// kept) when the allocator refuses one, instead of aborting the process.
     pub(crate) fn try_with_capacity(capacity: usize) -> Result<Self, TryReserveError> {
-        let capacity = capacity.min(NIL as usize - 1);
-        let index = (capacity * 2).next_power_of_two().max(2);
+        let (capacity, index) = Self::sizes(capacity);
         let mut order = VecDeque::new();
         order.try_reserve_exact(capacity)?;
         let mut free = Vec::new();
@@ -59,6 +58,24 @@ impl ParkQueue {
             ends: filled(index, (NIL, NIL))?,
             mask: index - 1,
         })
+    }
+
+    /// The messages a queue for `capacity` holds, and its by-root index slots.
+    fn sizes(capacity: usize) -> (usize, usize) {
+        let capacity = capacity.min(NIL as usize - 1);
+        (capacity, (capacity * 2).next_power_of_two().max(2))
+    }
+
+    /// Bytes [`try_with_capacity`](Self::try_with_capacity) allocates for `capacity` messages:
+    /// per message the message, its chain link, its free-list entry and its order entry; per
+    /// index slot its root and its two ends.
+    pub(crate) fn bytes_for(capacity: usize) -> usize {
+        let (capacity, index) = Self::sizes(capacity);
+        // `msgs`, `next`, `free` and `order`.
+        let per_message = size_of::<AckerMessage>() + 2 * size_of::<u32>() + size_of::<RootId>();
+        // `keys` and `ends`.
+        let per_index = size_of::<RootId>() + size_of::<(u32, u32)>();
+        capacity.saturating_mul(per_message) + index.saturating_mul(per_index)
     }
 
     /// Messages parked.

@@ -105,9 +105,10 @@ use crate::topology::{Placement, Plan, TaskInfo, TaskKind};
 /// How the shell runs a plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShellOptions {
-    /// Threads (one per core); `None` = every available core. At most 4 × the CPUs this process
-    /// may use (`std::thread::available_parallelism`), as `acker-run --cores` allows: every
-    /// ordered pair of threads gets four rings, so memory grows with the square of the count.
+    /// Threads (one per core); `None` = every available core. At most [`MAX_CORES_PER_CPU`] ×
+    /// the CPUs this process may use (its CPU affinity set, as `taskset` or a cpuset leaves it:
+    /// the cores `None` runs on), as `acker-run --cores` allows: every ordered pair of threads
+    /// gets four rings, so memory grows with the square of the count.
     pub cores: Option<usize>,
     /// Envelopes per ring (at least 1, at most [`MAX_RING_CAPACITY`]). Each of the
     /// `cores × (cores − 1) × 4` rings allocates its slots when the run starts; an allocation the
@@ -154,13 +155,20 @@ impl Default for ShellOptions {
     }
 }
 
+/// [`ShellOptions::cores`] may be at most this many times the CPUs of the process's affinity
+/// set (the threads then share CPUs; more would only multiply the rings).
+pub const MAX_CORES_PER_CPU: usize = 4;
+// `BadOptions` carries a static text that says "4 x".
+const _: () = assert!(MAX_CORES_PER_CPU == 4);
+
 /// The largest [`ShellOptions::ring_capacity`] a run accepts: 2^20 envelopes a ring.
 pub const MAX_RING_CAPACITY: usize = 1 << 20;
 
 /// Why a run could not start or finish.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShellError {
-    /// `cores` is `Some(0)` or more than 4 × the CPUs this process may use, `ring_capacity` is
+    /// `cores` is `Some(0)` or more than [`MAX_CORES_PER_CPU`] × the CPUs of this process's
+    /// affinity set, `ring_capacity` is
     /// 0 or over [`MAX_RING_CAPACITY`], or `batch` is 0.
     BadOptions(&'static str),
     /// The allocator refused the rings between the threads (`bytes` asked for in all: lower
@@ -1476,17 +1484,17 @@ pub fn run_with_control(
     let restarts_before = control.restarts_done();
     control.bind(plan.tasks().len());
     let available = core_affinity::get_core_ids().unwrap_or_default();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = available.len().max(1);
     let cores = match options.cores {
         Some(0) => return Err(ShellError::BadOptions("cores must be at least 1")),
-        Some(n) if n > cpus.saturating_mul(4) => {
+        Some(n) if n > cpus.saturating_mul(MAX_CORES_PER_CPU) => {
             return Err(ShellError::BadOptions(
-                "cores must be at most 4 x the CPUs this process may use \
-                 (std::thread::available_parallelism)",
+                "cores must be at most 4 x the CPUs of this process's affinity set \
+                 (MAX_CORES_PER_CPU)",
             ))
         }
         Some(n) => n,
-        None => available.len().max(1),
+        None => cpus,
     };
     if options.ring_capacity == 0 {
         return Err(ShellError::BadOptions("ring capacity must be at least 1"));

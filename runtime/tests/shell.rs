@@ -298,8 +298,8 @@ fn one_core_and_more_threads_than_cores_both_work() {
     }
 }
 
-#[test]
-fn bad_options_are_errors() {
+/// A spout of one tracked tuple and nothing else.
+fn one_tree_plan() -> Plan {
     let mut b = TopologyBuilder::new();
     b.set_spout(
         "spout",
@@ -307,8 +307,15 @@ fn bad_options_are_errors() {
         1,
     )
     .output_fields(&["n"]);
-    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    b.build().unwrap().plan(&Config::default()).unwrap()
+}
+
+#[test]
+fn bad_options_are_errors() {
+    let plan = one_tree_plan();
+    // The affinity set's CPUs, as the shell counts them.
+    let cpus = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
+    let per_cpu = acker_runtime::shell::MAX_CORES_PER_CPU;
     for o in [
         ShellOptions {
             cores: Some(0),
@@ -325,7 +332,7 @@ fn bad_options_are_errors() {
         // New-user trial: 1000 cores were accepted, and memory grows with the square of the
         // count (four rings per ordered pair of threads): 300 aborted under a `ulimit -v`.
         ShellOptions {
-            cores: Some(4 * cpus + 1),
+            cores: Some(per_cpu * cpus + 1),
             ..ShellOptions::default()
         },
         ShellOptions {
@@ -347,13 +354,13 @@ fn bad_options_are_errors() {
     let report = common::run_bounded(
         &plan,
         &ShellOptions {
-            cores: Some(4 * cpus),
+            cores: Some(per_cpu * cpus),
             ..ShellOptions::default()
         },
         Duration::from_secs(60),
         "a run on 4 x the CPUs",
     );
-    assert_eq!(report.cores, 4 * cpus);
+    assert_eq!(report.cores, per_cpu * cpus);
     assert_eq!(report.spout_totals().acked, 1);
 }
 
@@ -361,14 +368,7 @@ fn bad_options_are_errors() {
 /// debug builds, a clock running backwards in release ones). It stops at `u64::MAX`.
 #[test]
 fn the_local_shells_clock_stops_at_its_end_instead_of_wrapping() {
-    let mut b = TopologyBuilder::new();
-    b.set_spout(
-        "spout",
-        || Finite::new(1, &Arc::default(), &Arc::default()),
-        1,
-    )
-    .output_fields(&["n"]);
-    let plan = b.build().unwrap().plan(&Config::default()).unwrap();
+    let plan = one_tree_plan();
     let mut sh = acker_runtime::local::LocalShell::new(&plan).unwrap();
     sh.advance(u64::MAX - 5);
     assert_eq!(sh.now_ns(), u64::MAX - 5);

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use acker_runtime::cli::{
     at_least, check_acker_capacity, count_at_least, exit_status_with_usage, read_text, CliError,
 };
-use acker_runtime::shell::{self, RunReport, ShellOptions};
+use acker_runtime::shell::{self, RunReport, ShellOptions, MAX_CORES_PER_CPU};
 use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
 use acker_runtime::{values, Config, Spout, SpoutOutputCollector, TopologyBuilder};
 use clap::{Args, Parser, Subcommand};
@@ -563,13 +563,13 @@ fn check_run_flags(run: &RunArgs) -> Result<(), String> {
     // machine's: the message says which (new-user trial: "1 core(s) of this machine" under
     // `taskset -c 0` on a machine of 2).
     let allowed = core_affinity::get_core_ids().map_or(1, |v| v.len()).max(1);
-    if let Some(cores) = run.cores.filter(|&c| c > 4 * allowed) {
+    if let Some(cores) = run.cores.filter(|&c| c > MAX_CORES_PER_CPU * allowed) {
         let machine = match online_cpus() {
             Some(n) => format!("out of the {n} core(s) of this machine"),
             None => "the core(s) of this machine could not be counted".to_string(),
         };
         return Err(format!(
-            "--cores {cores} is more than 4 x the {allowed} CPU(s) this process may use (its CPU \
+            "--cores {cores} is more than {MAX_CORES_PER_CPU} x the {allowed} CPU(s) this process may use (its CPU \
              affinity set, as `taskset` or a cpuset sets it, {machine}): one thread a core, and a \
              ring per ordered pair of threads"
         ));

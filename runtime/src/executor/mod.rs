@@ -558,7 +558,7 @@ impl Plan {
                     AckerTable::new(slots, timeout).map_err(|_| BuildError::Config(task))?;
                 let parked =
                     ParkQueue::try_with_capacity(self.acker_park_capacity).map_err(|_| {
-                        out_of_memory("park queue", self.acker_park_capacity.saturating_mul(72))
+                        out_of_memory("park queue", ParkQueue::bytes_for(self.acker_park_capacity))
                     })?;
                 Ok(Executor::Acker(AckerExecutor {
                     task,
