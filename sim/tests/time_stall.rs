@@ -8,8 +8,7 @@
 //! hanging it.
 
 use acker_runtime::{
-    values, BasicBolt, BasicOutputCollector, Config, FailedException, Input, Spout,
-    SpoutOutputCollector, Topology, TopologyBuilder,
+    bolts::NullBolt, values, Config, Spout, SpoutOutputCollector, Topology, TopologyBuilder,
 };
 use acker_sim::{
     engine::{events_per_instant_limit, EVENTS_PER_INSTANT_PER_EMIT, MIN_EVENTS_PER_INSTANT},
@@ -59,22 +58,10 @@ impl Spout for Untracked {
     }
 }
 
-struct Pass;
-
-impl BasicBolt for Pass {
-    fn execute(
-        &mut self,
-        _input: &Input,
-        _c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        Ok(())
-    }
-}
-
 fn forever_topology() -> Topology {
     let mut b = TopologyBuilder::new();
     b.set_spout("s", || Forever(0), 1).output_fields(&["n"]);
-    b.set_basic_bolt("p", || Pass, 2).shuffle_grouping("s");
+    b.set_basic_bolt("p", || NullBolt, 2).shuffle_grouping("s");
     b.build().expect("topology")
 }
 
@@ -172,7 +159,7 @@ fn a_spout_at_zero_time_emitting_untracked_tuples_stalls_too() {
         1,
     )
     .output_fields(&["n"]);
-    b.set_basic_bolt("p", || Pass, 1).shuffle_grouping("s");
+    b.set_basic_bolt("p", || NullBolt, 1).shuffle_grouping("s");
     let topology = b.build().expect("topology");
     let mut opts = SimOptions::new(4);
     opts.spout_ns = 0;
