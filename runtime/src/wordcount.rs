@@ -40,7 +40,8 @@ use crate::topology::{Topology, TopologyBuilder, TopologyError};
 use crate::values;
 
 /// Longest piece of a line the spout emits as one tuple, in bytes (64 KiB): a longer line is cut
-/// at ASCII whitespace into pieces of at most this many bytes (a word longer than this stays
+/// at whitespace (Unicode `White_Space`, the characters that separate the words the split bolt
+/// counts) into pieces of at most this many bytes (a word longer than this stays
 /// whole, in a piece of its own), each emitted as its own tuple tree. Cutting at whitespace
 /// never splits a word, so the counts are those of the whole line.
 pub const MAX_PIECE_BYTES: usize = 64 * 1024;
@@ -174,18 +175,37 @@ impl Cursor {
                     b.len()
                 }
                 None => {
-                    // A long line: cut after the last ASCII whitespace of the first
-                    // MAX_PIECE_BYTES (ASCII never occurs inside a multi-byte character), or
-                    // after the first one past a longer word.
-                    let cut = match window[..MAX_PIECE_BYTES]
-                        .iter()
-                        .rposition(u8::is_ascii_whitespace)
+                    // A long line: cut after the last whitespace character (Unicode
+                    // `White_Space`, as the split bolt's `split_whitespace` counts words) that
+                    // ends within the first MAX_PIECE_BYTES, or after the first one past a
+                    // longer word. (Cutting at ASCII whitespace only left a line whose words
+                    // are separated by, say, U+00A0 uncut: one piece of any size, past the
+                    // spout's bytes-in-flight bound; new-user trial.)
+                    let mut limit = start + MAX_PIECE_BYTES;
+                    while !text.is_char_boundary(limit) {
+                        limit -= 1;
+                    }
+                    let after = |(i, c): (usize, char)| start + i + c.len_utf8();
+                    let cut = match text[start..limit]
+                        .char_indices()
+                        .rfind(|&(_, c)| c.is_whitespace())
                     {
-                        Some(i) => start + i + 1,
-                        None => b[start..]
-                            .iter()
-                            .position(u8::is_ascii_whitespace)
-                            .map_or(b.len(), |i| start + i + 1),
+                        Some(ic) => after(ic),
+                        // A word filling the first MAX_PIECE_BYTES to the byte, followed by
+                        // whitespace (which may be a multi-byte character reaching past them):
+                        // cut before the whitespace, so the piece stays within the bound.
+                        None if limit > start
+                            && text[limit..]
+                                .chars()
+                                .next()
+                                .is_some_and(char::is_whitespace) =>
+                        {
+                            limit
+                        }
+                        None => text[start..]
+                            .char_indices()
+                            .find(|&(_, c)| c.is_whitespace())
+                            .map_or(b.len(), after),
                     };
                     self.offset = cut;
                     // A newline right at the cut ends the line there.
@@ -770,6 +790,47 @@ mod tests {
         }
         let per_line: Vec<u64> = pieces.iter().map(|p| p.0).collect();
         assert_eq!(per_line.iter().filter(|&&n| n == 1).count(), 3);
+    }
+
+    /// New-user trial: a line whose words are separated by non-ASCII whitespace only (U+00A0
+    /// here) was never cut, one 47 MB piece past the spout's bytes-in-flight bound. Every
+    /// `White_Space` character cuts, as `split_whitespace` counts words, including a multi-byte
+    /// one that reaches past the first `MAX_PIECE_BYTES`.
+    #[test]
+    fn long_lines_are_cut_at_unicode_whitespace_too() {
+        let m = MAX_PIECE_BYTES;
+        let mut text = String::new();
+        // One line each, 3 m bytes or more, words separated only by this character.
+        for sep in ["\u{a0}", "\u{3000}", "\u{b}", "\u{2028}", "\u{85}"] {
+            let words: Vec<String> = (0..(3 * m / 6)).map(|i| format!("w{}", i % 1000)).collect();
+            text.push_str(&words.join(sep));
+            text.push('\n');
+        }
+        // A word of m - 1 bytes, then U+3000 (3 bytes) across the m-th byte, then a word.
+        text.push_str(&"x".repeat(m - 1));
+        text.push_str("\u{3000}y\n");
+        // A word of exactly m bytes, then a space.
+        text.push_str(&"z".repeat(m));
+        text.push_str(" q\n");
+        let l = Lines::from_text(&text);
+        let pieces: Vec<(u64, &str)> = l.iter().collect();
+        assert_eq!(l.len(), 7);
+        assert_eq!(l.words(), wc(&text));
+        let words: u64 = pieces.iter().map(|p| wc(p.1)).sum();
+        assert_eq!(words, wc(&text), "the pieces hold every word once");
+        for (n, p) in &pieces {
+            assert!(p.len() <= m, "line {n}: a piece of {} bytes", p.len());
+        }
+        // Lines 1 to 5 are cut into about 3 pieces each (3 m bytes and more), not left whole.
+        for n in 1..=5u64 {
+            let k = pieces.iter().filter(|p| p.0 == n).count();
+            assert!((3..=5).contains(&k), "line {n}: {k} pieces");
+        }
+        // Line 6: the long word alone, then U+3000 and y; line 7: the m-byte word, then " q".
+        let line6: Vec<&str> = pieces.iter().filter(|p| p.0 == 6).map(|p| p.1).collect();
+        assert_eq!(line6, vec!["x".repeat(m - 1).as_str(), "\u{3000}y"]);
+        let line7: Vec<&str> = pieces.iter().filter(|p| p.0 == 7).map(|p| p.1).collect();
+        assert_eq!(line7, vec!["z".repeat(m).as_str(), " q"]);
     }
 
     fn wc(text: &str) -> u64 {

@@ -396,6 +396,44 @@ fn cli_one_long_line_with_a_short_timeout_counts_exactly_in_bounded_memory() {
     }
 }
 
+/// New-user trial: the same, with the words separated by U+00A0 and U+3000 only. The spout cut
+/// long lines at ASCII whitespace alone, so this line went out whole: one piece, 1.6 GB peak
+/// for a 47 MB line, and 5x the words with `--timeout-secs 1`. Unicode whitespace cuts now,
+/// as the split bolt counts words.
+#[test]
+fn cli_one_long_line_of_unicode_whitespace_is_cut_and_counts_exactly() {
+    let vocabulary = ["alpha", "be", "c", "delta", "echo", "fox"];
+    let mut text = String::new();
+    let mut i = 0usize;
+    while text.len() < 16_000_000 {
+        text.push_str(vocabulary[(i * 7 + i / 3) % vocabulary.len()]);
+        text.push(if i % 2 == 0 { '\u{a0}' } else { '\u{3000}' });
+        i += 1;
+    }
+    text.push('\n');
+    let words = text.split_whitespace().count() as u64;
+    assert_eq!(words, i as u64);
+    assert_eq!(wc_w(&text), 1, "no ASCII whitespace inside the line");
+    let v = json_run(
+        &["--cores", "2", "--timeout-secs", "1", "--input", "-"],
+        Some(text.as_bytes()),
+    );
+    assert_eq!(v["words_total"], words);
+    assert_eq!(v["lines_total"], 1);
+    let pieces = Lines::from_text(&text).pieces() as u64;
+    assert_eq!(v["pieces_total"], pieces);
+    // 16 MB in pieces of at most 64 KiB: at least 245 of them.
+    assert!((245..=260).contains(&pieces), "{pieces} pieces");
+    assert_eq!(
+        (v["timed_out"].as_u64(), v["replays"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(v["guarantee"], "exact");
+    if let Some(mb) = v["peak_rss_mb"].as_f64() {
+        assert!(mb <= 2.0 * 16.0 + 200.0, "peak {mb} MB");
+    }
+}
+
 /// At-most-once on tinyshakespeare from stdin, with failures: `wordcount` options after
 /// `--no-pin`.
 const AT_MOST_ONCE_ARGS: [&str; 10] = [
