@@ -504,10 +504,40 @@ pub fn memory_room(cores: usize) -> Option<(u64, String)> {
     memory_bound(thread_margin(cores)).map(|b| (b.room, b.what))
 }
 
-/// The address space [`memory_room`] keeps in reserve for a run of `cores` threads of
-/// `acker-run` (thread stacks, the allocator's per-thread arenas): 128 MB and 8.4 MB a thread.
-pub fn thread_margin(cores: usize) -> u64 {
-    128_000_000 + 8_400_000 * cores as u64
+/// What [`memory_room`] keeps in reserve for a run of `cores` threads of `acker-run`: under
+/// `ulimit -v` (address space) 128 MB and 8.4 MB a thread, for the thread stacks and the
+/// allocator's per-thread arenas, which reserve address space long before they use it; under
+/// `ulimit -d` (the data segment: heap and private writable mappings, `VmData`) 16 MB and 8.4 MB
+/// a thread, for the stacks, since an arena's reservation does not count there until written.
+/// (New-user trial: the address-space margin applied to `ulimit -d` as well refused
+/// `wordcount --ackers 1` under `ulimit -d 100000`, whose `VmData` peaks at about 27 MB even
+/// with `--ackers 100`.)
+pub fn thread_margin(cores: usize) -> Margin {
+    let stacks = 8_400_000u64.saturating_mul(cores as u64);
+    Margin {
+        address_space: stacks.saturating_add(128_000_000),
+        data: stacks.saturating_add(16_000_000),
+    }
+}
+
+/// Bytes [`memory_bound`] keeps in reserve under each process limit for what the run maps besides
+/// the memory it is checked for (thread stacks, allocator arenas). A plain byte count converts
+/// into the same margin under both limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Margin {
+    /// Under `ulimit -v` (`Max address space`, measured against `VmSize`), in bytes.
+    pub address_space: u64,
+    /// Under `ulimit -d` (`Max data size`, measured against `VmData`), in bytes.
+    pub data: u64,
+}
+
+impl From<u64> for Margin {
+    fn from(bytes: u64) -> Self {
+        Self {
+            address_space: bytes,
+            data: bytes,
+        }
+    }
 }
 
 /// A process limit (`ulimit -v` or `ulimit -d`) that bounds the memory a run may still take
@@ -536,10 +566,11 @@ pub struct MemoryBound {
     pub limit: Option<ProcessLimit>,
 }
 
-/// The bound of [`memory_room`], keeping `margin` bytes in reserve under a process limit (for
+/// The bound of [`memory_room`], keeping `margin` in reserve under each process limit (for
 /// thread stacks and allocator arenas: [`thread_margin`] for `acker-run`, less for a program of
 /// one thread).
-pub fn memory_bound(margin: u64) -> Option<MemoryBound> {
+pub fn memory_bound(margin: impl Into<Margin>) -> Option<MemoryBound> {
+    let margin = margin.into();
     let mut bound: Option<MemoryBound> = physical_memory_bytes().map(|b| MemoryBound {
         room: b,
         what: format!("this machine's {} of memory", size(b)),
@@ -560,9 +591,14 @@ pub fn memory_bound(margin: u64) -> Option<MemoryBound> {
         // `Max address space  SOFT  HARD  bytes`: the soft limit, `unlimited` or a number.
         line[name.len()..].split_whitespace().next()?.parse().ok()
     };
-    for (name, used, ulimit) in [
-        ("Max address space", kib("VmSize:"), "ulimit -v"),
-        ("Max data size", kib("VmData:"), "ulimit -d"),
+    for (name, used, ulimit, margin) in [
+        (
+            "Max address space",
+            kib("VmSize:"),
+            "ulimit -v",
+            margin.address_space,
+        ),
+        ("Max data size", kib("VmData:"), "ulimit -d", margin.data),
     ] {
         let Some(max) = limit(name) else { continue };
         let mapped = used.unwrap_or(0);
@@ -600,7 +636,12 @@ pub fn memory_bound(margin: u64) -> Option<MemoryBound> {
 ///
 /// # Errors
 /// The one-line message for stderr.
-pub fn check_memory(need: u64, margin: u64, needs: &str, remedy: &str) -> Result<(), String> {
+pub fn check_memory(
+    need: u64,
+    margin: impl Into<Margin>,
+    needs: &str,
+    remedy: &str,
+) -> Result<(), String> {
     let Some(bound) = memory_bound(margin) else {
         return Ok(());
     };
