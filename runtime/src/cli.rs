@@ -316,12 +316,8 @@ fn stdin_was_closed() -> bool {
 /// when it is not UTF-8.
 pub fn read_text(path: &std::path::Path) -> Result<String, String> {
     let stdin = path == std::path::Path::new("-");
-    let name = if stdin {
-        "standard input".to_string()
-    } else {
-        path.display().to_string()
-    };
-    let read = |e: io::Error| format!("cannot read input {name}: {e}");
+    let name = input_name(path);
+    let read = |e: io::Error| format!("cannot read {name}: {e}");
     if stdin && stdin_was_closed() {
         return Err(
             "--input -: standard input is closed (the program was started with it \
@@ -348,7 +344,7 @@ pub fn read_text(path: &std::path::Path) -> Result<String, String> {
         };
         bytes.try_reserve(n).map_err(|_| {
             format!(
-                "cannot read input {name}: out of memory after {} bytes",
+                "cannot read {name}: out of memory after {} bytes",
                 bytes.len()
             )
         })?;
@@ -365,7 +361,16 @@ pub fn read_text(path: &std::path::Path) -> Result<String, String> {
 }
 
 fn not_utf8(name: &str, offset: usize) -> String {
-    format!("input {name} is not UTF-8: invalid byte at offset {offset} (0-based)")
+    format!("{name} is not UTF-8: invalid byte at offset {offset} (0-based)")
+}
+
+/// How messages name an `--input`: `standard input` for `-`, else `input PATH`.
+pub fn input_name(path: &std::path::Path) -> String {
+    if path == std::path::Path::new("-") {
+        "standard input".to_string()
+    } else {
+        format!("input {}", path.display())
+    }
 }
 
 /// Address space an acker task takes beside its table (20 B a root) and park queue (up to 104 B

@@ -364,6 +364,55 @@ fn bench_wordcount_reads_its_input_as_wordcount_does() {
     assert_eq!(v["plain_distinct"], 4, "{v}");
 }
 
+/// New-user trial: `bench wordcount --input - </dev/null` said `input - is empty`, where every
+/// other message calls `-` standard input; and an unknown option after `--min-mb 3` printed
+/// `Usage: acker-run bench wordcount --input <INPUT> --min-mb <MIN_MB>`, as if `--min-mb` were
+/// required (clap lists the options the error was about), as `bench pipeline` did `--seconds`.
+#[test]
+fn bench_messages_name_standard_input_and_usage_shows_options_optional() {
+    let child = bin()
+        .args(["bench", "wordcount", "--input", "-", "--min-mb", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn acker-run");
+    let o = common::wait_bounded(child, Some(b""), LIMIT, "bench wordcount - (empty)");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("error: standard input is empty"),
+        "{}",
+        stderr(&o)
+    );
+    for (args, usage) in [
+        (
+            &[
+                "bench",
+                "wordcount",
+                "--input",
+                "x",
+                "--min-mb",
+                "3",
+                "--fail-rate",
+                "0.1",
+            ][..],
+            "Usage: acker-run bench wordcount --input <PATH> [OPTIONS]\n",
+        ),
+        (
+            &["bench", "pipeline", "--seconds", "1", "--fail-rate", "0.1"][..],
+            "Usage: acker-run bench pipeline [OPTIONS]\n",
+        ),
+    ] {
+        let o = common::output_bounded(bin().args(args), LIMIT, &format!("acker-run {args:?}"));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("error: unexpected argument '--fail-rate' found") && err.contains(usage),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn help_documents_the_exit_statuses() {
     let o = common::output_bounded(bin().arg("--help"), LIMIT, "acker-run --help");

@@ -617,7 +617,7 @@ fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("input standard input is not UTF-8: invalid byte at offset 10"),
+        err.contains("error: standard input is not UTF-8: invalid byte at offset 10"),
         "{err}"
     );
 }

@@ -312,6 +312,9 @@ enum BenchCommand {
     /// keys are `trees_acked`, `trees_per_sec`, `spout_calls` (`next_tuple` calls),
     /// `bolt_executed` (tuples both bolts executed), `ackers`, `elapsed_s`.
     #[command(
+        // As `wordcount`'s: clap's own usage line lists the options an error was about as if
+        // required (`Usage: acker-run bench pipeline --seconds <SECONDS>`).
+        override_usage = "acker-run bench pipeline [OPTIONS]",
         mut_arg("ackers", |a| a.help(PIPELINE_ACKERS_HELP).long_help(None::<&str>)),
         mut_arg("max_spout_pending", |a| a.help(PIPELINE_PENDING_HELP).long_help(None::<&str>))
     )]
@@ -352,6 +355,8 @@ enum BenchCommand {
     /// read 0), `bytes` (the repeated text),
     /// `complete_latency_us` (`p50`, `p99`, `max`), `cores`, `ackers`, `rounds`.
     #[command(
+        // New-user trial: clap's usage line showed `--min-mb <MIN_MB>` as if required.
+        override_usage = "acker-run bench wordcount --input <PATH> [OPTIONS]",
         mut_arg("ackers", |a| a.help(BENCH_WORDCOUNT_ACKERS_HELP).long_help(None::<&str>)),
         mut_arg("max_spout_pending", |a| {
             a.help(BENCH_WORDCOUNT_PENDING_HELP).long_help(None::<&str>)
@@ -1275,13 +1280,13 @@ fn bench_wordcount_cmd(
     // offset of the first bad byte).
     let base = acker_runtime::cli::read_text(&input)?;
     if base.is_empty() {
-        return Err(format!("input {} is empty", input.display()).into());
+        return Err(format!("{} is empty", acker_runtime::cli::input_name(&input)).into());
     }
     if base.split_whitespace().next().is_none() {
         // Neither side would count a word: no ratio to report (it printed `null` with exit 0).
         return Err(format!(
-            "input {} holds no word (only whitespace): nothing to count",
-            input.display()
+            "{} holds no word (only whitespace): nothing to count",
+            acker_runtime::cli::input_name(&input)
         )
         .into());
     }
