@@ -1091,7 +1091,7 @@ fn pipeline_cmd(
         let secs = t0.elapsed().as_secs_f64();
         let spout = shell.counters(acker_runtime::TaskKind::Spout);
         let bolts = shell.counters(acker_runtime::TaskKind::Bolt);
-        no_tree_check(spout.acked, seconds, run.ackers)?;
+        no_tree_check(spout.acked, seconds, run.ackers, false)?;
         let mut json = serde_json::json!({
             "bench": "pipeline-local",
             "ackers": run.ackers,
@@ -1111,6 +1111,7 @@ fn pipeline_cmd(
         json["trees_acked"].as_u64().unwrap_or(0),
         seconds,
         run.ackers,
+        !run.no_pin,
     )?;
     acker_runtime::cli::round_json_floats(&mut json);
     writeln!(out, "{json}")?;
@@ -1121,21 +1122,28 @@ fn pipeline_cmd(
 /// A pipeline run that acked no tree has no rate to report: an error (exit 2) naming
 /// `--seconds`, as `--vs-acking-off` reports such a round (new-user trial: `--seconds 0.001`
 /// exited 0 with `"trees_acked":0,"trees_per_sec":0.0`). With `--ackers 0` the spout counts a
-/// tree acked as it emits it, so there it means no tree was emitted.
-fn no_tree_check(trees: u64, seconds: f64, ackers: usize) -> Result<(), CliError> {
+/// tree acked as it emits it, so there it means no tree was emitted. With `pinned` threads the
+/// message also names `--no-pin` (new-user trial: on a machine another pinned benchmark was
+/// using, 1 run in 20 of `--seconds 0.5 --ackers 0` emitted no tree, none with `--no-pin`).
+fn no_tree_check(trees: u64, seconds: f64, ackers: usize, pinned: bool) -> Result<(), CliError> {
     if trees > 0 {
         return Ok(());
     }
     Err(format!(
-        "the run of --seconds {seconds} {}: no rate to report (raise --seconds)",
+        "the run of --seconds {seconds} {}: no rate to report (raise --seconds{})",
         if ackers == 0 {
             "emitted no tree"
         } else {
             "acked no tree"
-        }
+        },
+        if pinned { PINNED_HINT } else { "" }
     )
     .into())
 }
+
+/// The end of [`no_tree_check`]'s advice (and of `--vs-acking-off`'s) when threads are pinned.
+const PINNED_HINT: &str = "; on a machine other programs are busy on, a thread pinned to a \
+                           busy CPU may not run at all in a short run: try --no-pin";
 
 /// `bench pipeline --vs-acking-off ROUNDS`: acking on and off alternated in one process.
 fn pipeline_vs_acking_off(
@@ -1184,9 +1192,10 @@ fn pipeline_vs_acking_off(
         off_rates.push(rate[1]);
         if rate[0] == 0.0 || rate[1] == 0.0 {
             return Err(format!(
-                "round {} acked no tree with acking {}: no ratio to report (raise --seconds)",
+                "round {} acked no tree with acking {}: no ratio to report (raise --seconds{})",
                 round + 1,
-                if rate[0] == 0.0 { "on" } else { "off" }
+                if rate[0] == 0.0 { "on" } else { "off" },
+                if run.no_pin { "" } else { PINNED_HINT }
             )
             .into());
         }
