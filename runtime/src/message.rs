@@ -301,7 +301,8 @@ impl LocalAcks {
         Self { slot, lists }
     }
 
-    /// Appends `m` to `dest`'s list (merged into its last message if [`coalesce_ack`] allows)
+    /// Appends `m` to `dest`'s list (merged into its last message if
+    /// [`coalesce_ack`](crate::shell::coalesce_ack) allows)
     /// and returns true when `dest` is an acker on this thread; otherwise returns false and
     /// changes nothing.
     #[inline(always)]

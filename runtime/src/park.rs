@@ -4,7 +4,7 @@
 //! Roots are kept in the order of their oldest parked message; each root's messages in arrival
 //! order. Parking, and taking a root's next message, are O(1) (an open-addressing index of the
 //! parked roots, linear probing with backward-shift deletion); nothing allocates after
-//! [`ParkQueue::with_capacity`].
+//! [`ParkQueue::try_with_capacity`].
 
 use std::collections::{TryReserveError, VecDeque};
 
@@ -30,7 +30,8 @@ pub(crate) struct ParkQueue {
 }
 
 impl ParkQueue {
-    /// An empty queue for up to `capacity` messages (`capacity ≤ u32::MAX - 1`).
+    /// [`try_with_capacity`](Self::try_with_capacity) for tests: panics when the allocator
+    /// refuses.
     #[cfg(test)]
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         match Self::try_with_capacity(capacity) {
@@ -39,8 +40,9 @@ impl ParkQueue {
         }
     }
 
-    /// [`with_capacity`](Self::with_capacity), its allocations fallible: an error (nothing
-    /// kept) when the allocator refuses one, instead of aborting the process.
+    /// An empty queue for up to `capacity` messages (`capacity ≤ u32::MAX - 1`), its
+    /// allocations fallible: an error (nothing kept) when the allocator refuses one, instead of
+    /// aborting the process.
     pub(crate) fn try_with_capacity(capacity: usize) -> Result<Self, TryReserveError> {
         let (capacity, index) = Self::sizes(capacity);
         let mut order = VecDeque::new();
