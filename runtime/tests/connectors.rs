@@ -4037,3 +4037,117 @@ fn load_with_a_full_stdout_says_what_it_appended() {
     );
     assert!(err.contains("do not run it again"), "{err}");
 }
+
+/// Counts, from outside the worker, the exactly-once record rows of `stream` in the database.
+fn record_rows(client: &mut postgres::Client, stream: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT count(*) FROM word_count_applied_entries WHERE stream = $1",
+            &[&stream],
+        )
+        .expect("count word_count_applied_entries")
+        .get(0)
+}
+
+/// `records_pruned` sums every prune of the run (new-user trial: the periodic prunes' rows were
+/// discarded, and a worker that pruned all 163,885 records of its run reported the final
+/// prune's 1,285). A trigger of the test's own logs each `DELETE` on
+/// `word_count_applied_entries` with the rows it removed. A worker without `--drain` counts 800
+/// entries; once all are acked, the test waits for their records to disappear while the
+/// worker runs (only its periodic prune, every 5 s, deletes while it runs), then appends 400
+/// more, waits until they are acked and stops the worker with SIGTERM (its final prune deletes
+/// what is left). The summary's `records_pruned` equals both the trigger's total and the rows
+/// counted before the run plus the entries recorded minus the rows counted after it; at least
+/// one periodic prune deleted rows; and the counts are exact.
+#[test]
+fn records_pruned_counts_every_prune_of_the_run() {
+    const FIRST: usize = 800;
+    const SECOND: usize = 400;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut client = pg(&pu);
+    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
+    client
+        .batch_execute(
+            "CREATE TABLE deletes_seen (at timestamptz NOT NULL, rows bigint NOT NULL);
+             CREATE FUNCTION log_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 INSERT INTO deletes_seen SELECT clock_timestamp(), count(*) FROM gone;
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER log_deletes AFTER DELETE ON word_count_applied_entries
+                 REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION log_deletes();",
+        )
+        .expect("create the delete log");
+    let rows_before = record_rows(&mut client, "pr");
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(FIRST + SECOND)
+        .collect();
+    let mut expected = load_lines(&ru, "pr", &lines[..FIRST]);
+    let args: Vec<&str> = worker_args(&ru, &pu, "pr", "pruner")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .collect();
+    let w = Proc::spawn("worker without --drain", &args);
+    let mut con = redis_con(&ru);
+    wait_all_acked(&mut con, "pr", FIRST as i64);
+    // The periodic prune runs 5 s after the worker's start, then every 5 s.
+    let t0 = Instant::now();
+    loop {
+        let rows = record_rows(&mut client, "pr");
+        if rows == 0 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out after 20 s waiting for a periodic prune to delete the {rows} records of \
+             the first {FIRST} entries (acked) while the worker runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let periodic: Vec<i64> = client
+        .query("SELECT rows FROM deletes_seen ORDER BY at", &[])
+        .expect("read the delete log")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        periodic.iter().sum::<i64>(),
+        FIRST as i64,
+        "rows deleted while the worker ran (one DELETE each prune: {periodic:?})"
+    );
+    for (word, n) in load_lines(&ru, "pr", &lines[FIRST..]) {
+        *expected.entry(word).or_default() += n;
+    }
+    wait_all_acked(&mut con, "pr", (FIRST + SECOND) as i64);
+    let (v, out) = stop_with_sigterm(w);
+    let rows_after = record_rows(&mut client, "pr");
+    let deletes: Vec<i64> = client
+        .query("SELECT rows FROM deletes_seen ORDER BY at", &[])
+        .expect("read the delete log")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let deleted: i64 = deletes.iter().sum();
+    eprintln!("rows deleted by each prune: {deletes:?}; summary: {out}");
+    assert_eq!(
+        rows_before + (FIRST + SECOND) as i64 - rows_after,
+        deleted,
+        "the rows counted before and after against the delete log ({deletes:?})"
+    );
+    assert_eq!(
+        rows_after, 0,
+        "nothing pending at the stop: every record pruned"
+    );
+    assert_eq!(
+        v["records_pruned"].as_i64(),
+        Some(deleted),
+        "records_pruned against the rows the prunes deleted ({deletes:?}): {out}"
+    );
+    assert_eq!(v["acked"].as_i64(), Some((FIRST + SECOND) as i64), "{out}");
+    assert_eq!(db_counts(&pu), expected);
+}
