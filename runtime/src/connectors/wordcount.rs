@@ -366,53 +366,48 @@ fn forced_exit_notice(
     format!("acker-run: second {signal}: exiting at once (exit status {status}): {data}")
 }
 
-/// Installs a connector worker's SIGINT and SIGTERM handlers. The first of either signal sets
+/// Installs a connector worker's SIGINT and SIGTERM handling. The first of either signal sets
 /// `stop` (the worker's clean stop) and writes the first line `notices(signal, name)` returns to
-/// stderr; any later one writes the second line and ends the process at once (`_exit`) with
-/// exit status 128 + its number, 130 or 143, as a shell reports a process ended by it. Before,
-/// a second Ctrl-C was ignored and only SIGKILL ended a stop a locked table held (new-user
-/// trial: 37 s, nothing said meanwhile). The lines are formatted here; the handler only writes
-/// them (`write(2)`), counts and exits, all async-signal-safe.
+/// stderr; any later one writes the second line and ends the process at once (`_exit`, no
+/// summary) with exit status 128 + its number, 130 or 143, as a shell reports a process ended by
+/// it. Before, a second Ctrl-C was ignored and only SIGKILL ended a stop a locked table held
+/// (new-user trial: 37 s, nothing said meanwhile). The signals are taken by a thread of their own
+/// (`signal_hook::iterator`), which prints and exits outside any signal handler: no `unsafe`.
 fn install_stop_handlers(
     stop: &Arc<AtomicBool>,
     notices: impl Fn(i32, &str) -> (String, String),
 ) -> Result<(), String> {
-    let signals = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    for (sig, name) in [
-        (signal_hook::consts::SIGINT, "SIGINT"),
-        (signal_hook::consts::SIGTERM, "SIGTERM"),
-    ] {
-        let (first, second) = notices(sig, name);
-        let (first, second) = (first + "\n", second + "\n");
-        let (stop, signals) = (stop.clone(), signals.clone());
-        let action = move || {
-            if signals.fetch_add(1, Ordering::SeqCst) == 0 {
-                stop.store(true, Ordering::SeqCst);
-                write_stderr_in_handler(first.as_bytes());
-            } else {
-                write_stderr_in_handler(second.as_bytes());
-                signal_hook::low_level::exit(128 + sig);
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let lines: Vec<(i32, String, String)> = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")]
+        .into_iter()
+        .map(|(sig, name)| {
+            let (first, second) = notices(sig, name);
+            (sig, first, second)
+        })
+        .collect();
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install a signal handler: {e}"))?;
+    let stop = stop.clone();
+    std::thread::Builder::new()
+        .name("acker-run signals".to_string())
+        .spawn(move || {
+            let mut seen = 0usize;
+            for sig in signals.forever() {
+                let Some((_, first, second)) = lines.iter().find(|l| l.0 == sig) else {
+                    continue;
+                };
+                seen += 1;
+                if seen == 1 {
+                    stop.store(true, Ordering::SeqCst);
+                    crate::stderr_line!("{first}");
+                } else {
+                    crate::stderr_line!("{second}");
+                    signal_hook::low_level::exit(128 + sig);
+                }
             }
-        };
-        // SAFETY: `action` runs in a signal handler: it only touches atomics, calls write(2)
-        // and _exit(2) (async-signal-safe, signal-safety(7)), and neither allocates nor locks.
-        unsafe { signal_hook::low_level::register(sig, action) }
-            .map_err(|e| format!("cannot install a signal handler: {e}"))?;
-    }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     Ok(())
-}
-
-/// Writes `bytes` to stderr with write(2) only, as a signal handler may (no lock, no
-/// allocation); gives up on an error.
-fn write_stderr_in_handler(mut bytes: &[u8]) {
-    while !bytes.is_empty() {
-        // SAFETY: a valid buffer of `bytes.len()` bytes; fd 2 may be closed, then write fails.
-        let n = unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
-        if n <= 0 {
-            return;
-        }
-        bytes = &bytes[n as usize..];
-    }
 }
 
 /// Entries this worker settled, for its rate: acked or dead-lettered (an entry whose lines were
