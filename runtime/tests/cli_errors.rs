@@ -433,6 +433,9 @@ fn help_documents_the_exit_statuses() {
             "130 on SIGINT (Ctrl-C) and 143 on SIGTERM",
             "SIGINT and SIGTERM stop it cleanly",
             "and it exits 0",
+            // A second signal during the stop exits at once (new-user trial: it was ignored).
+            "a second SIGINT or SIGTERM exits at once with 130 or 143",
+            "the entries read and not acked stay pending in the Redis consumer group",
         ] {
             assert!(
                 help.contains(needle),

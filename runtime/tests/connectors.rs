@@ -4037,3 +4037,370 @@ fn load_with_a_full_stdout_says_what_it_appended() {
     );
     assert!(err.contains("do not run it again"), "{err}");
 }
+
+/// Counts, from outside the worker, the exactly-once record rows of `stream` in the database.
+fn record_rows(client: &mut postgres::Client, stream: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT count(*) FROM word_count_applied_entries WHERE stream = $1",
+            &[&stream],
+        )
+        .expect("count word_count_applied_entries")
+        .get(0)
+}
+
+/// `records_pruned` sums every prune of the run (new-user trial: the periodic prunes' rows were
+/// discarded, and a worker that pruned all 163,885 records of its run reported the final
+/// prune's 1,285). A trigger of the test's own logs each `DELETE` on
+/// `word_count_applied_entries` with the rows it removed. A worker without `--drain` counts 800
+/// entries; once all are acked, the test waits for their records to disappear while the
+/// worker runs (only its periodic prune, every 5 s, deletes while it runs), then appends 400
+/// more, waits until they are acked and stops the worker with SIGTERM (its final prune deletes
+/// what is left). The summary's `records_pruned` equals both the trigger's total and the rows
+/// counted before the run plus the entries recorded minus the rows counted after it; at least
+/// one periodic prune deleted rows; and the counts are exact.
+#[test]
+fn records_pruned_counts_every_prune_of_the_run() {
+    const FIRST: usize = 800;
+    const SECOND: usize = 400;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let mut client = pg(&pu);
+    acker_runtime::connectors::postgres_sink::ensure_schema(&mut client).expect("schema");
+    client
+        .batch_execute(
+            "CREATE TABLE deletes_seen (at timestamptz NOT NULL, rows bigint NOT NULL);
+             CREATE FUNCTION log_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 INSERT INTO deletes_seen SELECT clock_timestamp(), count(*) FROM gone;
+                 RETURN NULL;
+             END $$;
+             CREATE TRIGGER log_deletes AFTER DELETE ON word_count_applied_entries
+                 REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION log_deletes();",
+        )
+        .expect("create the delete log");
+    let rows_before = record_rows(&mut client, "pr");
+    let text =
+        std::fs::read_to_string(SHAKESPEARE).expect("read ../shared/data/tinyshakespeare.txt");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(FIRST + SECOND)
+        .collect();
+    let mut expected = load_lines(&ru, "pr", &lines[..FIRST]);
+    let args: Vec<&str> = worker_args(&ru, &pu, "pr", "pruner")
+        .into_iter()
+        .filter(|a| *a != "--drain")
+        .collect();
+    let w = Proc::spawn("worker without --drain", &args);
+    let mut con = redis_con(&ru);
+    wait_all_acked(&mut con, "pr", FIRST as i64);
+    // The periodic prune runs 5 s after the worker's start, then every 5 s.
+    let t0 = Instant::now();
+    loop {
+        let rows = record_rows(&mut client, "pr");
+        if rows == 0 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out after 20 s waiting for a periodic prune to delete the {rows} records of \
+             the first {FIRST} entries (acked) while the worker runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let periodic: Vec<i64> = client
+        .query("SELECT rows FROM deletes_seen ORDER BY at", &[])
+        .expect("read the delete log")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        periodic.iter().sum::<i64>(),
+        FIRST as i64,
+        "rows deleted while the worker ran (one DELETE each prune: {periodic:?})"
+    );
+    for (word, n) in load_lines(&ru, "pr", &lines[FIRST..]) {
+        *expected.entry(word).or_default() += n;
+    }
+    wait_all_acked(&mut con, "pr", (FIRST + SECOND) as i64);
+    let (v, out) = stop_with_sigterm(w);
+    let rows_after = record_rows(&mut client, "pr");
+    let deletes: Vec<i64> = client
+        .query("SELECT rows FROM deletes_seen ORDER BY at", &[])
+        .expect("read the delete log")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let deleted: i64 = deletes.iter().sum();
+    eprintln!("rows deleted by each prune: {deletes:?}; summary: {out}");
+    assert_eq!(
+        rows_before + (FIRST + SECOND) as i64 - rows_after,
+        deleted,
+        "the rows counted before and after against the delete log ({deletes:?})"
+    );
+    assert_eq!(
+        rows_after, 0,
+        "nothing pending at the stop: every record pruned"
+    );
+    assert_eq!(
+        v["records_pruned"].as_i64(),
+        Some(deleted),
+        "records_pruned against the rows the prunes deleted ({deletes:?}): {out}"
+    );
+    assert_eq!(v["acked"].as_i64(), Some((FIRST + SECOND) as i64), "{out}");
+    assert_eq!(db_counts(&pu), expected);
+}
+
+/// A worker whose stderr is read as it comes (a thread appends it to a shared string), so a
+/// test can wait for a line while the process runs. Killed if the test ends without its exit.
+struct Watched {
+    proc: Proc,
+    err: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    fn spawn(what: &str, args: &[&str]) -> Watched {
+        let mut proc = Proc::spawn(what, args);
+        let mut stderr = proc.child.stderr.take().expect("piped stderr");
+        let err = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = err.clone();
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Watched {
+            proc,
+            err,
+            reader: Some(reader),
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.err.lock().unwrap().clone()
+    }
+
+    fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &self.proc.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(ok.success(), "kill -{signal} {}", self.proc.what);
+    }
+
+    /// Waits at most `timeout` until stderr holds `needle`; returns how long that took.
+    fn wait_stderr(&self, needle: &str, timeout: Duration) -> Duration {
+        let t0 = Instant::now();
+        loop {
+            if self.stderr().contains(needle) {
+                return t0.elapsed();
+            }
+            assert!(
+                t0.elapsed() < timeout,
+                "timed out after {timeout:?} waiting for {:?} on the stderr of {}; stderr:\n{}",
+                needle,
+                self.proc.what,
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits at most `timeout` for the exit; returns (status, stdout, stderr, time waited).
+    fn wait(mut self, timeout: Duration) -> (ExitStatus, String, String, Duration) {
+        let t0 = Instant::now();
+        loop {
+            if let Some(status) = self.proc.child.try_wait().expect("try_wait") {
+                let took = t0.elapsed();
+                let mut out = String::new();
+                if let Some(mut o) = self.proc.child.stdout.take() {
+                    o.read_to_string(&mut out).ok();
+                }
+                if let Some(r) = self.reader.take() {
+                    let _ = r.join();
+                }
+                return (status, out, self.stderr(), took);
+            }
+            assert!(
+                t0.elapsed() < timeout,
+                "timed out after {timeout:?} waiting for {} to exit; stderr:\n{}",
+                self.proc.what,
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Waits (at most 30 s) until more than `base` transactions wait for the lock of
+/// `word_count_applied_entries`; returns how many do.
+fn wait_blocked_beyond(pg_url: &str, base: i64) -> i64 {
+    let mut watch = pg(pg_url);
+    let t0 = Instant::now();
+    loop {
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted \
+                 AND relation = 'word_count_applied_entries'::regclass",
+                &[],
+            )
+            .expect("read pg_locks")
+            .get(0);
+        if waiting > base {
+            return waiting;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "timed out after 30 s waiting for more than {base} transactions blocked on the lock \
+             of word_count_applied_entries ({waiting} are)"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The first SIGINT or SIGTERM says the worker is stopping and for how long at most, and a
+/// second one exits at once with 130 (SIGINT) or 143 (SIGTERM), saying what that means for the
+/// data (new-user trial: with `word_counts` locked a stop took 37 s, said nothing, and a second
+/// Ctrl-C was ignored). A session holds both tables locked so that nothing the workers read
+/// can commit and no stop can finish soon (2 x `--timeout-secs 5`, then the sink's wait). Two
+/// workers, each on a stream of its own holding the same 300 lines, read all their entries and
+/// their writers block on the lock; the first gets SIGINT twice, the second SIGTERM twice: the
+/// stop line appears within 2 s of the first signal, the worker is still running 0.5 s later,
+/// and it exits within 3 s of the second signal with 130, resp. 143, printing no summary.
+/// Every entry is still pending. Then the lock is released and a `--drain` worker under
+/// another consumer name drains each stream, claiming the entries left pending (after its
+/// `--claim-after-ms`): the counts equal twice an independent count of the lines, and nothing
+/// is pending (the killed workers' transactions, blocked in their server sessions, committed
+/// nothing the records did not skip).
+#[test]
+fn a_second_signal_exits_at_once_and_the_next_worker_keeps_counts_exact() {
+    const ENTRIES: i64 = 300;
+    let (redis, postgres) = servers();
+    let (ru, pu) = (redis.url(), postgres.url());
+    let cases = [
+        ("twice-int", "ctrl-c", "INT", 130),
+        ("twice-term", "term", "TERM", 143),
+    ];
+    let mut expected = HashMap::new();
+    for (stream, ..) in cases {
+        for (word, n) in load_first_lines(&ru, stream, ENTRIES as usize) {
+            *expected.entry(word).or_insert(0) += n;
+        }
+    }
+    let mut client = pg(&pu);
+    let lock = lock_both_tables(&mut client);
+    let mut con = redis_con(&ru);
+    let mut blocked = 0;
+    for (stream, consumer, signal, status) in cases {
+        let args: Vec<&str> = worker_args(&ru, &pu, stream, consumer)
+            .into_iter()
+            .filter(|a| *a != "--drain")
+            .collect();
+        let mut w = Watched::spawn(&format!("worker on {stream}"), &args);
+        let t0 = Instant::now();
+        loop {
+            // Before the worker creates the group XPENDING is an error (NOGROUP).
+            let read: redis::RedisResult<redis::Value> = redis::cmd("XPENDING")
+                .arg(stream)
+                .arg("acker-wordcount")
+                .query(&mut con);
+            if matches!(read, Ok(redis::Value::Array(ref v)) if v.first() == Some(&redis::Value::Int(ENTRIES)))
+            {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "timed out after 30 s waiting for the worker to read the {ENTRIES} entries of \
+                 {stream}: {read:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Its writer waits for the lock (the killed first worker's server session still does).
+        blocked = wait_blocked_beyond(&pu, blocked);
+        w.signal(signal);
+        let said = w.wait_stderr("stopping: reading no more entries", Duration::from_secs(2));
+        let err = w.stderr();
+        for part in [
+            &format!("acker-run: SIG{signal}: stopping: reading no more entries; "),
+            "it waits up to 10 s (2 x --timeout-secs) for the entries in flight to commit or \
+             time out",
+            "about 20 s at most",
+            "; press Ctrl-C again (a second SIGINT or SIGTERM) to exit at once\n",
+        ] {
+            assert!(
+                err.contains(part),
+                "{part:?} missing from the stop line:\n{err}"
+            );
+        }
+        // Still stopping: its trees can neither commit nor time out yet.
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            w.proc.child.try_wait().expect("try_wait").is_none(),
+            "the worker on {stream} ended before the second signal; stderr:\n{}",
+            w.stderr()
+        );
+        let second = Instant::now();
+        w.signal(signal);
+        let (exit, out, err, _) = w.wait(Duration::from_secs(3));
+        let took = second.elapsed();
+        eprintln!(
+            "SIG{signal}: stop line after {said:?}, exit ({exit}) {took:?} after the second; \
+             stderr:\n{err}"
+        );
+        assert_eq!(
+            exit.code(),
+            Some(status),
+            "exit status after a second SIG{signal}; stderr:\n{err}"
+        );
+        assert_eq!(out, "", "no summary after a second signal");
+        for part in [
+            &format!("acker-run: second SIG{signal}: exiting at once (exit status {status}): "),
+            "the entries read and not acked stay pending in the Redis consumer group and are \
+             delivered again",
+            "at once to a worker started with the same --consumer, to any other after \
+             --claim-after-ms (10000 ms)",
+            "counts stay exact (exactly-once",
+        ] {
+            assert!(err.contains(part), "{part:?} missing from stderr:\n{err}");
+        }
+        assert_eq!(
+            err.matches("stopping: reading no more entries").count(),
+            1,
+            "one stop line:\n{err}"
+        );
+        assert_eq!(
+            pending_count(&mut con, stream),
+            ENTRIES,
+            "entries of {stream} pending after the exit (nothing committed, nothing acked)"
+        );
+    }
+    lock.rollback().expect("release the lock");
+    for (stream, ..) in cases {
+        let drain: Vec<&str> = worker_args(&ru, &pu, stream, "drainer")
+            .into_iter()
+            .map(|a| match a {
+                "5" => "2",
+                "10000" => "4000",
+                a => a,
+            })
+            .collect();
+        let (status, out, err) =
+            Proc::spawn("--drain worker after the lock", &drain).wait(Duration::from_secs(60));
+        assert!(status.success(), "drain worker failed ({status}): {err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("--json summary");
+        assert_eq!(v["claimed"].as_i64(), Some(ENTRIES), "{stream}: {out}");
+        assert_eq!(v["acked"].as_i64(), Some(ENTRIES), "{stream}: {out}");
+        assert_eq!(pending_count(&mut con, stream), 0, "{stream}");
+    }
+    let counts = db_counts(&pu);
+    assert_eq!(counts.values().sum::<i64>(), expected.values().sum::<i64>());
+    assert_eq!(counts, expected);
+}

@@ -18,7 +18,8 @@
 //! any other stdout write error (e.g. `> /dev/full`), with a one-line message on stderr. No
 //! signal handler is installed except by a connector worker and `load`: SIGINT and SIGTERM end
 //! any other run at once (a shell reports 130 and 143), while a connector worker that has
-//! reached both servers stops cleanly on either and exits 0, and a load that has begun
+//! reached both servers stops cleanly on either and exits 0 (saying so on stderr; a second
+//! signal exits at once with 130 or 143), and a load that has begun
 //! appending stops between two round trips, says what it appended and exits 130 or 143
 //! (`EXIT_STATUS_HELP`, shown under `--help`).
 
@@ -51,7 +52,12 @@ as a shell reports a process ended by the signal (128 + its number): no handler 
 the run ends at once and prints no summary. Except a connector worker (wordcount --redis ... \
 --postgres ...) once it has reached both servers: SIGINT and SIGTERM stop it cleanly (it stops \
 reading, lets in-flight trees finish or fail, commits, hands back what it did not finish, prints \
-its summary) and it exits 0; and `acker-run load` once it appends: it stops between two round \
+its summary) and it exits 0; it says on stderr that it is stopping and how long that may take \
+(up to 2 x --timeout-secs for the entries in flight, then about 10 s), and a second SIGINT or \
+SIGTERM exits at once with 130 or 143, without a summary: the entries read and not acked stay \
+pending in the Redis consumer group and are delivered again (at once to a worker with the same \
+--consumer, to others after --claim-after-ms), and exactly-once keeps the counts exact. And \
+`acker-run load` once it appends: it stops between two round \
 trips, says how many entries it appended and how to resume, and exits 130 or 143."
     };
 }
