@@ -214,6 +214,57 @@ pub fn time_limit_ns(opts: &SimOptions, message_timeout_ns: u64, max_spout_pendi
         )
 }
 
+/// The message for a link latency `ns` (option `what`) longer than the message timeout
+/// `timeout_ns` ([`ScenarioError::LatencyAboveTimeout`], and [`RunError::BadOption`] from
+/// [`Simulation::run`]).
+pub fn latency_above_timeout(what: &str, ns: u64, timeout_ns: u64) -> String {
+    format!(
+        "{what} {} is longer than the message timeout {}: every tree crossing such a link would \
+         time out and be replayed while its messages are still on the way, and the messages in \
+         flight would grow with latency / timeout (memory without bound); give a longer timeout \
+         or a shorter latency",
+        crate::units::format_ns(ns),
+        crate::units::format_ns(timeout_ns)
+    )
+}
+
+/// Checks every duration of `opts` and `config` before a run: each at most
+/// [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS), and, with message timeouts on, the link
+/// latencies at most the message timeout (see [`ScenarioError::LatencyAboveTimeout`] for why).
+///
+/// # Errors
+/// The message naming the first option out of range.
+pub fn check_durations(opts: &SimOptions, config: &Config) -> Result<(), String> {
+    use crate::units::check_max_duration;
+    for (what, ns) in [
+        ("message_timeout_ns", config.message_timeout_ns),
+        ("tick_interval_ns", config.tick_interval_ns),
+        ("latency_min_ns", opts.latency_min_ns),
+        ("latency_max_ns", opts.latency_max_ns),
+        ("local_latency_ns", opts.local_latency_ns),
+        ("spout_ns", opts.spout_ns),
+        ("bolt_ns", opts.bolt_ns),
+        ("acker_ns", opts.acker_ns),
+        ("restart_delay_ns", opts.restart_delay_ns),
+        ("partition_ns", opts.partition_ns),
+        ("outage_ns", opts.outage_ns),
+        ("time_limit_ns", opts.time_limit_ns.unwrap_or(0)),
+    ] {
+        check_max_duration(what, ns)?;
+    }
+    if config.enable_message_timeouts {
+        for (what, ns) in [
+            ("latency_max_ns", opts.latency_max_ns),
+            ("local_latency_ns", opts.local_latency_ns),
+        ] {
+            if ns > config.message_timeout_ns {
+                return Err(latency_above_timeout(what, ns, config.message_timeout_ns));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The smallest derived [`SimOptions::max_events_per_instant`], in events.
 pub const MIN_EVENTS_PER_INSTANT: u64 = 1_000_000;
 
@@ -1183,6 +1234,7 @@ impl Engine {
                 "link latency: the minimum must not exceed the maximum".into(),
             ));
         }
+        check_durations(&opts, &sim.config).map_err(RunError::BadOption)?;
         if sim.config.tick_interval_ns < 1_000 {
             return Err(RunError::BadOption(
                 "the tick interval must be at least 1us".into(),
@@ -1560,7 +1612,7 @@ impl Engine {
         self.tasks[t].idle = false;
         if matches!(self.tasks[t].kind, TaskKind::Spout | TaskKind::Acker) {
             self.queue
-                .push(self.now + self.tick_ns, Ev::Tick { task, inc });
+                .push(self.now.saturating_add(self.tick_ns), Ev::Tick { task, inc });
         }
         self.maybe_schedule(task);
     }
@@ -1598,7 +1650,7 @@ impl Engine {
             self.tasks[t].restart_pending = true;
             self.restarts_pending += 1;
             self.queue
-                .push(self.now + self.opts.restart_delay_ns, Ev::Restart { task });
+                .push(self.now.saturating_add(self.opts.restart_delay_ns), Ev::Restart { task });
         }
     }
 
@@ -1756,7 +1808,7 @@ impl Engine {
         } else {
             return;
         }
-        self.tasks[t].busy_until = now + self.tasks[t].service_ns;
+        self.tasks[t].busy_until = now.saturating_add(self.tasks[t].service_ns);
         self.after_step(task, out);
         if kind == TaskKind::Spout {
             // The spout's next root, already drawn: its slot in the set of initialized roots
@@ -1867,7 +1919,7 @@ impl Engine {
             self.observe_spout(task, out);
         }
         self.queue
-            .push(self.now + self.tick_ns, Ev::Tick { task, inc });
+            .push(self.now.saturating_add(self.tick_ns), Ev::Tick { task, inc });
         self.maybe_schedule(task);
     }
 
@@ -2044,7 +2096,7 @@ impl Engine {
             )
         };
         let link = &mut self.link_last[sw * w + dw];
-        let arrival = (self.now + latency).max(*link);
+        let arrival = self.now.saturating_add(latency).max(*link);
         *link = arrival;
         self.trace
             .event(&[self.now, T_SEND, (from as u64) << 16 | dest as u64, arrival]);
@@ -2220,7 +2272,7 @@ impl Engine {
                 }
                 self.restarts_pending += 1;
                 self.queue
-                    .push(self.now + self.opts.outage_ns, Ev::OutageEnd { sink });
+                    .push(self.now.saturating_add(self.opts.outage_ns), Ev::OutageEnd { sink });
             }
             FaultKind::Partition => {
                 let w = self.workers;
@@ -2229,7 +2281,7 @@ impl Engine {
                     self.partitioned[a * w + b] += 1;
                     self.partitioned[b * w + a] += 1;
                     self.queue.push(
-                        self.now + self.opts.partition_ns,
+                        self.now.saturating_add(self.opts.partition_ns),
                         Ev::Heal {
                             a: f.target,
                             b: f.peer,

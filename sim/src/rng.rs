@@ -42,7 +42,11 @@ pub fn between(rng: &mut SimRng, lo: u64, hi: u64) -> u64 {
     if hi <= lo {
         lo
     } else {
-        lo + below(rng, hi - lo + 1)
+        match (hi - lo).checked_add(1) {
+            Some(n) => lo + below(rng, n),
+            // `0..=u64::MAX`: every value (the span `hi - lo + 1` would wrap to 0).
+            None => rng.next_u64(),
+        }
     }
 }
 
