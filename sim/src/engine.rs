@@ -64,6 +64,13 @@ pub const MAX_WORKERS: u16 = 256;
 
 /// How a simulation runs a topology, besides the topology's own [`Config`] (which gives the
 /// message timeout T, the tick interval, max spout pending and the number of ackers).
+///
+/// Every duration here and in the [`Config`] is at most
+/// [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS) (1,000,000 s), and with message timeouts
+/// on the link latencies (`latency_max_ns`, `local_latency_ns`) are at most the message timeout:
+/// [`Simulation::run`] refuses others with [`RunError::BadOption`] before anything runs (see
+/// [`check_durations`]). Inside the run every `now + duration` saturates at `u64::MAX`, a time
+/// past every time limit: "never within the run" (the bounds keep it from happening).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimOptions {
     /// The run's seed: every random choice comes from it (link latencies, fault draws, and the
@@ -233,7 +240,9 @@ pub fn latency_above_timeout(what: &str, ns: u64, timeout_ns: u64) -> String {
 }
 
 /// Checks every duration of `opts` and `config` before a run: each at most
-/// [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS), and, with message timeouts on, the link
+/// [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS) (`outage_ns` at most
+/// [`reconnect_ns`](crate::scenario::reconnect_ns) of it, 1000001150ms: the longest scenario
+/// outage as its clients see it), and, with message timeouts on, the link
 /// latencies at most the message timeout (see [`ScenarioError::LatencyAboveTimeout`] for why).
 ///
 /// # Errors
@@ -251,10 +260,22 @@ pub fn check_durations(opts: &SimOptions, config: &Config) -> Result<(), String>
         ("acker_ns", opts.acker_ns),
         ("restart_delay_ns", opts.restart_delay_ns),
         ("partition_ns", opts.partition_ns),
-        ("outage_ns", opts.outage_ns),
         ("time_limit_ns", opts.time_limit_ns.unwrap_or(0)),
     ] {
         check_max_duration(what, ns)?;
+    }
+    // The built-in experiment hands the engine its outage as the spout and sink see it, at
+    // their next reconnect attempt (up to 2 s later): its longest is that of the longest
+    // scenario outage.
+    let max_outage = crate::scenario::reconnect_ns(crate::units::MAX_DURATION_NS);
+    if opts.outage_ns > max_outage {
+        return Err(format!(
+            "outage_ns {} is longer than the longest outage taken, {} (the longest duration, \
+             {}, seen at the next reconnect attempt)",
+            crate::units::format_ns(opts.outage_ns),
+            crate::units::format_ns(max_outage),
+            crate::units::MAX_DURATION_TEXT
+        ));
     }
     if config.enable_message_timeouts {
         for (what, ns) in [
@@ -1478,6 +1499,11 @@ impl Engine {
                 Ev::OutageEnd { sink } => self.on_outage_end(sink),
                 Ev::Heal { a, b } => {
                     self.trace.event(&[self.now, T_HEAL, a as u64, b as u64]);
+                    if self.trace.writing() {
+                        let now = self.now;
+                        self.trace
+                            .line(format_args!("{now} partition {a}-{b} heals"));
+                    }
                     let w = self.workers;
                     let (a, b) = (a as usize, b as usize);
                     self.partitioned[a * w + b] = self.partitioned[a * w + b].saturating_sub(1);
@@ -1635,8 +1661,10 @@ impl Engine {
         self.tasks[t].busy_until = self.now;
         self.tasks[t].idle = false;
         if matches!(self.tasks[t].kind, TaskKind::Spout | TaskKind::Acker) {
-            self.queue
-                .push(self.now.saturating_add(self.tick_ns), Ev::Tick { task, inc });
+            self.queue.push(
+                self.now.saturating_add(self.tick_ns),
+                Ev::Tick { task, inc },
+            );
         }
         self.maybe_schedule(task);
     }
@@ -1673,8 +1701,10 @@ impl Engine {
         if !self.tasks[t].restart_pending {
             self.tasks[t].restart_pending = true;
             self.restarts_pending += 1;
-            self.queue
-                .push(self.now.saturating_add(self.opts.restart_delay_ns), Ev::Restart { task });
+            self.queue.push(
+                self.now.saturating_add(self.opts.restart_delay_ns),
+                Ev::Restart { task },
+            );
         }
     }
 
@@ -1961,8 +1991,10 @@ impl Engine {
             self.tasks[t].idle = false;
             self.observe_spout(task, out);
         }
-        self.queue
-            .push(self.now.saturating_add(self.tick_ns), Ev::Tick { task, inc });
+        self.queue.push(
+            self.now.saturating_add(self.tick_ns),
+            Ev::Tick { task, inc },
+        );
         self.maybe_schedule(task);
     }
 
@@ -2314,8 +2346,10 @@ impl Engine {
                     }
                 }
                 self.restarts_pending += 1;
-                self.queue
-                    .push(self.now.saturating_add(self.opts.outage_ns), Ev::OutageEnd { sink });
+                self.queue.push(
+                    self.now.saturating_add(self.opts.outage_ns),
+                    Ev::OutageEnd { sink },
+                );
             }
             FaultKind::Partition => {
                 let w = self.workers;

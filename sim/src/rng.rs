@@ -80,6 +80,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn between_takes_the_whole_range_without_overflow() {
+        // `hi - lo + 1` wraps at the full range (a panic in a debug build until 2026-12-03).
+        let mut r = stream(1, 2);
+        let draws: Vec<u64> = (0..64).map(|_| between(&mut r, 0, u64::MAX)).collect();
+        assert!(draws.iter().any(|&d| d > u64::MAX / 2));
+        assert!(draws.iter().any(|&d| d < u64::MAX / 2));
+        assert_eq!(between(&mut r, u64::MAX, u64::MAX), u64::MAX);
+        assert!(between(&mut r, u64::MAX - 1, u64::MAX) >= u64::MAX - 1);
+    }
+
+    #[test]
     fn streams_are_fixed_and_independent() {
         let mut a = stream(7, 1);
         let mut b = stream(7, 1);

@@ -334,7 +334,9 @@ pub mod workers {
 }
 
 /// One simulation's full description; with the same values (seed included) a run is replayed
-/// exactly.
+/// exactly. Every duration is at most [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS)
+/// (1,000,000 s; [`ScenarioError::DurationTooLong`]) and the link latencies at most the message
+/// timeout ([`ScenarioError::LatencyAboveTimeout`]), checked by [`Scenario::validate`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// The run's seed: every random choice comes from it.
@@ -488,14 +490,20 @@ impl Scenario {
             ("the message timeout (--timeout)", self.message_timeout_ns),
             ("the tick interval (--tick)", self.tick_interval_ns),
             ("the link latency (--latency)", self.latency_max_ns),
-            ("the latency inside one worker (--local-latency)", self.local_latency_ns),
+            (
+                "the latency inside one worker (--local-latency)",
+                self.local_latency_ns,
+            ),
             ("--spout-ns", self.spout_ns),
             ("--bolt-ns", self.bolt_ns),
             ("--acker-ns", self.acker_ns),
             ("the restart delay (--restart-delay)", self.restart_delay_ns),
             ("the partition duration (--partition)", self.partition_ns),
             ("the outage duration (--outage)", self.outage_ns),
-            ("the time limit (--time-limit)", self.time_limit_ns.unwrap_or(0)),
+            (
+                "the time limit (--time-limit)",
+                self.time_limit_ns.unwrap_or(0),
+            ),
         ] {
             if ns > crate::units::MAX_DURATION_NS {
                 return Err(ScenarioError::DurationTooLong(what, ns));
@@ -503,7 +511,10 @@ impl Scenario {
         }
         for (what, ns) in [
             ("the link latency (--latency)", self.latency_max_ns),
-            ("the latency inside one worker (--local-latency)", self.local_latency_ns),
+            (
+                "the latency inside one worker (--local-latency)",
+                self.local_latency_ns,
+            ),
         ] {
             if self.message_timeout_ns > 0 && ns > self.message_timeout_ns {
                 return Err(ScenarioError::LatencyAboveTimeout(

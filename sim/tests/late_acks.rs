@@ -41,7 +41,10 @@ fn trees_slower_than_a_short_timeout_are_late_acks_not_lost_ones() {
     assert_eq!(o.spout.timed_out, 272);
     // Every timed-out tree's Completed notice came back late (ignored by the spout).
     assert_eq!(o.spout.ignored, 272);
-    assert_eq!(o.acker.acked, 1272, "every tree, replays included, completed");
+    assert_eq!(
+        o.acker.acked, 1272,
+        "every tree, replays included, completed"
+    );
     // The oracle only reads: the run is the one it was before the fix.
     assert_eq!(o.trace_hash, 0xf189_7a5c_9b5e_6173);
 
@@ -58,7 +61,15 @@ fn trees_slower_than_a_short_timeout_are_late_acks_not_lost_ones() {
 #[test]
 fn a_search_with_a_short_timeout_and_no_fault_finds_no_violating_seed() {
     let (code, out) = cli(&[
-        "search", "--seeds", "3", "--timeout", "1ms", "--tick", "100us", "--faults", "none",
+        "search",
+        "--seeds",
+        "3",
+        "--timeout",
+        "1ms",
+        "--tick",
+        "100us",
+        "--faults",
+        "none",
     ]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains(": 0 violating"), "{out}");
@@ -179,7 +190,10 @@ fn a_timed_out_tree_is_excused_only_when_its_completion_reaches_the_spout() {
     assert_eq!(o.violations, vec![]);
     assert_eq!(o.callbacks["four"][2].fails, 1);
     assert_eq!(o.spout.timed_out, 1);
-    assert_eq!(o.spout.ignored, 1, "the late Completed of the first tree of 2");
+    assert_eq!(
+        o.spout.ignored, 1,
+        "the late Completed of the first tree of 2"
+    );
     // Held for ever: the first tree of 2 never completes, which is an ack lost.
     let o = holds_two(false).run().unwrap();
     assert!(o.fired.is_empty());
