@@ -63,7 +63,8 @@ const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when
 pipe closed early, e.g. `| head -1`: the command stops quietly); 1 on an oracle violation or a \
 relation that does not hold; 2 on bad arguments, a failed run or a stdout write error (e.g. \
 `> /dev/full`), with a one-line message on stderr (an argument error clap finds adds the usage \
-and a hint); 3 on nondeterminism (--check-determinism).";
+and a hint); 3 on nondeterminism (--check-determinism); `experiment --real` stopped by a signal \
+(its servers and workers stopped first): 130 on SIGINT (Ctrl-C), 143 on SIGTERM.";
 
 /// clap value parser for a duration (`250ns`, `30us`, `2ms`, `1.5s`); the options using it set
 /// `allow_hyphen_values` so a negative one reaches here and is refused by name. Every duration
