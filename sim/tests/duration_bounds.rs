@@ -66,6 +66,14 @@ fn the_overflowing_commands_are_refused_naming_the_bound() {
             &longer("1000001s"),
         );
     }
+    // A fault time, too.
+    refused(
+        &[&run[..], &["--faults", &format!("bolt-crash@{MAX}")]].concat(),
+        &format!(
+            "bad fault time `{MAX}`: later than the latest fault time taken, 1000000s (about \
+             11.6 days of simulated time)"
+        ),
+    );
 }
 
 #[test]
