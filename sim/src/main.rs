@@ -263,8 +263,8 @@ fn latency_range(s: &str) -> Result<(u64, u64), String> {
 struct SimArgs {
     /// Unique sequential numbers in the source, 1 to 100000000 [default: 1000 for `run` and
     /// `search`, 100000 for `experiment`, 10000 for `experiment --real --quick`]. A run keeps
-    /// about 130 bytes of memory a tuple (measured: 133 MB at 1 million, 517 MB at 4 million), so
-    /// the maximum needs about 13 GB; a count needing more than the machine or `ulimit -v` / `-d`
+    /// about 135 bytes of memory a tuple (measured: 140 MB at 1 million, 540 MB at 4 million), so
+    /// the maximum needs about 14 GB; a count needing more than the machine or `ulimit -v` / `-d`
     /// allows (at 144 B a tuple) is refused with the estimate before anything is allocated.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     tuples: Option<u64>,

@@ -350,8 +350,9 @@ const NO_EMIT: IdState = IdState {
 };
 
 /// Per message id state: a dense vector while the ids come in sequence from 0 (the common case:
-/// no hashing, 24 bytes an id), a hash map for the others (an id far past the dense part, and
-/// every id after the first such one, so no id lives in both).
+/// no hashing, 32 bytes an id: callbacks, the oldest undecided emit's time and root id), a hash
+/// map for the others (an id far past the dense part, and every id after the first such one, so
+/// no id lives in both).
 #[derive(Default)]
 struct IdTable {
     dense: Vec<IdState>,
