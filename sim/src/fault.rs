@@ -153,6 +153,9 @@ pub enum FaultError {
     EmptyItem(String),
     /// `none` listed with other faults (`none,bolt-crash`): the whole list as given.
     NoneWithFaults(String),
+    /// A trigger time later than [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS)
+    /// (1000000s): the trigger as given, or the fault of a schedule.
+    TimeTooLate(String),
     /// An offset trigger at or past the end of the input.
     OffsetPastInput {
         /// The offset given.
@@ -193,6 +196,12 @@ impl fmt::Display for FaultError {
             FaultError::TooMany => write!(
                 f,
                 "the fault specs expand to more than {MAX_FAULTS} faults; lower the rates"
+            ),
+            FaultError::TimeTooLate(s) => write!(
+                f,
+                "bad fault time `{s}`: later than the latest fault time taken, {} (about 11.6 \
+                 days of simulated time)",
+                crate::units::MAX_DURATION_TEXT
             ),
             FaultError::OffsetPastInput { offset, tuples } => write!(
                 f,
@@ -243,9 +252,13 @@ impl FromStr for Trigger {
         } else {
             // A bare number other than 0 is refused, as every duration option does.
             require_unit(s).map_err(FaultError::NoUnit)?;
-            parse_duration_ns(s)
-                .map(Trigger::AtNs)
-                .map_err(|_| FaultError::BadTrigger(s.to_string()))
+            match parse_duration_ns(s) {
+                Ok(t) if t > crate::units::MAX_DURATION_NS => {
+                    Err(FaultError::TimeTooLate(s.to_string()))
+                }
+                Ok(t) => Ok(Trigger::AtNs(t)),
+                Err(_) => Err(FaultError::BadTrigger(s.to_string())),
+            }
         }
     }
 }
@@ -456,7 +469,8 @@ pub struct ExpandContext {
 ///
 /// # Errors
 /// [`FaultError::BadTarget`] naming the fault, the target and the valid range;
-/// [`FaultError::OffsetPastInput`] for an offset trigger at or past the input.
+/// [`FaultError::OffsetPastInput`] for an offset trigger at or past the input;
+/// [`FaultError::TimeTooLate`] for a time past [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS).
 pub fn check_schedule(
     faults: &[Fault],
     counts: &TargetCounts,
@@ -489,10 +503,14 @@ pub fn check_schedule(
             };
             return Err(FaultError::BadTarget(format!("in `{f}`: {why}")));
         }
-        if let Trigger::AtOffset(o) = f.trigger {
-            if o >= tuples {
+        match f.trigger {
+            Trigger::AtOffset(o) if o >= tuples => {
                 return Err(FaultError::OffsetPastInput { offset: o, tuples });
             }
+            Trigger::AtNs(t) if t > crate::units::MAX_DURATION_NS => {
+                return Err(FaultError::TimeTooLate(f.to_string()));
+            }
+            _ => {}
         }
     }
     Ok(())

@@ -11,7 +11,7 @@ use acker_runtime::cli::{at_least, count_at_least, exit_status, list_items, CliE
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::shapes::Shape;
-use acker_sim::units::{parse_duration_ns, require_unit};
+use acker_sim::units::{parse_duration_ns, require_unit, MAX_DURATION_NS, MAX_DURATION_TEXT};
 use acker_sim::{experiment, search};
 use acker_sim::{RunError, Sim, Simulation, SourceModel};
 use clap::{Args, Parser, Subcommand};
@@ -53,14 +53,18 @@ enum Command {
 /// How a duration option is written, shown under each command's `--help`.
 const DURATION_HELP: &str = "Durations (--timeout, --tick, --latency, --progress-every, ..., \
 and the fault times of --faults, as in bolt-crash@2ms) need a unit: ns, us, ms or s, e.g. 30s, \
-2ms, 1.5s, 50us..150us; a bare number other than 0 is refused.";
+2ms, 1.5s, 50us..150us; a bare number other than 0 is refused. Every duration is at most \
+1000000s (about 11.6 days), and the link latencies (--latency's maximum, --local-latency) at most \
+the message timeout (a slower link would time out every tree crossing it, and the replays' \
+messages in flight would fill the memory).";
 
 /// The exit statuses, shown under `--help`.
 const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when stdout is a \
 pipe closed early, e.g. `| head -1`: the command stops quietly); 1 on an oracle violation or a \
 relation that does not hold; 2 on bad arguments, a failed run or a stdout write error (e.g. \
 `> /dev/full`), with a one-line message on stderr (an argument error clap finds adds the usage \
-and a hint); 3 on nondeterminism (--check-determinism).";
+and a hint); 3 on nondeterminism (--check-determinism); `experiment --real` stopped by a signal \
+(its servers and workers stopped first): 130 on SIGINT (Ctrl-C), 143 on SIGTERM.";
 
 /// clap value parser for a duration (`250ns`, `30us`, `2ms`, `1.5s`); the options using it set
 /// `allow_hyphen_values` so a negative one reaches here and is refused by name. Every duration
@@ -71,7 +75,20 @@ fn duration(s: &str) -> Result<u64, String> {
         return Err("durations cannot be negative".into());
     }
     with_unit(s)?;
-    parse_duration_ns(s)
+    at_most_max(s, parse_duration_ns(s)?)
+}
+
+/// `ns` (parsed from `s`) if at most [`MAX_DURATION_NS`], else the message naming `s` and the
+/// bound (every duration option of acker-sim takes at most 1000000s).
+fn at_most_max(s: &str, ns: u64) -> Result<u64, String> {
+    if ns > MAX_DURATION_NS {
+        return Err(format!(
+            "`{}` is longer than the longest duration taken, {MAX_DURATION_TEXT} (about 11.6 \
+             days)",
+            s.trim()
+        ));
+    }
+    Ok(ns)
 }
 
 /// Refuses a bare number other than 0, naming the units taken ([`require_unit`]).
@@ -229,7 +246,10 @@ fn latency_range(s: &str) -> Result<(u64, u64), String> {
         .ok_or_else(|| format!("`{s}` is not a latency range like 50us..150us"))?;
     with_unit(a)?;
     with_unit(b)?;
-    let (a, b) = (parse_duration_ns(a)?, parse_duration_ns(b)?);
+    let (a, b) = (
+        at_most_max(a, parse_duration_ns(a)?)?,
+        at_most_max(b, parse_duration_ns(b)?)?,
+    );
     if a > b {
         return Err(format!(
             "latency range `{s}`: the minimum exceeds the maximum"
@@ -243,8 +263,8 @@ fn latency_range(s: &str) -> Result<(u64, u64), String> {
 struct SimArgs {
     /// Unique sequential numbers in the source, 1 to 100000000 [default: 1000 for `run` and
     /// `search`, 100000 for `experiment`, 10000 for `experiment --real --quick`]. A run keeps
-    /// about 130 bytes of memory a tuple (measured: 133 MB at 1 million, 517 MB at 4 million), so
-    /// the maximum needs about 13 GB; a count needing more than the machine or `ulimit -v` / `-d`
+    /// about 135 bytes of memory a tuple (measured: 140 MB at 1 million, 540 MB at 4 million), so
+    /// the maximum needs about 14 GB; a count needing more than the machine or `ulimit -v` / `-d`
     /// allows (at 144 B a tuple) is refused with the estimate before anything is allocated.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     tuples: Option<u64>,

@@ -20,6 +20,13 @@
 //! | at-most-once: no duplicate | at the end, on the effects in the sink's result |
 //! | at-least-once: nothing lost | at the end, on the effects in the sink's result |
 //! | exactly-once: nothing lost, nothing duplicated | at the end: every position's effect applied exactly once, whatever the sink's own de-duplication state says |
+//!
+//! The experiment and the shapes ([`SimOptions::fails_only_under_faults`](crate::SimOptions::fails_only_under_faults))
+//! add, from what their spouts receive:
+//!
+//! | oracle | checked |
+//! | --- | --- |
+//! | no fault fired, no tree failed (`failed-without-fault`: an ack lost inside the system) | at the end of a run where no fault fired: every `fail` the spout got (an acker's `Failed` notice, or its own message timeout) was followed by the acker's `Completed` notice for the same root (a late ack: the tree only took longer than the timeout, and the spout counted the notice ignored); a failed tree that never completed is the violation |
 
 use crate::scenario::Guarantee;
 use crate::source::{CallbackError, SinkStore};
@@ -123,8 +130,13 @@ pub enum Violation {
         first: MessageId,
     },
     /// A tree failed in a run where no fault fired, in a topology that fails trees only under
-    /// faults ([`SimOptions::fails_only_under_faults`](crate::SimOptions::fails_only_under_faults)):
-    /// an ack was lost inside the system.
+    /// faults ([`SimOptions::fails_only_under_faults`](crate::SimOptions::fails_only_under_faults)),
+    /// and the acker never reported it completed: an ack was lost inside the system. Judged from
+    /// what the spout receives: a `fail` (the acker's `Failed` notice, or the spout's own message
+    /// timeout) is excused when the acker's `Completed` notice for the same root reaches the
+    /// spout later (a late ack: the tree took longer than the timeout, and the spout counted
+    /// the notice ignored); a `fail` whose tree never completes by the end of the run is this
+    /// violation.
     FailedWithoutFault {
         /// The spout component.
         component: String,
@@ -217,7 +229,8 @@ impl fmt::Display for Violation {
             Violation::FailedWithoutFault { component, msg_id } => write!(
                 f,
                 "failed-without-fault: spout `{component}` got a fail for message id {msg_id} \
-                 though no fault fired (an ack was lost inside the system)"
+                 though no fault fired, and its tree never completed (an ack was lost inside \
+                 the system)"
             ),
             Violation::Invariant {
                 name,
@@ -280,6 +293,8 @@ struct IdState {
     cb: Callbacks,
     /// Emit time of the oldest undecided emit; `u64::MAX`: none.
     open_first_ns: u64,
+    /// Root id of the oldest undecided emit (what [`Watch::callback`] hands back).
+    open_root: u64,
 }
 
 /// A spout component's callbacks by message id, sorted by message id.
@@ -331,11 +346,13 @@ const NO_EMIT: IdState = IdState {
         fails: 0,
     },
     open_first_ns: u64::MAX,
+    open_root: 0,
 };
 
 /// Per message id state: a dense vector while the ids come in sequence from 0 (the common case:
-/// no hashing, 24 bytes an id), a hash map for the others (an id far past the dense part, and
-/// every id after the first such one, so no id lives in both).
+/// no hashing, 32 bytes an id: callbacks, the oldest undecided emit's time and root id), a hash
+/// map for the others (an id far past the dense part, and every id after the first such one, so
+/// no id lives in both).
 #[derive(Default)]
 struct IdTable {
     dense: Vec<IdState>,
@@ -388,9 +405,9 @@ impl IdTable {
 struct SpoutWatch {
     component: usize,
     ids: IdTable,
-    /// The later undecided emits of ids with more than one, in order (rare: kept apart so that
-    /// the common entry stays 32 bytes).
-    more: IdMap<std::collections::VecDeque<u64>>,
+    /// The later undecided emits (emit time, root id) of ids with more than one, in order (rare:
+    /// kept apart so that the common entry stays 32 bytes).
+    more: IdMap<std::collections::VecDeque<(u64, u64)>>,
     /// Undecided emits of the current incarnation.
     open_len: u64,
 }
@@ -456,9 +473,16 @@ impl Watch {
         self.spouts.get_mut(i as usize)
     }
 
-    /// Spout `task` made a tracked emit of `msg_id` at `now_ns`.
+    /// Spout `task` made a tracked emit of `msg_id` at `now_ns` (its root id unknown: as
+    /// [`emit_root`](Self::emit_root) with root 0).
     #[inline]
     pub fn emit(&mut self, task: TaskId, msg_id: MessageId, now_ns: u64) {
+        self.emit_root(task, msg_id, 0, now_ns);
+    }
+
+    /// Spout `task` made a tracked emit of `msg_id`, as the tree of root id `root`, at `now_ns`.
+    #[inline]
+    pub fn emit_root(&mut self, task: TaskId, msg_id: MessageId, root: u64, now_ns: u64) {
         let Some(s) = self.spout(task) else {
             return;
         };
@@ -467,8 +491,9 @@ impl Watch {
         e.cb.emits += 1;
         if e.open_first_ns == u64::MAX {
             e.open_first_ns = now_ns;
+            e.open_root = root;
         } else {
-            s.more.entry(msg_id).or_default().push_back(now_ns);
+            s.more.entry(msg_id).or_default().push_back((now_ns, root));
         }
     }
 
@@ -476,10 +501,18 @@ impl Watch {
     /// message id with no undecided emit is a [`CallbackError`] violation, kept while fewer than
     /// 100 violations are held (the list of violations stays short; each message id called back
     /// still gets its per-id entry, so memory grows with the distinct ids, as with emits).
-    pub fn callback(&mut self, task: TaskId, msg_id: MessageId, acked: bool, now_ns: u64) {
+    /// Returns the root id of the emit it decided (the oldest undecided one of `msg_id`; 0 when
+    /// emitted through [`emit`](Self::emit)), or `None` when it decided none.
+    pub fn callback(
+        &mut self,
+        task: TaskId,
+        msg_id: MessageId,
+        acked: bool,
+        now_ns: u64,
+    ) -> Option<u64> {
         let i = match self.slot.get(task as usize) {
             Some(&i) if (i as usize) < self.spouts.len() => i as usize,
-            _ => return,
+            _ => return None,
         };
         let s = &mut self.spouts[i];
         let e = s.ids.entry(msg_id);
@@ -491,10 +524,11 @@ impl Watch {
         let ever = e.cb.emits > 0;
         if e.open_first_ns != u64::MAX {
             let emit_ns = e.open_first_ns;
+            let root = e.open_root;
             e.open_first_ns = u64::MAX;
             if !s.more.is_empty() {
                 if let Some(q) = s.more.get_mut(&msg_id) {
-                    e.open_first_ns = q.pop_front().unwrap_or(u64::MAX);
+                    (e.open_first_ns, e.open_root) = q.pop_front().unwrap_or((u64::MAX, 0));
                     if q.is_empty() {
                         s.more.remove(&msg_id);
                     }
@@ -511,12 +545,16 @@ impl Watch {
                     });
                 }
             }
-        } else if self.violations.len() < 100 {
-            self.violations.push(Violation::Callback(if ever {
-                CallbackError::Twice { msg_id }
-            } else {
-                CallbackError::Unknown { msg_id }
-            }));
+            Some(root)
+        } else {
+            if self.violations.len() < 100 {
+                self.violations.push(Violation::Callback(if ever {
+                    CallbackError::Twice { msg_id }
+                } else {
+                    CallbackError::Unknown { msg_id }
+                }));
+            }
+            None
         }
     }
 

@@ -42,7 +42,11 @@ pub fn between(rng: &mut SimRng, lo: u64, hi: u64) -> u64 {
     if hi <= lo {
         lo
     } else {
-        lo + below(rng, hi - lo + 1)
+        match (hi - lo).checked_add(1) {
+            Some(n) => lo + below(rng, n),
+            // `0..=u64::MAX`: every value (the span `hi - lo + 1` would wrap to 0).
+            None => rng.next_u64(),
+        }
     }
 }
 
@@ -74,6 +78,17 @@ pub fn exp_gap_ns(rng: &mut SimRng, per_sec: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn between_takes_the_whole_range_without_overflow() {
+        // `hi - lo + 1` wraps at the full range (a panic in a debug build until 2026-12-03).
+        let mut r = stream(1, 2);
+        let draws: Vec<u64> = (0..64).map(|_| between(&mut r, 0, u64::MAX)).collect();
+        assert!(draws.iter().any(|&d| d > u64::MAX / 2));
+        assert!(draws.iter().any(|&d| d < u64::MAX / 2));
+        assert_eq!(between(&mut r, u64::MAX, u64::MAX), u64::MAX);
+        assert!(between(&mut r, u64::MAX - 1, u64::MAX) >= u64::MAX - 1);
+    }
 
     #[test]
     fn streams_are_fixed_and_independent() {

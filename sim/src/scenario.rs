@@ -217,6 +217,19 @@ pub enum ScenarioError {
     /// A per-message processing time is not shorter than the message timeout: no tuple could
     /// ever be acked in time, and every replay would queue more work.
     CostTooLong(&'static str),
+    /// A duration is longer than [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS) (1,000,000
+    /// s): the option and the value in ns.
+    DurationTooLong(&'static str, u64),
+    /// A link latency (the range's maximum, or the latency inside one worker) is longer than the
+    /// message timeout: the option, the latency and the timeout in ns. Every tree crossing such
+    /// a link times out and is replayed while its messages are still on the way, so the
+    /// messages in flight grow as max spout pending × latency / timeout (about 170 bytes each:
+    /// `--latency 10000s..10000s` with the default 30 s timeout held 254 MB at max spout pending
+    /// 1000, about 250 KB a pending slot, and 100000 s exhausted the memory); with the latency
+    /// at most the timeout they stay within a few times max spout pending (measured at the
+    /// bound, `--latency 30s..30s --max-spout-pending 100000 --tuples 100000`: 188 MB peak
+    /// against 50 MB at the default latency, under 2 KB a pending slot).
+    LatencyAboveTimeout(&'static str, u64, u64),
 }
 
 impl fmt::Display for ScenarioError {
@@ -281,6 +294,14 @@ impl fmt::Display for ScenarioError {
                 }
             ),
             ScenarioError::Fault(e) => e.fmt(f),
+            ScenarioError::DurationTooLong(what, ns) => {
+                f.write_str(&crate::units::check_max_duration(what, *ns).unwrap_err())
+            }
+            ScenarioError::LatencyAboveTimeout(what, ns, timeout) => write!(
+                f,
+                "{}",
+                crate::engine::latency_above_timeout(what, *ns, *timeout)
+            ),
         }
     }
 }
@@ -315,7 +336,9 @@ pub mod workers {
 }
 
 /// One simulation's full description; with the same values (seed included) a run is replayed
-/// exactly.
+/// exactly. Every duration is at most [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS)
+/// (1,000,000 s; [`ScenarioError::DurationTooLong`]) and the link latencies at most the message
+/// timeout ([`ScenarioError::LatencyAboveTimeout`]), checked by [`Scenario::validate`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// The run's seed: every random choice comes from it.
@@ -464,6 +487,44 @@ impl Scenario {
             return Err(ScenarioError::TooLarge(
                 "--max-spout-pending (at most 1000000)",
             ));
+        }
+        for (what, ns) in [
+            ("the message timeout (--timeout)", self.message_timeout_ns),
+            ("the tick interval (--tick)", self.tick_interval_ns),
+            ("the link latency (--latency)", self.latency_max_ns),
+            (
+                "the latency inside one worker (--local-latency)",
+                self.local_latency_ns,
+            ),
+            ("--spout-ns", self.spout_ns),
+            ("--bolt-ns", self.bolt_ns),
+            ("--acker-ns", self.acker_ns),
+            ("the restart delay (--restart-delay)", self.restart_delay_ns),
+            ("the partition duration (--partition)", self.partition_ns),
+            ("the outage duration (--outage)", self.outage_ns),
+            (
+                "the time limit (--time-limit)",
+                self.time_limit_ns.unwrap_or(0),
+            ),
+        ] {
+            if ns > crate::units::MAX_DURATION_NS {
+                return Err(ScenarioError::DurationTooLong(what, ns));
+            }
+        }
+        for (what, ns) in [
+            ("the link latency (--latency)", self.latency_max_ns),
+            (
+                "the latency inside one worker (--local-latency)",
+                self.local_latency_ns,
+            ),
+        ] {
+            if self.message_timeout_ns > 0 && ns > self.message_timeout_ns {
+                return Err(ScenarioError::LatencyAboveTimeout(
+                    what,
+                    ns,
+                    self.message_timeout_ns,
+                ));
+            }
         }
         if self.message_timeout_ns == 0 {
             return Err(ScenarioError::ZeroTime("the message timeout (--timeout)"));

@@ -2,6 +2,35 @@
 //! nanoseconds to [`parse_duration_ns`], but every duration of the command line, and every fault
 //! time, must name its unit: [`require_unit`]).
 
+/// The longest duration any option takes: 1,000,000 s of simulated time (about 11.6 days), for
+/// every duration of [`SimOptions`](crate::SimOptions), [`Scenario`](crate::Scenario) and the
+/// command line (latencies, service times, restart delay, partition, outage, message timeout,
+/// tick, time limit, `--fault-until`, ...). A longer one is refused before anything runs
+/// ([`crate::RunError::BadOption`], [`crate::ScenarioError::DurationTooLong`], or the command
+/// line's `is longer than the longest duration taken` message). Far above any useful run (the
+/// simulator's defaults are at most 30 s), and far below `u64::MAX` ns (about 584 years): a sum
+/// of 18,000 such durations still fits in a `u64`, so the engine's time arithmetic (every
+/// `now + duration` saturates at `u64::MAX` besides, meaning "never within the run") cannot wrap.
+pub const MAX_DURATION_NS: u64 = 1_000_000 * 1_000_000_000;
+
+/// [`MAX_DURATION_NS`] as the command line writes it.
+pub const MAX_DURATION_TEXT: &str = "1000000s";
+
+/// `Err` naming `what` and the bound when `ns` is above [`MAX_DURATION_NS`].
+///
+/// # Errors
+/// `` {what} {ns} is longer than the longest duration taken, 1000000s (about 11.6 days) ``.
+pub fn check_max_duration(what: &str, ns: u64) -> Result<(), String> {
+    if ns > MAX_DURATION_NS {
+        return Err(format!(
+            "{what} {} is longer than the longest duration taken, {MAX_DURATION_TEXT} (about \
+             11.6 days of simulated time)",
+            format_ns(ns)
+        ));
+    }
+    Ok(())
+}
+
 /// The units a duration takes, for the message of [`require_unit`].
 pub const DURATION_UNITS: &str = "a duration needs one of the units ns, us, ms, s";
 

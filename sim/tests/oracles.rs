@@ -125,8 +125,8 @@ fn violations_have_stable_classes_and_messages() {
                 msg_id: 3,
             },
             "failed-without-fault",
-            "failed-without-fault: spout `s` got a fail for message id 3 though no fault fired \
-             (an ack was lost inside the system)",
+            "failed-without-fault: spout `s` got a fail for message id 3 though no fault fired, \
+             and its tree never completed (an ack was lost inside the system)",
         ),
         (
             Violation::Invariant {

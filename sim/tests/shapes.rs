@@ -206,7 +206,7 @@ fn a_fail_without_any_fault_is_a_violation_only_where_the_topology_says_so() {
             .collect::<Vec<_>>(),
         vec![
             "failed-without-fault: spout `four` got a fail for message id 2 though no fault \
-             fired (an ack was lost inside the system)"
+             fired, and its tree never completed (an ack was lost inside the system)"
         ]
     );
     assert_eq!(o.violations[0].class(), "failed-without-fault");

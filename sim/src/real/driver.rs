@@ -9,8 +9,9 @@
 //! new tables `out_c<i>` / `applied_c<i>`, consumer group `experiment`, one consumer name kept
 //! across worker restarts. A cell is cut after its time limit (reported, the run goes on); a
 //! worker that fails is reported with its log's tail. Servers and workers never outlive the
-//! driver: they are stopped when it returns, and SIGINT / SIGTERM (Ctrl-C) make it stop the
-//! cell, stop everything and exit 130.
+//! driver: they are stopped when it returns, and SIGINT (Ctrl-C) or SIGTERM make it stop the
+//! cell, stop everything and exit 130 (SIGINT) or 143 (SIGTERM), the statuses a shell reports for
+//! a process those signals ended (as `acker-run` does).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -614,18 +615,58 @@ fn pairs(rows: &[&RealRow], f: impl Fn(&RealRow) -> String) -> String {
     rows.iter().map(|r| f(r)).collect::<Vec<_>>().join(" ")
 }
 
+/// The faults of the relation "a worker kill or a server restart loses nothing".
+const RESTARTS: [RealFault; 3] = [
+    RealFault::WorkerKill,
+    RealFault::RedisRestart,
+    RealFault::PostgresRestart,
+];
+
 /// The relations of the issue, checked on the measured rows (a relation with no cell holds).
-pub fn relations(rows: &[RealRow]) -> Vec<Relation> {
+///
+/// A cell that did not run to completion (cut at its time limit, or its worker failed) is
+/// reported by the first relation, `every cell ran to completion`, and judged by no other: its
+/// unprocessed input is not lost, nor its counts a guarantee's. The relations it would have been
+/// judged by say so in their detail (`not judged: exactly-once/redis-restart/1 cut`).
+pub fn relations(all: &[RealRow]) -> Vec<Relation> {
     use Guarantee::*;
     let mut v = Vec::new();
-    let mut rel = |text: &str, holds: bool, detail: String| {
+    let unjudged: Vec<&RealRow> = all
+        .iter()
+        .filter(|r| r.status != CellStatus::Done)
+        .collect();
+    let judged: Vec<RealRow> = all
+        .iter()
+        .filter(|r| r.status == CellStatus::Done)
+        .cloned()
+        .collect();
+    let rows = &judged[..];
+    // `scope`: the cells (any status) the relation covers.
+    let mut rel = |text: &str, holds: bool, detail: String, scope: &dyn Fn(&RealRow) -> bool| {
+        let skipped: Vec<String> = unjudged
+            .iter()
+            .filter(|r| scope(r))
+            .map(|r| {
+                let why = match r.status {
+                    CellStatus::TimedOut => "cut",
+                    _ => "failed",
+                };
+                format!("{}/{}/{} {why}", r.guarantee, r.fault, r.requested)
+            })
+            .collect();
+        let detail = if skipped.is_empty() {
+            detail
+        } else {
+            format!("{detail}; not judged: {}", skipped.join(", "))
+        };
         v.push(Relation {
             text: text.to_string(),
             holds,
             detail,
         })
     };
-    let bad: Vec<String> = rows
+    let any = |_: &RealRow| true;
+    let bad: Vec<String> = all
         .iter()
         .filter(|r| r.status != CellStatus::Done)
         .map(|r| {
@@ -641,15 +682,17 @@ pub fn relations(rows: &[RealRow]) -> Vec<Relation> {
         "every cell ran to completion",
         bad.is_empty(),
         if bad.is_empty() {
-            format!("{} cells", rows.len())
+            format!("{} cells", all.len())
         } else {
             bad.join(" | ")
         },
+        &|_| false,
     );
     rel(
         "every requested fault fired",
         rows.iter().all(|r| r.injected == r.requested),
         format!("{} faults", rows.iter().map(|r| r.injected).sum::<u64>()),
+        &any,
     );
     let amo: Vec<&RealRow> = rows
         .iter()
@@ -659,12 +702,14 @@ pub fn relations(rows: &[RealRow]) -> Vec<Relation> {
         "at-most-once never duplicates",
         amo.iter().all(|r| r.duplicates == 0),
         pairs(&amo, |r| format!("{}:{}", r.fault, r.duplicates)),
+        &|r| r.guarantee == AtMostOnce.name(),
     );
     let before = rows_of(rows, AtMostOnce, "bolt-exception-before-emit");
     rel(
         "at-most-once: each bolt exception before emit loses its tuple (lost = exceptions)",
         before.iter().all(|r| r.lost == r.injected),
         pairs(&before, |r| format!("{}→{}", r.injected, r.lost)),
+        &|r| r.guarantee == AtMostOnce.name() && r.fault == "bolt-exception-before-emit",
     );
     let alo: Vec<&RealRow> = rows
         .iter()
@@ -674,6 +719,7 @@ pub fn relations(rows: &[RealRow]) -> Vec<Relation> {
         "at-least-once never loses",
         alo.iter().all(|r| r.lost == 0),
         format!("max lost {}", alo.iter().map(|r| r.lost).max().unwrap_or(0)),
+        &|r| r.guarantee == AtLeastOnce.name(),
     );
     // The seed (and the simulator, whose spout is always saturated) found duplicates = max
     // spout pending × crashes: every tree in flight at the crash is replayed. On real components
@@ -692,6 +738,7 @@ pub fn relations(rows: &[RealRow]) -> Vec<Relation> {
          in flight at the crash; = when the spout is saturated, as in the seed)",
         acker.iter().all(bounded),
         pairs(&acker, msp),
+        &|r| r.guarantee == AtLeastOnce.name() && r.fault == "acker-crash",
     );
     let spout = rows_of(rows, AtLeastOnce, "spout-crash");
     rel(
@@ -700,36 +747,32 @@ pub fn relations(rows: &[RealRow]) -> Vec<Relation> {
          to the committed offset; ≈ max spout pending × crashes when saturated)",
         spout.iter().all(bounded),
         pairs(&spout, msp),
+        &|r| r.guarantee == AtLeastOnce.name() && r.fault == "spout-crash",
     );
     let be = rows_of(rows, AtLeastOnce, "bolt-exception-before-emit");
     rel(
         "at-least-once: bolt exception before emit → 0 duplicates",
         be.iter().all(|r| r.duplicates == 0),
         pairs(&be, |r| format!("{}→{}", r.injected, r.duplicates)),
+        &|r| r.guarantee == AtLeastOnce.name() && r.fault == "bolt-exception-before-emit",
     );
     let ae = rows_of(rows, AtLeastOnce, "bolt-exception-after-emit");
     rel(
         "at-least-once: bolt exception after emit → one duplicate per exception",
         ae.iter().all(|r| r.duplicates == r.injected),
         pairs(&ae, |r| format!("{}→{}", r.injected, r.duplicates)),
+        &|r| r.guarantee == AtLeastOnce.name() && r.fault == "bolt-exception-after-emit",
     );
     let restarts: Vec<&RealRow> = alo
         .iter()
         .copied()
-        .filter(|r| {
-            [
-                RealFault::WorkerKill,
-                RealFault::RedisRestart,
-                RealFault::PostgresRestart,
-            ]
-            .iter()
-            .any(|k| r.fault == k.name())
-        })
+        .filter(|r| RESTARTS.iter().any(|k| r.fault == k.name()))
         .collect();
     rel(
         "at-least-once: a worker kill or a server restart loses nothing",
         restarts.iter().all(|r| r.lost == 0),
         pairs(&restarts, |r| format!("{}:{}", r.fault, r.lost)),
+        &|r| r.guarantee == AtLeastOnce.name() && RESTARTS.iter().any(|k| r.fault == k.name()),
     );
     let eo: Vec<&RealRow> = rows
         .iter()
@@ -743,15 +786,30 @@ pub fn relations(rows: &[RealRow]) -> Vec<Relation> {
             eo.iter().map(|r| r.lost).max().unwrap_or(0),
             eo.iter().map(|r| r.duplicates).max().unwrap_or(0)
         ),
+        &|r| r.guarantee == ExactlyOnce.name(),
     );
     v
 }
 
-/// One line per cell whose measurement differs from its prediction, with the differences.
+/// One line per cell whose measurement differs from its prediction, with the differences; a
+/// cell that did not run to completion is not compared (its unprocessed input would count as
+/// lost): its line says it was cut or failed.
 pub fn differences(rows: &[RealRow]) -> Vec<String> {
     rows.iter()
-        .filter(|r| r.lost != r.predicted_lost || r.duplicates != r.predicted_duplicates)
+        .filter(|r| {
+            r.status != CellStatus::Done
+                || r.lost != r.predicted_lost
+                || r.duplicates != r.predicted_duplicates
+        })
         .map(|r| {
+            let cell = format!("{}/{}/{}", r.guarantee, r.fault, r.requested);
+            match &r.status {
+                CellStatus::TimedOut => {
+                    return format!("{cell}: cut at the time limit, not compared");
+                }
+                CellStatus::Failed(_) => return format!("{cell}: failed, not compared"),
+                CellStatus::Done => {}
+            }
             format!(
                 "{}/{}/{}: lost {} vs predicted {} ({:+}), duplicates {} vs predicted {} ({:+}) \
                  [{}]",
@@ -928,14 +986,20 @@ fn draw_plot(rows: &[RealRow], svg: &mut String) -> Result<(), String> {
 /// `acker-sim experiment --real`: runs the cells, prints the table (or `--json`), the relations
 /// with `holds` / `FAILS` and the measured-vs-predicted differences, draws `plot`. Exit status 0
 /// when every relation holds, 1 otherwise, 2 for a missing server binary or a failed setup, 130
-/// when interrupted.
+/// when interrupted by SIGINT, 143 by SIGTERM.
 ///
 /// # Errors
 /// [`CliError`] for a failed setup or a stdout write error.
 pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitCode, CliError> {
     let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, interrupted.clone())
+    // Set by SIGTERM only, beside `interrupted`: the exit status names the signal.
+    let terminated = Arc::new(AtomicBool::new(false));
+    for (sig, flag) in [
+        (signal_hook::consts::SIGINT, &interrupted),
+        (signal_hook::consts::SIGTERM, &interrupted),
+        (signal_hook::consts::SIGTERM, &terminated),
+    ] {
+        signal_hook::flag::register(sig, flag.clone())
             .map_err(|e| format!("cannot install a signal handler: {e}"))?;
     }
     if o.cells
@@ -974,8 +1038,15 @@ pub fn command(o: &RealOptions, json: bool, plot: Option<&Path>) -> Result<ExitC
         Err(DriverError::Missing(m)) => return Err(m.into()),
         Err(DriverError::Other(m)) => return Err(m.into()),
         Err(DriverError::Interrupted) => {
-            acker_runtime::stderr_line!("acker-sim: interrupted; servers and workers stopped");
-            return Ok(ExitCode::from(130));
+            let (name, status) = if terminated.load(Ordering::Acquire) {
+                ("SIGTERM", 143)
+            } else {
+                ("SIGINT", 130)
+            };
+            acker_runtime::stderr_line!(
+                "acker-sim: interrupted ({name}); servers and workers stopped"
+            );
+            return Ok(ExitCode::from(status));
         }
     };
     let relations = relations(&rows);
@@ -1134,5 +1205,41 @@ mod tests {
         acker.duplicates = 0;
         assert!(!hold(&[acker]));
         assert_eq!(differences(&[ok]).len(), 0);
+    }
+
+    #[test]
+    fn a_cut_cell_is_judged_by_no_guarantee_and_compared_with_no_prediction() {
+        // As the trial's `--cell-limit 1s`: the cut cell's unprocessed input counted as lost.
+        let mut cut = row("exactly-once", "redis-restart", 1, 48_600, 0);
+        cut.predicted_lost = 0;
+        let mut alo_cut = row("at-least-once", "worker-kill", 1, 1000, 0);
+        alo_cut.status = CellStatus::Failed("worker exited".into());
+        let mut ok = row("exactly-once", "none", 0, 0, 0);
+        ok.status = CellStatus::Done;
+        let rel = relations(&[cut.clone(), alo_cut, ok]);
+        let get = |text: &str| rel.iter().find(|r| r.text.starts_with(text)).unwrap();
+        let all = get("every cell ran to completion");
+        assert!(!all.holds);
+        assert_eq!(
+            all.detail,
+            "exactly-once/redis-restart/1: timed out | at-least-once/worker-kill/1: worker exited"
+        );
+        let eo = get("exactly-once: 0 lost and 0 duplicates");
+        assert!(eo.holds);
+        assert_eq!(
+            eo.detail,
+            "max lost 0, max duplicates 0; not judged: exactly-once/redis-restart/1 cut"
+        );
+        let alo = get("at-least-once never loses");
+        assert!(alo.holds);
+        assert_eq!(
+            alo.detail,
+            "max lost 0; not judged: at-least-once/worker-kill/1 failed"
+        );
+        assert_eq!(rel.iter().filter(|r| !r.holds).count(), 1);
+        assert_eq!(
+            differences(&[cut]),
+            vec!["exactly-once/redis-restart/1: cut at the time limit, not compared"]
+        );
     }
 }
