@@ -407,7 +407,11 @@ fn cli_one_long_line_of_unicode_whitespace_is_cut_and_counts_exactly() {
     let mut i = 0usize;
     while text.len() < 16_000_000 {
         text.push_str(vocabulary[(i * 7 + i / 3) % vocabulary.len()]);
-        text.push(if i.is_multiple_of(2) { '\u{a0}' } else { '\u{3000}' });
+        text.push(if i.is_multiple_of(2) {
+            '\u{a0}'
+        } else {
+            '\u{3000}'
+        });
         i += 1;
     }
     text.push('\n');
