@@ -9,7 +9,8 @@
 //! the two-worker pruned-entry test about 15 s of it; 36 tests: 168 s at a load average of 6 to
 //! 10, 2026-12-01 16:15; 41 tests: 219 s at a load average of 8 to 10, 2026-12-01 22:00, the
 //! three gate and connection tests about 35 s of it; 43 tests: 207 s at a load average of 4 to
-//! 7, 2026-12-01 22:21). At most 5 minutes.
+//! 7, 2026-12-01 22:21; 47 tests: 119 s in CI on 2026-12-03, the records-pruned and
+//! second-signal tests about 15 s of it). At most 5 minutes.
 #![cfg(all(feature = "redis", feature = "postgres"))]
 
 mod common;
