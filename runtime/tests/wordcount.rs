@@ -600,6 +600,26 @@ fn cli_empty_input_reports_latency_as_not_measured() {
 }
 
 /// Input that is not UTF-8 is refused, naming the offset of the first bad byte.
+/// New-user trial: the text header said `word count on - (...)` where every message calls `-`
+/// standard input.
+#[test]
+fn cli_header_names_standard_input() {
+    let child = bin()
+        .args(["wordcount", "--cores", "1", "--no-pin", "--input", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = common::wait_bounded(child, Some(b"to be or not\n"), LIMIT, "wordcount --input -");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("word count on standard input (1 line holding words, 1 piece of up to"),
+        "{text}"
+    );
+}
+
 #[test]
 fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {
     use std::io::Write;

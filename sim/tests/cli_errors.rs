@@ -3,6 +3,10 @@
 //! reader of a pipe closed it early, and a bounded `faults:` line whose trace hash is the
 //! library's.
 
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::BoundedOutput;
+
 use acker_sim::fault::{format_schedule, parse_specs};
 use acker_sim::{Guarantee, Scenario, Sim};
 use std::process::{Command, Output, Stdio};
@@ -16,14 +20,14 @@ fn stderr(o: &Output) -> String {
 }
 
 fn run_ok(args: &[&str]) -> String {
-    let o = bin().args(args).output().expect("run acker-sim");
+    let o = bin().args(args).bounded_output().expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
     String::from_utf8(o.stdout).expect("utf-8 stdout")
 }
 
 /// Runs `acker-sim` with `args` and asserts exit status 2 and that stderr names `expected`.
 fn assert_usage_error(args: &[&str], expected: &str) {
-    let o = bin().args(args).output().expect("run acker-sim");
+    let o = bin().args(args).bounded_output().expect("run acker-sim");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
     assert!(err.contains(expected), "{args:?}: stderr was {err:?}");
@@ -127,7 +131,7 @@ fn zero_time_limit_is_a_usage_error() {
     // A positive limit too short to finish is still the liveness oracle's business.
     let o = bin()
         .args(["run", "--seed", "1", "--time-limit", "1ms"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("verdict: VIOLATION"));
@@ -189,7 +193,7 @@ fn full_stdout_is_an_error_not_a_panic() {
         let o = bin()
             .args(args)
             .stdout(full)
-            .output()
+            .bounded_output_own_stdout()
             .expect("run acker-sim");
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
@@ -264,7 +268,7 @@ fn bad_fault_targets_name_the_fault_and_the_valid_range() {
     // One line: no backtick left open, nothing dropped from the spec.
     let o = bin()
         .args(["run", "--seed", "1", "--faults", "bolt-crash@1s:99"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -400,7 +404,7 @@ fn a_guarantee_that_does_not_apply_to_a_shape_is_said() {
         let o = bin()
             .args(["run", "--seed", "3", "--shape", "join"])
             .args(extra)
-            .output()
+            .bounded_output()
             .expect("run acker-sim");
         assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
         let out = String::from_utf8_lossy(&o.stdout);
@@ -433,7 +437,7 @@ fn a_guarantee_that_does_not_apply_to_a_shape_is_said() {
 fn run_reports_messages_per_cpu_second() {
     let o = bin()
         .args(["run", "--seed", "1", "--tuples", "100000"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let err = stderr(&o);
@@ -647,7 +651,7 @@ fn a_rate_that_drew_no_fault_is_reported_as_not_fired() {
 fn experiment_s_crashed_bolt_comes_back_within_the_run() {
     let o = bin()
         .args(["experiment", "--json", "--tuples", "20000"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
@@ -700,7 +704,7 @@ fn swarm_refuses_faults_naming_both_options() {
             "--faults",
             "acker-crash*1",
         ])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -790,7 +794,7 @@ fn trace_dash_is_stdout_and_the_report_goes_to_stderr() {
     let o = bin()
         .current_dir(&dir)
         .args(["run", "--seed", "1", "--trace", "-"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // No file named `-`; stdout is the trace, line for line the file's.
@@ -798,7 +802,7 @@ fn trace_dash_is_stdout_and_the_report_goes_to_stderr() {
     let to_file = bin()
         .current_dir(&dir)
         .args(["run", "--seed", "1", "--trace", "trace.txt"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(to_file.status.code(), Some(0), "{}", stderr(&to_file));
     let trace = std::fs::read_to_string(&file).expect("trace file");
@@ -817,7 +821,7 @@ fn trace_dash_is_stdout_and_the_report_goes_to_stderr() {
     let o = bin()
         .current_dir(&dir)
         .args(["run", "--shape", "join", "--seed", "1", "--trace", "-"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
@@ -904,12 +908,12 @@ fn seeds_have_a_documented_upper_bound() {
 #[test]
 fn progress_every_writes_lines_to_stderr_and_leaves_stdout_alone() {
     let args = ["search", "--seeds", "400", "--first-seed", "5"];
-    let plain = bin().args(args).output().expect("run acker-sim");
+    let plain = bin().args(args).bounded_output().expect("run acker-sim");
     assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
     let o = bin()
         .args(args)
         .args(["--progress-every", "100ms"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(o.stdout, plain.stdout);
@@ -1073,7 +1077,7 @@ fn swarm_says_which_options_its_shape_seeds_do_not_take() {
         "--restart-delay",
         "2s",
     ];
-    let o = bin().args(args).output().expect("run acker-sim");
+    let o = bin().args(args).bounded_output().expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).starts_with(warning), "{}", stderr(&o));
     assert_eq!(
@@ -1095,7 +1099,7 @@ fn swarm_says_which_options_its_shape_seeds_do_not_take() {
         ],
         &["search", "--swarm", "--seeds", "3", "--fault-until", "1s"],
     ] {
-        let o = bin().args(args).output().expect("run acker-sim");
+        let o = bin().args(args).bounded_output().expect("run acker-sim");
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("warning"), "{args:?}: {}", stderr(&o));
     }
@@ -1135,7 +1139,7 @@ fn a_full_or_closed_stderr_does_not_panic() {
         &["search", "--seeds", "20"][..],
         &["search", "--seeds", "400", "--progress-every", "100ms"][..],
     ] {
-        let plain = bin().args(args).output().expect("run acker-sim");
+        let plain = bin().args(args).bounded_output().expect("run acker-sim");
         assert_eq!(plain.status.code(), Some(0), "{args:?}: {}", stderr(&plain));
         let full = std::fs::File::create("/dev/full").expect("open /dev/full");
         for (how, o) in [
@@ -1207,7 +1211,7 @@ fn at_most_once_refuses_ackers_and_does_not_list_acker_crashes_as_fired() {
     let o = bin()
         .args(["run", "--seed", "7", "--guarantee", "at-most-once"])
         .args(["--faults", "acker-crash*2,bolt-crash"])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
@@ -1246,7 +1250,7 @@ fn at_most_once_refuses_ackers_and_does_not_list_acker_crashes_as_fired() {
     let replay = lines[2].replacen("acker-sim", env!("CARGO_BIN_EXE_acker-sim"), 1);
     let o = Command::new("sh")
         .args(["-c", &replay])
-        .output()
+        .bounded_output()
         .expect("run the replay line");
     assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
 }
@@ -1424,7 +1428,7 @@ fn a_shape_refuses_the_faults_it_cannot_use() {
             "-c",
             &replay.replacen("acker-sim", env!("CARGO_BIN_EXE_acker-sim"), 1),
         ])
-        .output()
+        .bounded_output()
         .expect("run the replay line");
     assert_eq!(o.status.code(), Some(0), "{replay}: {}", stderr(&o));
 }
@@ -1433,7 +1437,10 @@ fn a_shape_refuses_the_faults_it_cannot_use() {
 /// (new-user trial: found only by being refused), and the value given is the one enforced.
 #[test]
 fn help_states_the_parallelism_and_pending_limits_the_code_enforces() {
-    let o = bin().args(["run", "--help"]).output().expect("help");
+    let o = bin()
+        .args(["run", "--help"])
+        .bounded_output()
+        .expect("help");
     let help = String::from_utf8_lossy(&o.stdout)
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -1482,7 +1489,7 @@ fn a_plot_is_written_whole_or_not_at_all() {
         .args(small)
         .args(["--plot", "/dev/full"])
         .stdout(Stdio::null())
-        .output()
+        .bounded_output_own_stdout()
         .expect("run acker-sim");
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -1508,7 +1515,7 @@ fn a_plot_is_written_whole_or_not_at_all() {
             .arg("--plot")
             .arg(plot)
             .stdout(devfull)
-            .output()
+            .bounded_output_own_stdout()
             .expect("run acker-sim");
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(
@@ -1569,7 +1576,7 @@ fn the_readme_s_run_examples_print_what_they_show() {
         let o = Command::new("sh")
             .current_dir(&dir)
             .args(["-c", &command])
-            .output()
+            .bounded_output()
             .expect("run the example");
         assert_eq!(o.status.code(), Some(0), "{example}: {}", stderr(&o));
         let out = String::from_utf8_lossy(&o.stdout);

@@ -9,6 +9,10 @@
 //! Run in a debug build too (`cargo test -p acker-sim --test duration_bounds`): the CLI tests
 //! then run the debug binary, whose arithmetic panics on overflow, at the bound.
 
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::BoundedOutput;
+
 use acker_runtime::{values, BasicBolt, BasicOutputCollector, Config, FailedException, Input};
 use acker_runtime::{MessageId, Spout, SpoutOutputCollector, TopologyBuilder};
 use acker_sim::units::MAX_DURATION_NS;
@@ -20,7 +24,7 @@ const MAX: &str = "18446744073709551615ns";
 fn cli(args: &[&str]) -> Output {
     let o = Command::new(env!("CARGO_BIN_EXE_acker-sim"))
         .args(args)
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{args:?}: {err}");

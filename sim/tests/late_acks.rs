@@ -5,6 +5,10 @@
 //! `acker-sim run --seed 1 --timeout 1ms --tick 100us` reported an ack lost where 272 trees
 //! had only completed late.
 
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::BoundedOutput;
+
 use acker_runtime::{
     values, Bolt, Config, Input, MessageId, OutputCollector, Spout, SpoutOutputCollector,
     TopologyBuilder,
@@ -18,7 +22,7 @@ fn bin() -> Command {
 
 /// `acker-sim ARGS`: exit status and stdout.
 fn cli(args: &[&str]) -> (Option<i32>, String) {
-    let o = bin().args(args).output().expect("run acker-sim");
+    let o = bin().args(args).bounded_output().expect("run acker-sim");
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(!err.contains("panicked"), "{args:?}: {err}");
     (o.status.code(), String::from_utf8(o.stdout).expect("utf-8"))

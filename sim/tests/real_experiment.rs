@@ -2,6 +2,10 @@
 //! worker processes, a real SIGKILL): three cells of the quick matrix, the relations (exit
 //! status) and the exact figures where the relation is exact. About 15 s; bounded at 170 s.
 
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::BoundedOutput;
+
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
@@ -101,6 +105,7 @@ fn three_real_cells_hold_their_relations_with_exact_figures() {
         "predicted_duplicates",
         "trace_hash",
         "elapsed_ms",
+        "status",
     ];
     want.sort();
     let mut keys = keys;
@@ -111,6 +116,7 @@ fn three_real_cells_hold_their_relations_with_exact_figures() {
         assert_eq!(get(r, "injected"), 1, "{r}");
         assert_eq!(get(r, "max_spout_pending"), 1000, "{r}");
         assert_eq!(r["trace_hash"].as_str().unwrap().len(), 16, "{r}");
+        assert_eq!(r["status"], "done", "{r}");
     }
     // at-least-once, worker SIGKILLed and restarted: nothing lost.
     let alo = &rows[0];
@@ -222,7 +228,7 @@ fn sigterm_exits_143_and_sigint_130() {
     }
     let help = Command::new(env!("CARGO_BIN_EXE_acker-sim"))
         .arg("--help")
-        .output()
+        .bounded_output()
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout).replace('\n', " ");
     assert!(
@@ -284,4 +290,23 @@ fn a_cut_cell_is_reported_as_cut_and_judged_by_no_guarantee() {
         out.contains("  at-least-once/none/0: cut at the time limit, not compared"),
         "{out}"
     );
+    // In --json the row says so (new-user trial: a script saw only `lost`).
+    let o = run_bounded(
+        &[
+            "experiment",
+            "--real",
+            "--cells",
+            "at-least-once/none/0",
+            "--tuples",
+            "200000",
+            "--cell-limit",
+            "1s",
+            "--json",
+        ],
+        &[],
+        Duration::from_secs(90),
+    );
+    let rows = rows(&o);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["status"], "cut", "{}", rows[0]);
 }

@@ -1,6 +1,10 @@
 //! Search finds a planted bug and shrinks it to a one-fault schedule; the CLI reports it with
 //! replay commands, and rejects bad input clearly.
 
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::BoundedOutput;
+
 use acker_sim::fault::parse_specs;
 use acker_sim::search::{self, SearchPlan};
 use acker_sim::{FaultKind, Guarantee, PlantedBug, Scenario, Sim};
@@ -99,7 +103,7 @@ fn cli_search_reports_and_shrinks_with_replay_commands() {
             "--planted-bug",
             "acker-acks-first-failure",
         ])
-        .output()
+        .bounded_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
@@ -118,7 +122,7 @@ fn cli_search_reports_and_shrinks_with_replay_commands() {
         .split_whitespace()
         .map(|a| a.trim_matches('\'').to_string())
         .collect();
-    let replay = bin().args(&args).output().unwrap();
+    let replay = bin().args(&args).bounded_output().unwrap();
     assert_eq!(replay.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&replay.stdout).contains("lost: 1 input(s)"));
 }
@@ -138,7 +142,7 @@ fn cli_run_prints_verdict_and_checks_determinism() {
             "acker-crash*2,message-loss~1/kt",
             "--check-determinism",
         ])
-        .output()
+        .bounded_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
@@ -176,7 +180,7 @@ fn cli_experiment_json_and_plot() {
             "--plot",
         ])
         .arg(&svg)
-        .output()
+        .bounded_output()
         .unwrap();
     assert!(
         out.status.success(),
@@ -237,7 +241,7 @@ fn cli_rejects_bad_input() {
         "must be at least 1",
     ];
     for (args, want) in cases.iter().zip(wants) {
-        let out = bin().args(*args).output().unwrap();
+        let out = bin().args(*args).bounded_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} succeeded");
         assert!(err.contains(want), "{args:?}: {err}");
@@ -248,7 +252,7 @@ fn cli_rejects_bad_input() {
 fn cli_lists_the_planted_bugs_and_a_sink_without_dedup_fails_exactly_once() {
     let out = bin()
         .args(["search", "--planted-bug", "list"])
-        .output()
+        .bounded_output()
         .unwrap();
     assert!(out.status.success());
     assert_eq!(
@@ -296,7 +300,7 @@ fn cli_run_takes_a_shape_and_refuses_core_plants_without_the_feature() {
             "3",
             "--check-determinism",
         ])
-        .output()
+        .bounded_output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
@@ -325,7 +329,7 @@ fn cli_run_takes_a_shape_and_refuses_core_plants_without_the_feature() {
             "--planted-bug",
             "ack-to-wrong-root",
         ])
-        .output()
+        .bounded_output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -355,7 +359,7 @@ fn a_reused_root_id_is_caught_at_the_first_restart() {
             "--faults",
             "spout-crash@#0:0",
         ])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
@@ -377,7 +381,7 @@ fn a_reused_root_id_is_caught_at_the_first_restart() {
             "--faults",
             "spout-crash@#0:0",
         ])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     assert_eq!(
         o.status.code(),
@@ -395,13 +399,13 @@ fn a_reused_root_id_is_caught_at_the_first_restart() {
 #[test]
 fn a_plant_that_cannot_fire_under_the_guarantee_is_refused_or_warned() {
     let refused = |args: &[&str], want: &str| {
-        let out = bin().args(args).output().expect("run acker-sim");
+        let out = bin().args(args).bounded_output().expect("run acker-sim");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     };
     let warned = |args: &[&str], want: &str| {
-        let out = bin().args(args).output().expect("run acker-sim");
+        let out = bin().args(args).bounded_output().expect("run acker-sim");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
         assert!(
@@ -485,7 +489,7 @@ fn a_plant_that_cannot_fire_under_the_guarantee_is_refused_or_warned() {
             "--planted-bug",
             "sink-without-dedup",
         ])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -522,7 +526,7 @@ fn a_plant_that_cannot_fire_under_the_guarantee_is_refused_or_warned() {
             "--faults",
             "acker-crash@#0:0",
         ])
-        .output()
+        .bounded_output()
         .expect("run acker-sim");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
@@ -544,7 +548,7 @@ fn swarm_list_counts_its_replay_lines_and_the_fault_free_reruns() {
         .count() as u64;
     assert!(extra > 0, "40 seeds draw some fault-free reruns");
     let stdout = |args: &[&str]| {
-        let out = bin().args(args).output().expect("run acker-sim");
+        let out = bin().args(args).bounded_output().expect("run acker-sim");
         let text = String::from_utf8(out.stdout).expect("utf-8");
         assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
         text

@@ -3,6 +3,10 @@
 //!
 //! Budget: under 5 s in release mode.
 
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::BoundedOutput;
+
 use acker_sim::components::World;
 use acker_sim::engine::lock;
 use acker_sim::experiment;
@@ -248,7 +252,7 @@ fn bin() -> std::process::Command {
 fn the_command_line_selects_the_model_and_the_outage() {
     let o = bin()
         .args(["run", "--seed", "1", "--source-model", "rabbit"])
-        .output()
+        .bounded_output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -258,7 +262,7 @@ fn the_command_line_selects_the_model_and_the_outage() {
     );
     let o = bin()
         .args(["run", "--seed", "1", "--outage", "0s"])
-        .output()
+        .bounded_output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     // The command line's run is the library's run of the same scenario.
@@ -278,7 +282,7 @@ fn the_command_line_selects_the_model_and_the_outage() {
             faults,
             "--check-determinism",
         ])
-        .output()
+        .bounded_output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
@@ -309,7 +313,7 @@ fn the_command_line_selects_the_model_and_the_outage() {
             "--max-spout-pending",
             "50",
         ])
-        .output()
+        .bounded_output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");

@@ -7,6 +7,10 @@
 //! Every run here goes through [`within`]: a regression fails the test after 30 s instead of
 //! hanging it.
 
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+use common::BoundedOutput;
+
 use acker_runtime::{
     bolts::NullBolt, values, Config, Spout, SpoutOutputCollector, Topology, TopologyBuilder,
 };
@@ -236,7 +240,7 @@ fn the_cli_runs_at_zero_times() {
                 "--local-latency",
                 "0",
             ])
-            .output()
+            .bounded_output()
             .expect("run acker-sim")
     });
     let stdout = String::from_utf8_lossy(&o.stdout);

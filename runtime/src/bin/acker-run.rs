@@ -926,8 +926,12 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             "word count on {} ({} line{} holding words, {} piece{} of up to {} KiB), {} core{}, \
              {} acker(s)",
             args.input
-                .as_ref()
-                .map(|p| p.display().to_string())
+                .as_deref()
+                // `-` as the messages name it (new-user trial: the header said `on -`).
+                .map(|p| match p.to_str() {
+                    Some("-") => "standard input".to_string(),
+                    _ => p.display().to_string(),
+                })
                 .unwrap_or_else(|| format!("built-in sentences (seed {})", args.run.seed)),
             lines.len(),
             if lines.len() == 1 { "" } else { "s" },

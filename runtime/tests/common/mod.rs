@@ -58,6 +58,41 @@ pub fn output_bounded(cmd: &mut Command, limit: Duration, what: &str) -> Output 
     wait_bounded(child, None, limit, what)
 }
 
+/// The longest [`BoundedOutput::bounded_output`] lets one run of a binary take: 10 minutes, far
+/// above what any takes (the longest, a swarm search, about a minute in CI), so that a run that
+/// hangs fails its test naming the command instead of hanging CI.
+pub const OUTPUT_LIMIT: Duration = Duration::from_secs(600);
+
+/// `Command::output` within [`OUTPUT_LIMIT`]: standard input closed (as `output` leaves it),
+/// stdout and stderr captured; a run past the limit is killed and the test panics naming the
+/// command. For the simulator's tests, which include this module (`#[path]`) and called
+/// `output` without a bound.
+pub trait BoundedOutput {
+    /// Runs the command to completion within [`OUTPUT_LIMIT`] (never an `Err`: a command that
+    /// cannot start panics, naming it).
+    fn bounded_output(&mut self) -> std::io::Result<Output>;
+    /// [`bounded_output`](Self::bounded_output) for a command whose stdout the caller has set
+    /// (to `/dev/full`, say): only stderr is captured.
+    fn bounded_output_own_stdout(&mut self) -> std::io::Result<Output>;
+}
+
+impl BoundedOutput for Command {
+    fn bounded_output(&mut self) -> std::io::Result<Output> {
+        self.stdout(Stdio::piped());
+        self.bounded_output_own_stdout()
+    }
+
+    fn bounded_output_own_stdout(&mut self) -> std::io::Result<Output> {
+        let what = format!("{self:?}");
+        let child = self
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: cannot start it: {e}"));
+        Ok(wait_bounded(child, None, OUTPUT_LIMIT, &what))
+    }
+}
+
 /// A file in the temporary directory that is removed when dropped, also when the test fails
 /// (before, inputs written with `std::env::temp_dir()` were left behind by every test whose
 /// removal came after an early return or a failed assertion: 48 files on one machine).

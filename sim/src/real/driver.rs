@@ -95,7 +95,9 @@ pub fn parse_cells(s: &str) -> Result<Vec<Cell>, String> {
         })
 }
 
-/// How a cell ended.
+/// How a cell ended. In `--json` a row's `status`: `done`, `cut` or `failed` (new-user trial:
+/// a script reading the rows saw a cut cell's unprocessed input as lost, with nothing saying it
+/// was cut).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CellStatus {
     /// The worker drained the stream and exited 0.
@@ -104,6 +106,16 @@ pub enum CellStatus {
     TimedOut,
     /// The worker (or a server restart) failed: the reason.
     Failed(String),
+}
+
+impl Serialize for CellStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match self {
+            CellStatus::Done => "done",
+            CellStatus::TimedOut => "cut",
+            CellStatus::Failed(_) => "failed",
+        })
+    }
 }
 
 /// One row of the real experiment (`--json` holds exactly the serialised keys).
@@ -136,8 +148,9 @@ pub struct RealRow {
     /// Faults asked for.
     #[serde(skip)]
     pub requested: u64,
-    /// How the cell ended.
-    #[serde(skip)]
+    /// How the cell ended: `done`; `cut` at the per-cell time limit (its counts, `lost`
+    /// included, are those at the cut: not judged by any guarantee); `failed` (the worker or a
+    /// server restart failed; the reason is in the text output and on stderr).
     pub status: CellStatus,
     /// How the prediction was made.
     #[serde(skip)]
