@@ -141,7 +141,10 @@ pub struct SimOptions {
     /// timeout (the spout failed it at its timeout, and the acker's `Completed` notice for its
     /// root reached the spout later, counted ignored) is a late ack, not a lost one (until
     /// 2026-12-03 every `fail` was a violation, which `--timeout 1ms --tick 100us` tripped with
-    /// no ack lost). The seed experiment's delivery guarantees say so: no fault, no tree failed.
+    /// no ack lost). Judged only in a run that finished: one cut at its time limit or stalled is
+    /// a [`Violation::NotFinished`] or [`Violation::TimeStalled`] already, and its failed trees
+    /// might have completed later. The seed experiment's delivery guarantees say so: no fault, no
+    /// tree failed.
     pub fails_only_under_faults: bool,
 }
 
@@ -1577,7 +1580,10 @@ impl Engine {
         self.violations.extend(self.watch.check_end(end));
         // Built once (it sorts every message id the spouts saw) for the check and the outcome.
         let callbacks = self.watch.callbacks();
-        if self.judge_fails && self.fired.is_empty() {
+        // Only in a run that finished: a run cut at its time limit, or stalled, is a liveness
+        // violation already, and a tree failed in it may still have completed had it gone on
+        // (new-user trial: `--timeout 300us --tick 100us` reported an ack lost beside the cut).
+        if self.judge_fails && self.fired.is_empty() && finished {
             // The smallest message id per spout component among the fails never excused by a
             // late `Completed` notice (see `SimOptions::fails_only_under_faults`).
             let mut first: BTreeMap<&str, MessageId> = BTreeMap::new();

@@ -135,8 +135,9 @@ pub enum Violation {
     /// what the spout receives: a `fail` (the acker's `Failed` notice, or the spout's own message
     /// timeout) is excused when the acker's `Completed` notice for the same root reaches the
     /// spout later (a late ack: the tree took longer than the timeout, and the spout counted
-    /// the notice ignored); a `fail` whose tree never completes by the end of the run is this
-    /// violation.
+    /// the notice ignored); a `fail` whose tree never completes by the end of a run that
+    /// finished is this violation (a run cut at its time limit is [`Violation::NotFinished`]
+    /// instead).
     FailedWithoutFault {
         /// The spout component.
         component: String,

@@ -79,6 +79,33 @@ fn a_search_with_a_short_timeout_and_no_fault_finds_no_violating_seed() {
     assert!(out.contains(": 0 violating"), "{out}");
 }
 
+/// New-user trial: a run cut at its time limit also reported `failed-without-fault` ("an ack
+/// was lost inside the system") for a tree the cut left unfinished. Only a run that finished
+/// is judged: here the liveness violation alone is reported.
+#[test]
+fn a_run_cut_at_its_time_limit_is_not_judged_for_lost_acks() {
+    let (code, out) = cli(&[
+        "run",
+        "--seed",
+        "1",
+        "--timeout",
+        "300us",
+        "--tick",
+        "100us",
+        "--time-limit",
+        "100ms",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(line(&out, "verdict: "), "verdict: VIOLATION");
+    assert!(
+        out.contains(
+            "  liveness: run not finished by its limit 100000000 ns (978 offsets uncommitted)\n"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("failed-without-fault"), "{out}");
+}
+
 #[test]
 fn the_readme_trace_hashes_hold() {
     let (code, out) = cli(&["run", "--seed", "1", "--tuples", "1000000"]);
