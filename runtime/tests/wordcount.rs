@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 
 mod common;
@@ -335,7 +335,6 @@ fn cli_refuses_unusable_sizes() {
 /// Runs `acker-run wordcount --json` with `args` (and `stdin`); returns the JSON summary.
 fn json_run(args: &[&str], stdin: Option<&[u8]>) -> serde_json::Value {
     use std::io::Write;
-    use std::process::Stdio;
     let mut child = bin()
         .args(["wordcount", "--json", "--no-pin"])
         .args(args)
