@@ -13,7 +13,8 @@
 mod common;
 use common::BoundedOutput;
 
-use acker_runtime::{values, BasicBolt, BasicOutputCollector, Config, FailedException, Input};
+use acker_runtime::bolts::NullBolt;
+use acker_runtime::{values, Config};
 use acker_runtime::{MessageId, Spout, SpoutOutputCollector, TopologyBuilder};
 use acker_sim::units::MAX_DURATION_NS;
 use acker_sim::{Guarantee, RunError, Scenario, ScenarioError, Sim, SimOptions, Simulation};
@@ -267,21 +268,10 @@ impl Spout for Once {
     }
 }
 
-struct Sink;
-impl BasicBolt for Sink {
-    fn execute(
-        &mut self,
-        _input: &Input,
-        _c: &mut BasicOutputCollector<'_, '_>,
-    ) -> Result<(), FailedException> {
-        Ok(())
-    }
-}
-
 fn user(opts: SimOptions, config: Config) -> Result<acker_sim::Outcome, RunError> {
     let mut b = TopologyBuilder::new();
     b.set_spout("s", || Once(0), 1).output_fields(&["n"]);
-    b.set_basic_bolt("b", || Sink, 1).shuffle_grouping("s");
+    b.set_basic_bolt("b", || NullBolt, 1).shuffle_grouping("s");
     Simulation::new(&b.build().unwrap(), &config, opts).run()
 }
 

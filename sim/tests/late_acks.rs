@@ -7,12 +7,12 @@
 
 #[path = "../../runtime/tests/common/mod.rs"]
 mod common;
+mod spouts;
+use spouts::Four;
+
 use common::BoundedOutput;
 
-use acker_runtime::{
-    values, Bolt, Config, Input, MessageId, OutputCollector, Spout, SpoutOutputCollector,
-    TopologyBuilder,
-};
+use acker_runtime::{Bolt, Config, Input, OutputCollector, TopologyBuilder};
 use acker_sim::{Guarantee, Scenario, Sim, SimOptions, Simulation};
 use std::process::Command;
 
@@ -125,35 +125,6 @@ fn the_readme_trace_hashes_hold() {
     assert_eq!(line(&out, "trace hash "), "trace hash a0c5feba275b31c0");
 }
 
-/// Emits 0..4 once each, re-emitting an id on fail; done when 4 acks came.
-struct Four {
-    next: u64,
-    replay: Vec<MessageId>,
-    acked: u32,
-}
-impl Spout for Four {
-    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
-        let id = match self.replay.pop() {
-            Some(id) => id,
-            None if self.next < 4 => {
-                self.next += 1;
-                self.next - 1
-            }
-            None => return,
-        };
-        let _ = c.emit(values![id as i64], Some(id));
-    }
-    fn ack(&mut self, _id: MessageId) {
-        self.acked += 1;
-    }
-    fn fail(&mut self, id: MessageId) {
-        self.replay.push(id);
-    }
-    fn is_done(&self) -> bool {
-        self.acked == 4
-    }
-}
-
 /// Holds the first input whose value is 2 without acking it; acks it at the next input when
 /// `late` (its tree completes after the spout timed it out), never otherwise (its tree never
 /// completes: the ack is lost inside the system).
@@ -182,16 +153,7 @@ impl Bolt for HoldsTwo {
 
 fn holds_two(late: bool) -> Simulation {
     let mut b = TopologyBuilder::new();
-    b.set_spout(
-        "four",
-        || Four {
-            next: 0,
-            replay: Vec::new(),
-            acked: 0,
-        },
-        1,
-    )
-    .output_fields(&["n"]);
+    b.set_spout("four", Four::default, 1).output_fields(&["n"]);
     b.set_bolt(
         "b",
         move || HoldsTwo {

@@ -6,9 +6,11 @@
 //! each key acked in the end); the shapes' invariant: every key reaches every all-grouped task
 //! and the end of the chain. Plus the fault-free oracle (no fault fired, no tree failed).
 
+mod spouts;
+use spouts::Four;
+
 use acker_runtime::{
-    values, BasicBolt, BasicOutputCollector, Config, FailedException, Input, MessageId, Spout,
-    SpoutOutputCollector, TopologyBuilder,
+    BasicBolt, BasicOutputCollector, Config, FailedException, Input, TopologyBuilder,
 };
 use acker_sim::shapes::{Shape, KEYS};
 use acker_sim::{SimOptions, Simulation};
@@ -126,35 +128,6 @@ fn the_shape_of_a_swarm_seed_is_fixed_by_the_seed_and_every_shape_is_drawn() {
     );
 }
 
-/// Emits 0..4 (message id = value) and re-emits on fail.
-struct Four {
-    next: u64,
-    replay: Vec<MessageId>,
-    acked: u64,
-}
-impl Spout for Four {
-    fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
-        let id = match self.replay.pop() {
-            Some(id) => id,
-            None if self.next < 4 => {
-                self.next += 1;
-                self.next - 1
-            }
-            None => return,
-        };
-        let _ = c.emit(values![id as i64], Some(id));
-    }
-    fn ack(&mut self, _id: MessageId) {
-        self.acked += 1;
-    }
-    fn fail(&mut self, id: MessageId) {
-        self.replay.push(id);
-    }
-    fn is_done(&self) -> bool {
-        self.acked == 4
-    }
-}
-
 /// Fails the first input whose value is 2, once (a bolt that fails on its own, no fault).
 struct FailsTwoOnce(bool);
 impl BasicBolt for FailsTwoOnce {
@@ -173,16 +146,7 @@ impl BasicBolt for FailsTwoOnce {
 
 fn fails_on_its_own(fails_only_under_faults: bool) -> Simulation {
     let mut b = TopologyBuilder::new();
-    b.set_spout(
-        "four",
-        || Four {
-            next: 0,
-            replay: Vec::new(),
-            acked: 0,
-        },
-        1,
-    )
-    .output_fields(&["n"]);
+    b.set_spout("four", Four::default, 1).output_fields(&["n"]);
     b.set_basic_bolt("b", || FailsTwoOnce(false), 1)
         .shuffle_grouping("four");
     let mut opts = SimOptions::new(7);
