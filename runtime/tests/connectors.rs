@@ -1300,6 +1300,12 @@ fn lock_both_tables(client: &mut postgres::Client) -> postgres::Transaction<'_> 
 /// Waits (at most 30 s) until a transaction waits for the lock of `word_count_applied_entries`
 /// (the writer's, blocked: not merely not started yet).
 fn wait_writer_blocked(pg_url: &str) {
+    wait_blocked_beyond(pg_url, 0);
+}
+
+/// Waits (at most 30 s) until more than `base` transactions wait for the lock of
+/// `word_count_applied_entries`; returns how many do.
+fn wait_blocked_beyond(pg_url: &str, base: i64) -> i64 {
     let mut watch = pg(pg_url);
     let t0 = Instant::now();
     loop {
@@ -1311,13 +1317,13 @@ fn wait_writer_blocked(pg_url: &str) {
             )
             .expect("read pg_locks")
             .get(0);
-        if waiting > 0 {
-            return;
+        if waiting > base {
+            return waiting;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(30),
-            "timed out after 30 s waiting for a transaction blocked on the lock of \
-             word_count_applied_entries"
+            "timed out after 30 s waiting for more than {base} transactions blocked on the lock \
+             of word_count_applied_entries ({waiting} are)"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -4238,32 +4244,6 @@ impl Watched {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
-    }
-}
-
-/// Waits (at most 30 s) until more than `base` transactions wait for the lock of
-/// `word_count_applied_entries`; returns how many do.
-fn wait_blocked_beyond(pg_url: &str, base: i64) -> i64 {
-    let mut watch = pg(pg_url);
-    let t0 = Instant::now();
-    loop {
-        let waiting: i64 = watch
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE NOT granted \
-                 AND relation = 'word_count_applied_entries'::regclass",
-                &[],
-            )
-            .expect("read pg_locks")
-            .get(0);
-        if waiting > base {
-            return waiting;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "timed out after 30 s waiting for more than {base} transactions blocked on the lock \
-             of word_count_applied_entries ({waiting} are)"
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

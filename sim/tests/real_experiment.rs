@@ -7,30 +7,25 @@ mod common;
 use common::BoundedOutput;
 
 use std::io::Read;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 const CELLS: &str = "at-least-once/worker-kill/1,exactly-once/acker-crash/1,\
                      at-most-once/bolt-exception-before-emit/1";
 
-/// Runs `acker-sim` with `args` and `env`; kills it and fails if it has not exited in `limit`.
-fn run_bounded(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_acker-sim"));
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("start acker-sim");
-    let pid = child.id();
+/// Reads `child`'s stdout and stderr to their ends and waits for it, on a thread of its own: the
+/// output comes through the receiver when the child has exited (the caller bounds the wait).
+fn output_when_done(mut child: Child) -> mpsc::Receiver<Output> {
     let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let (mut o, mut e) = (Vec::new(), Vec::new());
         let t = std::thread::spawn(move || {
+            let mut e = Vec::new();
             let _ = err.read_to_end(&mut e);
             e
         });
+        let mut o = Vec::new();
         let _ = out.read_to_end(&mut o);
         let e = t.join().unwrap_or_default();
         let status = child.wait().expect("wait for acker-sim");
@@ -40,6 +35,19 @@ fn run_bounded(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Output {
             stderr: e,
         });
     });
+    rx
+}
+
+/// Runs `acker-sim` with `args` and `env`; kills it and fails if it has not exited in `limit`.
+fn run_bounded(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_acker-sim"));
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().expect("start acker-sim");
+    let pid = child.id();
+    let rx = output_when_done(child);
     match rx.recv_timeout(limit) {
         Ok(o) => o,
         Err(_) => {
@@ -162,31 +170,14 @@ fn missing_redis_server_names_the_debian_packages_and_exits_2() {
 /// Starts `acker-sim` with `args`, sends it `signal` (`TERM`, `INT`) after `after`, and returns
 /// its output; fails if it has not exited 60 s after the signal (then kills it).
 fn signalled(args: &[&str], signal: &str, after: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_acker-sim"))
+    let child = Command::new(env!("CARGO_BIN_EXE_acker-sim"))
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start acker-sim");
     let pid = child.id().to_string();
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let t = std::thread::spawn(move || {
-            let mut e = Vec::new();
-            let _ = err.read_to_end(&mut e);
-            e
-        });
-        let mut o = Vec::new();
-        let _ = out.read_to_end(&mut o);
-        let e = t.join().unwrap_or_default();
-        let status = child.wait().expect("wait for acker-sim");
-        let _ = tx.send(Output {
-            status,
-            stdout: o,
-            stderr: e,
-        });
-    });
+    let rx = output_when_done(child);
     std::thread::sleep(after);
     let _ = Command::new("kill")
         .args([&format!("-{signal}"), &pid])
