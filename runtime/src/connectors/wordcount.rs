@@ -381,8 +381,10 @@ fn install_stop_handlers(
     let lines: Vec<(i32, String, String)> = [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")]
         .into_iter()
         .map(|(sig, name)| {
+            // Each line whole, newline included, for one write: `writeln!` on stderr may write
+            // it in pieces, and a reader (a test, a supervisor) could see half a line.
             let (first, second) = notices(sig, name);
-            (sig, first, second)
+            (sig, first + "\n", second + "\n")
         })
         .collect();
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
@@ -399,9 +401,9 @@ fn install_stop_handlers(
                 seen += 1;
                 if seen == 1 {
                     stop.store(true, Ordering::SeqCst);
-                    crate::stderr_line!("{first}");
+                    let _ = std::io::stderr().write_all(first.as_bytes());
                 } else {
-                    crate::stderr_line!("{second}");
+                    let _ = std::io::stderr().write_all(second.as_bytes());
                     signal_hook::low_level::exit(128 + sig);
                 }
             }
