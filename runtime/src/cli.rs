@@ -315,7 +315,7 @@ fn stdin_was_closed() -> bool {
 /// A message naming the input when it cannot be read, and the offset of the first bad byte
 /// when it is not UTF-8.
 pub fn read_text(path: &std::path::Path) -> Result<String, String> {
-    let stdin = path == std::path::Path::new("-");
+    let stdin = is_stdin(path);
     let name = input_name(path);
     let read = |e: io::Error| format!("cannot read {name}: {e}");
     if stdin && stdin_was_closed() {
@@ -366,11 +366,25 @@ fn not_utf8(name: &str, offset: usize) -> String {
 
 /// How messages name an `--input`: `standard input` for `-`, else `input PATH`.
 pub fn input_name(path: &std::path::Path) -> String {
-    if path == std::path::Path::new("-") {
-        "standard input".to_string()
+    if is_stdin(path) {
+        input_label(path)
     } else {
         format!("input {}", path.display())
     }
+}
+
+/// How a summary names an `--input`: `standard input` for `-`, else the path as given.
+pub fn input_label(path: &std::path::Path) -> String {
+    if is_stdin(path) {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Whether an `--input` is `-`, standard input.
+fn is_stdin(path: &std::path::Path) -> bool {
+    path == std::path::Path::new("-")
 }
 
 /// Address space an acker task takes beside its table (20 B a root) and park queue (up to 104 B

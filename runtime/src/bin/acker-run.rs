@@ -928,10 +928,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             args.input
                 .as_deref()
                 // `-` as the messages name it (new-user trial: the header said `on -`).
-                .map(|p| match p.to_str() {
-                    Some("-") => "standard input".to_string(),
-                    _ => p.display().to_string(),
-                })
+                .map(acker_runtime::cli::input_label)
                 .unwrap_or_else(|| format!("built-in sentences (seed {})", args.run.seed)),
             lines.len(),
             if lines.len() == 1 { "" } else { "s" },
