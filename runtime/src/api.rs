@@ -422,6 +422,11 @@ pub struct ExecutorCounters {
     /// tree then times out at its spout and is replayed (at-least-once still holds), exactly as
     /// if the message had been lost on the way.
     pub dropped_full: u64,
+    /// Acker: acks, fails and resets for a root it decided `Failed` a short while before (the
+    /// failed tree's other branches finishing late), dropped instead of each making an orphan
+    /// entry that would hold a table slot for 2T to 3T (for ever with message timeouts off). See
+    /// [`AckerExecutor`](crate::AckerExecutor), "Late messages of failed trees".
+    pub orphans_avoided: u64,
 }
 
 impl ExecutorCounters {
@@ -437,6 +442,7 @@ impl ExecutorCounters {
         self.errors += other.errors;
         self.parked += other.parked;
         self.dropped_full += other.dropped_full;
+        self.orphans_avoided += other.orphans_avoided;
         self.inputs_dropped_unacked += other.inputs_dropped_unacked;
         self.inputs_expired += other.inputs_expired;
     }

@@ -196,6 +196,141 @@ impl ParkQueue {
     }
 }
 
+/// The roots an acker decided `Failed` most recently, at most `capacity`, oldest forgotten first:
+/// a fixed ring of roots and an open-addressing index over it (linear probing, backward-shift
+/// deletion), preallocated by [`try_with_capacity`](Self::try_with_capacity); inserting and
+/// looking up are O(1) and allocate nothing.
+///
+/// Why: when one bolt fails its input, the failed tree's other branches still ack (or fail) on
+/// their way, after the acker decided `Failed` and removed the entry. Each such late message
+/// would make an orphan entry (DESIGN.md rule 4) that holds a table slot until it expires 2T to
+/// 3T later, or forever with message timeouts off, so that a steady rate of ordinary failures
+/// filled the table and stalled every new tree (new-user trial: 1,024 failures at 2 % stopped a
+/// topology with timeouts off for good, and with the default T = 30 s it stood still from the
+/// 51st to the 90th second). Storm's acker makes the same orphans in its unbounded rotating map,
+/// where they cost memory instead. The acker drops those messages instead: the tree is decided,
+/// its spout heard `Failed` once, and nothing for the root can change that.
+#[derive(Debug)]
+pub(crate) struct RecentRoots {
+    /// Roots in insertion order, as a ring; `ring[next]` is the oldest once the ring is full.
+    ring: Vec<RootId>,
+    next: usize,
+    len: usize,
+    /// Index slot → position in `ring` (`NIL`: free).
+    index: Vec<u32>,
+    mask: usize,
+}
+
+impl RecentRoots {
+    /// An empty set for up to `capacity` roots (at least 1, at most `u32::MAX - 1`), its
+    /// allocations fallible.
+    pub(crate) fn try_with_capacity(capacity: usize) -> Result<Self, TryReserveError> {
+        let (capacity, index) = Self::sizes(capacity);
+        Ok(Self {
+            ring: zeroed(capacity)?,
+            next: 0,
+            len: 0,
+            index: filled(index, NIL)?,
+            mask: index - 1,
+        })
+    }
+
+    fn sizes(capacity: usize) -> (usize, usize) {
+        let capacity = capacity.clamp(1, NIL as usize - 1);
+        (capacity, (capacity * 2).next_power_of_two())
+    }
+
+    /// Bytes [`try_with_capacity`](Self::try_with_capacity) allocates for `capacity` roots: a
+    /// root a ring slot, a position an index slot (twice as many).
+    pub(crate) fn bytes_for(capacity: usize) -> usize {
+        let (capacity, index) = Self::sizes(capacity);
+        capacity
+            .saturating_mul(size_of::<RootId>())
+            .saturating_add(index.saturating_mul(size_of::<u32>()))
+    }
+
+    /// Whether no root is held: the acker's per-message check is this one load while no tree
+    /// has failed.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn home(&self, root: RootId) -> usize {
+        (root.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & self.mask
+    }
+
+    /// The index slot holding `root`, or the free slot where it would go.
+    #[inline]
+    fn find(&self, root: RootId) -> (usize, bool) {
+        let mut i = self.home(root);
+        loop {
+            let p = self.index[i];
+            if p == NIL {
+                return (i, false);
+            }
+            if self.ring[p as usize] == root {
+                return (i, true);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Whether `root` is among the roots held.
+    #[inline]
+    pub(crate) fn contains(&self, root: RootId) -> bool {
+        self.find(root).1
+    }
+
+    /// Holds `root` (no change if it is held already), forgetting the oldest root when full.
+    pub(crate) fn insert(&mut self, root: RootId) {
+        if self.contains(root) {
+            return;
+        }
+        let pos = self.next;
+        if self.len == self.ring.len() {
+            let (i, found) = self.find(self.ring[pos]);
+            if found {
+                self.remove_index(i);
+            }
+        } else {
+            self.len += 1;
+        }
+        self.ring[pos] = root;
+        let (i, _) = self.find(root);
+        self.index[i] = pos as u32;
+        self.next = (pos + 1) % self.ring.len();
+    }
+
+    /// Frees index slot `i`, shifting back the entries after it that probed past it.
+    fn remove_index(&mut self, mut i: usize) {
+        loop {
+            self.index[i] = NIL;
+            let mut j = i;
+            loop {
+                j = (j + 1) & self.mask;
+                let p = self.index[j];
+                if p == NIL {
+                    return;
+                }
+                let home = self.home(self.ring[p as usize]);
+                // Move `j` back to `i` unless its home lies cyclically in (i, j].
+                let between = if i <= j {
+                    i < home && home <= j
+                } else {
+                    i < home || home <= j
+                };
+                if !between {
+                    self.index[i] = p;
+                    i = j;
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// `n` zero root ids, allocated fallibly and zeroed by the allocator (so the pages stay unwritten,
 /// and not resident, until used, as `vec![0; n]` leaves them): the room is first reserved and
 /// released to learn whether the allocator grants it, then taken by `vec![0; n]`.
@@ -220,6 +355,39 @@ mod tests {
     use super::*;
     use rand_core::{Rng, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// `RecentRoots` against a plain model (a `VecDeque` of the last `capacity` distinct roots
+    /// inserted): random inserts and lookups on few roots, so that index collisions, wrap-around
+    /// and backward-shift deletions all happen.
+    #[test]
+    fn recent_roots_match_a_plain_model() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        for capacity in [1usize, 2, 3, 7, 64] {
+            let mut set = RecentRoots::try_with_capacity(capacity).unwrap();
+            let mut model: VecDeque<RootId> = VecDeque::new();
+            for step in 0..20_000 {
+                // Roots that share index homes: a few values times the golden-ratio inverse.
+                let root = 1 + rng.next_u64() % (3 * capacity as u64 + 2);
+                if rng.next_u64() % 2 == 0 {
+                    set.insert(root);
+                    if !model.contains(&root) {
+                        if model.len() == capacity {
+                            model.pop_front();
+                        }
+                        model.push_back(root);
+                    }
+                }
+                for r in 1..=3 * capacity as u64 + 2 {
+                    assert_eq!(
+                        set.contains(r),
+                        model.contains(&r),
+                        "capacity {capacity}, step {step}, root {r}: held {model:?}"
+                    );
+                }
+                assert_eq!(set.is_empty(), model.is_empty());
+            }
+        }
+    }
 
     /// Against a plain model (a list of (root, message) in arrival order): random parks, and
     /// retirements of the front root's messages, as the acker does them, on few roots so that

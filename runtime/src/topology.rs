@@ -217,7 +217,13 @@ pub struct Config {
     /// at least 1024 and at most [`MAX_ACKER_CAPACITY_ROOTS`]; `Some` past that bound is refused
     /// ([`ConfigError::AckerCapacityTooLarge`]). A message that finds the table full is parked until a slot frees (see
     /// [`Plan::acker_park_capacity`]); only when the park queue is full too is it dropped and
-    /// counted (the tree then times out and is replayed, as a lost message would).
+    /// counted (the tree then times out and is replayed, as a lost message would). Besides the
+    /// pending trees, the table holds each tree the spout timed out until the acker's entry
+    /// expires (2T to 3T after its last insertion), and orphans: messages for a tree already
+    /// decided. The late messages of a failed tree's other branches make none while the acker
+    /// remembers the root ([`Plan::recently_failed_capacity`]), so the default suits a steady
+    /// failure rate; size it up for many timeouts, or for branches that finish long after
+    /// their tree failed.
     pub acker_capacity_roots: Option<usize>,
     /// Ignored; kept so that existing configs compile. A bolt no longer has a bounded table of
     /// open inputs: each [`Input`](crate::Input) carries its own anchoring state (as Storm's
@@ -325,7 +331,9 @@ impl Config {
             w.push(format!(
                 "message timeouts are off with acking on: a tuple that is lost, or that a bolt \
                  drops or holds, keeps its pending slot forever, and the spout stops for good \
-                 once all {} slots (max spout pending{}) are taken",
+                 once all {} slots (max spout pending{}) are taken; acker entries never expire \
+                 either, so an orphan (a message for a tree already decided that the acker no \
+                 longer remembers as failed) keeps its acker table slot forever",
                 self.pending_capacity(),
                 if self.max_spout_pending.is_some() {
                     ""
@@ -990,6 +998,16 @@ impl Plan {
     /// chain link and a share of the by-root index), preallocated when the acker is built.
     pub fn acker_park_capacity(&self) -> usize {
         self.acker_park_capacity
+    }
+
+    /// Roots one acker task remembers as decided `Failed`, to drop the late acks, fails and
+    /// resets of those trees' other branches instead of making orphan entries of them (see
+    /// [`AckerExecutor`](crate::AckerExecutor), "Late messages of failed trees"):
+    /// `max(`[`acker_capacity_roots`](Self::acker_capacity_roots)` / 8, 64)`, the most recent
+    /// kept, 16 to 24 bytes each (8 for the root, 8 to 16 for its share of the index),
+    /// preallocated when the acker is built: at most 3 bytes a table slot beside the table's 20.
+    pub fn recently_failed_capacity(&self) -> usize {
+        (self.acker_capacity / 8).max(64)
     }
 
     /// This plan with acker park queues of `messages` entries (0: a message refused by a full

@@ -230,3 +230,194 @@ fn zero_park_capacity_drops_at_once() {
     let c = a.counters();
     assert_eq!((c.parked, c.dropped_full), (0, 3));
 }
+
+fn fail(root: u64) -> Message {
+    Message::Acker(AckerMessage::Fail { root })
+}
+
+/// A failed tree's other branches ack after the acker decided `Failed`: those late acks (and a
+/// late fail or reset) are dropped and counted in `orphans_avoided`, not kept as orphan
+/// entries. New-user trial: each made an orphan holding a slot for 2T to 3T (for ever with
+/// timeouts off), so a steady failure rate filled the table and stalled every new tree. Here a
+/// 4-slot table sees 100 failed trees, each followed by late messages, and stays empty; an init
+/// is never dropped, and a root forgotten (more than `recently_failed_capacity` failures later)
+/// makes its orphan as before.
+#[test]
+fn failed_trees_leave_no_orphans() {
+    let small = plan(4);
+    assert_eq!(small.recently_failed_capacity(), 64);
+    assert_eq!(
+        plan(4096).recently_failed_capacity(),
+        512,
+        "an eighth of the table"
+    );
+    let mut a = acker(&small);
+    let mut out = Outbox::new();
+    for root in 1..=100u64 {
+        a.handle(init(root), 0, &mut out);
+        a.handle(fail(root), 0, &mut out);
+        assert_eq!(notices(&mut out), [Notice::Failed { root }]);
+        // The other branches: two late acks, a late reset, a late fail.
+        a.handle(ack(root), 0, &mut out);
+        a.handle(
+            Message::Acker(AckerMessage::Ack { root, xor: 0x5151 }),
+            0,
+            &mut out,
+        );
+        a.handle(
+            Message::Acker(AckerMessage::ResetTimeout { root }),
+            0,
+            &mut out,
+        );
+        a.handle(fail(root), 0, &mut out);
+        assert!(out.is_empty(), "no decision for a decided root");
+        assert_eq!(a.pending_roots(), 0, "root {root} left an orphan");
+    }
+    let c = a.counters();
+    assert_eq!(
+        (
+            c.failed,
+            c.orphans_avoided,
+            c.parked,
+            c.dropped_full,
+            c.errors
+        ),
+        (100, 400, 0, 0, 0)
+    );
+    // Root 1 was forgotten 64 failures ago: its late ack makes an orphan (DESIGN.md rule 4).
+    a.handle(ack(1), 0, &mut out);
+    assert_eq!(a.pending_roots(), 1);
+    // Root 100 is remembered, but an init for it is applied (roots are never reused while
+    // pending, so an init is never late).
+    a.handle(init(100), 0, &mut out);
+    assert_eq!(a.pending_roots(), 2);
+    assert_eq!(a.counters().orphans_avoided, 400);
+}
+
+/// The new-user trial's topology: a spout of increasing ids that replays what fails, and two
+/// bolts that each get every tuple: one fails 2 % of the ids on their first attempt, the
+/// other acks everything. Before, every failed tree left an orphan (the second bolt's late ack),
+/// and the default 1,024-slot table filled after 1,024 failures: with timeouts off the spout
+/// stopped for good at 51,150 acked, with T = 30 s it stood still from the 51st to the 90th
+/// second. Now every id is acked exactly once and failed exactly once if it was failed, for the
+/// whole run, in both modes, with nothing parked or dropped at the acker.
+#[test]
+fn a_steady_failure_rate_never_stalls_the_topology() {
+    use acker_runtime::local::LocalShell;
+    use acker_runtime::{values, Bolt, Input, MessageId, OutputCollector, TaskKind};
+    use std::collections::HashSet;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Seen {
+        acked: Vec<u64>,
+        failed: Vec<u64>,
+    }
+    struct Src {
+        next: u64,
+        replay: Vec<MessageId>,
+        seen: Arc<Mutex<Seen>>,
+    }
+    impl Spout for Src {
+        fn next_tuple(&mut self, c: &mut SpoutOutputCollector<'_>) {
+            let id = self.replay.pop().unwrap_or_else(|| {
+                self.next += 1;
+                self.next - 1
+            });
+            if c.emit(values![id as i64], Some(id)).is_err() {
+                self.replay.push(id)
+            }
+        }
+        fn ack(&mut self, id: MessageId) {
+            self.seen.lock().unwrap().acked.push(id);
+        }
+        fn fail(&mut self, id: MessageId) {
+            self.seen.lock().unwrap().failed.push(id);
+            self.replay.push(id)
+        }
+    }
+    struct Failer(HashSet<i64>);
+    impl Bolt for Failer {
+        fn execute(&mut self, i: Input, c: &mut OutputCollector<'_>) {
+            let id = i.values()[0].as_int().unwrap();
+            if id % 50 == 0 && self.0.insert(id) {
+                c.fail(i).unwrap();
+            } else {
+                c.ack(i).unwrap();
+            }
+        }
+    }
+    struct Acks;
+    impl Bolt for Acks {
+        fn execute(&mut self, i: Input, c: &mut OutputCollector<'_>) {
+            c.ack(i).unwrap();
+        }
+    }
+
+    for timeouts in [false, true] {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let s = seen.clone();
+        let mut b = TopologyBuilder::new();
+        b.set_spout(
+            "src",
+            move || Src {
+                next: 0,
+                replay: Vec::new(),
+                seen: s.clone(),
+            },
+            1,
+        )
+        .output_fields(&["id"]);
+        b.set_bolt("failer", || Failer(HashSet::new()), 1)
+            .shuffle_grouping("src");
+        b.set_bolt("other", || Acks, 1).shuffle_grouping("src");
+        let config = Config {
+            max_spout_pending: Some(64),
+            enable_message_timeouts: timeouts,
+            ..Config::default()
+        };
+        let plan = b.build().unwrap().plan(&config).unwrap();
+        assert_eq!(plan.acker_capacity_roots(), 1024);
+        let mut shell = LocalShell::new(&plan).unwrap();
+        // 120 s at one step a millisecond: about 1,000 trees a second, 20 failures a second.
+        for _ in 0..120_000 {
+            shell.step();
+            shell.advance(1_000_000);
+        }
+        let seen = seen.lock().unwrap();
+        let emitted: u64 = 120_000 - seen.failed.len() as u64;
+        // Each list against what it must be, reported by its length and first difference (the
+        // lists hold up to 120,000 ids).
+        let check = |what: &str, mut got: Vec<u64>, want: Vec<u64>| {
+            got.sort_unstable();
+            let first = got.iter().zip(&want).position(|(g, w)| g != w);
+            assert!(
+                got == want,
+                "timeouts {timeouts}: {what}: {} ids, want {}; first difference at index {first:?} \
+                 (got {:?}, want {:?})",
+                got.len(),
+                want.len(),
+                first.map(|i| got[i]),
+                first.map(|i| want[i]),
+            );
+        };
+        check(
+            "acked, each id once",
+            seen.acked.clone(),
+            (0..emitted).collect(),
+        );
+        let failed: Vec<u64> = (0..emitted).filter(|id| id % 50 == 0).collect();
+        check(
+            "failed, each id divisible by 50 once",
+            seen.failed.clone(),
+            failed.clone(),
+        );
+        let a = shell.counters(TaskKind::Acker);
+        assert_eq!((a.parked, a.dropped_full), (0, 0), "timeouts {timeouts}");
+        assert_eq!(
+            a.orphans_avoided,
+            failed.len() as u64,
+            "timeouts {timeouts}"
+        );
+    }
+}

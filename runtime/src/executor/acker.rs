@@ -5,7 +5,7 @@ use acker_core::{AckerMessage, AckerTable, Decision, TableError, TaskId};
 
 use crate::api::ExecutorCounters;
 use crate::message::{Notice, Outbox};
-use crate::park::ParkQueue;
+use crate::park::{ParkQueue, RecentRoots};
 
 /// An acker task's executor (Storm's `Acker` bolt), around an [`AckerTable`].
 ///
@@ -36,12 +36,28 @@ use crate::park::ParkQueue;
 /// The park queue groups messages by root (an index preallocated with it), so parking and
 /// admitting are O(1) each; see the runtime section of `benches/RESULTS.md` for the overload
 /// figures.
+///
+/// # Late messages of failed trees
+///
+/// When a bolt fails its input, the tree's other branches go on and ack (or fail) after the
+/// acker decided `Failed` and removed the entry. In Storm's acker each such late message makes
+/// an orphan entry that expires 2T to 3T later. In a bounded table those orphans hold slots
+/// that new trees need: a steady rate of ordinary failures (above about capacity ÷ 3T a
+/// second) filled it and stalled every new tree until they expired, and with message timeouts
+/// off they never expired. So the acker remembers the roots it decided `Failed` most recently
+/// (at most [`recently_failed_capacity`](crate::Plan::recently_failed_capacity) of them, oldest
+/// forgotten first) and drops acks, fails and resets for them, counted in
+/// [`ExecutorCounters::orphans_avoided`]: the tree is decided, its spout heard `Failed` once, and
+/// nothing for the root can change that. A late message for a root already forgotten makes an
+/// orphan as before. Inits are never dropped.
 pub struct AckerExecutor {
     pub(super) task: TaskId,
     pub(super) table: AckerTable<Vec<acker_core::Slot>>,
     pub(super) counters: ExecutorCounters,
     /// Messages refused by the full table, by root, oldest first (fixed capacity).
     pub(super) parked: ParkQueue,
+    /// The roots this acker decided `Failed` most recently (fixed capacity).
+    pub(super) recently_failed: RecentRoots,
 }
 
 impl AckerExecutor {
@@ -100,6 +116,13 @@ impl AckerExecutor {
     fn apply_inlined(&mut self, m: AckerMessage, out: &mut Outbox) -> Applied {
         let root = m.root();
         planted!(AckerDropsAck => if matches!(m, AckerMessage::Ack { .. }) && root.is_multiple_of(16) { return Applied::Done });
+        if !self.recently_failed.is_empty()
+            && !matches!(m, AckerMessage::Init { .. })
+            && self.recently_failed.contains(root)
+        {
+            self.counters.orphans_avoided += 1;
+            return Applied::Done;
+        }
         match self.table.apply(m) {
             Ok(Decision::Pending) => {}
             Ok(Decision::Completed { spout_task }) => {
@@ -115,6 +138,7 @@ impl AckerExecutor {
             Ok(Decision::Failed { spout_task }) => {
                 self.counters.executed += 1;
                 self.counters.failed += 1;
+                self.recently_failed.insert(root);
                 out.push_notice(spout_task, Notice::Failed { root });
                 return if self.parked.is_empty() {
                     Applied::Done

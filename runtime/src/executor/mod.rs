@@ -64,7 +64,7 @@ pub use spout::SpoutExecutor;
 
 use crate::api::{BoltState, SpoutState};
 use crate::message::{Message, Notice, Outbox, StreamId, Tuple, DEFAULT_STREAM};
-use crate::park::ParkQueue;
+use crate::park::{ParkQueue, RecentRoots};
 use crate::topology::{Placement, Plan, TaskKind};
 use router::{splitmix64, AckerRoute, FastRoute, RouteState, Router, StreamFast};
 
@@ -560,11 +560,16 @@ impl Plan {
                     ParkQueue::try_with_capacity(self.acker_park_capacity).map_err(|_| {
                         out_of_memory("park queue", ParkQueue::bytes_for(self.acker_park_capacity))
                     })?;
+                let capacity = self.recently_failed_capacity();
+                let recently_failed = RecentRoots::try_with_capacity(capacity).map_err(|_| {
+                    out_of_memory("recently failed roots", RecentRoots::bytes_for(capacity))
+                })?;
                 Ok(Executor::Acker(AckerExecutor {
                     task,
                     table,
                     counters: ExecutorCounters::default(),
                     parked,
+                    recently_failed,
                 }))
             }
             TaskKind::Spout | TaskKind::Bolt => {
