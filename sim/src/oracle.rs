@@ -502,15 +502,16 @@ impl Watch {
     /// message id with no undecided emit is a [`CallbackError`] violation, kept while fewer than
     /// 100 violations are held (the list of violations stays short; each message id called back
     /// still gets its per-id entry, so memory grows with the distinct ids, as with emits).
-    /// Returns the root id of the emit it decided (the oldest undecided one of `msg_id`; 0 when
-    /// emitted through [`emit`](Self::emit)), or `None` when it decided none.
+    /// Returns the root id (0 when emitted through [`emit`](Self::emit)) and the emit time in ns
+    /// of the emit it decided (the oldest undecided one of `msg_id`), or `None` when it decided
+    /// none.
     pub fn callback(
         &mut self,
         task: TaskId,
         msg_id: MessageId,
         acked: bool,
         now_ns: u64,
-    ) -> Option<u64> {
+    ) -> Option<(u64, u64)> {
         let i = match self.slot.get(task as usize) {
             Some(&i) if (i as usize) < self.spouts.len() => i as usize,
             _ => return None,
@@ -546,7 +547,7 @@ impl Watch {
                     });
                 }
             }
-            Some(root)
+            Some((root, emit_ns))
         } else {
             if self.violations.len() < 100 {
                 self.violations.push(Violation::Callback(if ever {
