@@ -107,20 +107,27 @@ fn with_unit(s: &str) -> Result<(), String> {
 /// --cell-limit`): 7 days, in ns. Not [`MAX_DURATION_NS`], which bounds simulated time.
 const MAX_WALL_NS: u64 = 604_800_000_000_000;
 
-/// clap value parser for a wall-clock interval: a duration with a unit, more than 0, at most
-/// [`MAX_WALL_NS`] (7 days), with a message of its own (the simulated durations' bound, 1000000s,
-/// does not apply to it).
+/// clap value parser for a wall-clock interval: a duration with a unit, at most [`MAX_WALL_NS`]
+/// (7 days), with a message of its own (the simulated durations' bound, 1000000s, does not apply
+/// to it).
 fn wall_interval(s: &str) -> Result<u64, String> {
     if s.trim_start().starts_with('-') {
         return Err("wall-clock intervals cannot be negative".into());
     }
     with_unit(s)?;
     match parse_duration_ns(s)? {
-        0 => Err("must be more than 0 (e.g. 30s)".into()),
         ns if ns > MAX_WALL_NS => Err(format!(
             "`{}` is longer than the longest wall-clock interval taken, 604800s (7 days)",
             s.trim()
         )),
+        ns => Ok(ns),
+    }
+}
+
+/// [`wall_interval`] that must be more than zero (`experiment --real --cell-limit`).
+fn positive_wall_interval(s: &str) -> Result<u64, String> {
+    match wall_interval(s)? {
+        0 => Err("must be more than 0 (e.g. 600s)".into()),
         ns => Ok(ns),
     }
 }
@@ -437,7 +444,7 @@ struct ExperimentArgs {
     cells: Option<String>,
     /// With --real: cut a cell after this long [default: 60 s + 1 s per 1000 tuples].
     /// A wall-clock interval, at most 604800s (7 days).
-    #[arg(long, requires = "real", allow_hyphen_values = true, value_parser = wall_interval)]
+    #[arg(long, requires = "real", allow_hyphen_values = true, value_parser = positive_wall_interval)]
     cell_limit: Option<u64>,
     /// With --real, test only: plant a bug in the worker (spout-acks-on-read,
     /// sink-without-dedup, bolt-swallows-exception).
