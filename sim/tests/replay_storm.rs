@@ -192,9 +192,11 @@ fn a_timeout_below_the_shortest_round_trip_is_refused() {
     ));
     // At-most-once has no timeout to fail a tree.
     let mut s = Scenario::new(1, Guarantee::AtMostOnce);
-    s.message_timeout_ns = 1_000;
-    (s.latency_min_ns, s.latency_max_ns) = (1_000, 1_000);
+    (s.message_timeout_ns, s.tick_interval_ns) = (10_000, 1_000);
+    (s.latency_min_ns, s.latency_max_ns) = (10_000, 10_000);
     assert_eq!(s.validate(), Ok(()));
+    s.guarantee = Guarantee::AtLeastOnce;
+    assert!(s.validate().is_err());
 }
 
 /// `--progress-every` and `--cell-limit` are wall-clock intervals: a bound and message of their
