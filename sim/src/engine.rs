@@ -1573,6 +1573,12 @@ impl Engine {
                     break;
                 }
             } else {
+                // Checked as the clock moves on, not after every event (a load and a branch
+                // less per event): the events left at the instant the limit was passed still
+                // run (at most `per_instant` of them, so the overshoot is bounded too).
+                if self.over_emits.is_some() {
+                    break;
+                }
                 at_instant = 1;
             }
             self.now = t;
@@ -1608,9 +1614,6 @@ impl Engine {
             }
             if self.every_event {
                 self.check_invariants(true);
-            }
-            if self.over_emits.is_some() {
-                break;
             }
             if self.in_flight == 0
                 && self.queued == 0
