@@ -141,7 +141,11 @@ pub struct SimOptions {
     /// timeout (the spout failed it at its timeout, and the acker's `Completed` notice for its
     /// root reached the spout later, counted ignored) is a late ack, not a lost one (until
     /// 2026-12-03 every `fail` was a violation, which `--timeout 1ms --tick 100us` tripped with
-    /// no ack lost). Judged only in a run that finished: one cut at its time limit or stalled is
+    /// no ack lost). A tree that outlived its acker entry is excused too: a message of the tree
+    /// reached its acker 2T or more after the tree's emit (the acker expires an entry silently
+    /// from 2T after its creation, which is no earlier than the emit, so its `Completed` may
+    /// never come: the timeout the configuration asked for, not a lost ack; until 2026-12-03
+    /// `--tuples 300 --timeout 300us --tick 100us` reported one). Judged only in a run that finished: one cut at its time limit or stalled is
     /// a [`Violation::NotFinished`] or [`Violation::TimeStalled`] already, and its failed trees
     /// might have completed later. The seed experiment's delivery guarantees say so: no fault, no
     /// tree failed.
@@ -415,7 +419,9 @@ impl Outcome {
     }
 }
 
-/// Why a run could not start (nothing has run when one is returned).
+/// Why a run could not start (nothing has run when one is returned), or, for
+/// [`RunError::TooManyReplays`] alone, why it was stopped, and [`RunError::Io`] why its trace
+/// was not written.
 #[derive(Debug)]
 pub enum RunError {
     /// The scenario of the built-in experiment is invalid.
@@ -903,8 +909,10 @@ impl Simulation {
     /// [`RunError::UnknownComponent`] (an option naming a component the topology lacks),
     /// [`RunError::Fault`] (a fault target beyond the topology), [`RunError::BadOption`] (latency
     /// range empty, a service time not below the message timeout, a tick below 1 µs, a worker
-    /// past [`MAX_WORKERS`], `max_events_per_instant` of 0), [`RunError::Runtime`] if the runtime refuses the config. After the
-    /// run, [`RunError::Io`] if the trace could not be written.
+    /// past [`MAX_WORKERS`], `max_events_per_instant` or `max_replays` of 0), [`RunError::Runtime`] if the runtime refuses the config. After the
+    /// run, [`RunError::Io`] if the trace could not be written. During the run,
+    /// [`RunError::TooManyReplays`] when its replays pass [`SimOptions::max_replays`] (the run
+    /// stops there).
     pub fn run(self) -> Result<Outcome, RunError> {
         // acker-core's and the runtime's plants are process-wide: select this run's (or none).
         #[cfg(feature = "planted-bugs")]

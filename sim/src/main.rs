@@ -300,8 +300,10 @@ struct SimArgs {
     /// Unique sequential numbers in the source, 1 to 100000000 [default: 1000 for `run` and
     /// `search`, 100000 for `experiment`, 10000 for `experiment --real --quick`]. A run keeps
     /// about 135 bytes of memory a tuple (measured: 140 MB at 1 million, 540 MB at 4 million), so
-    /// the maximum needs about 14 GB; a count needing more than the machine or `ulimit -v` / `-d`
-    /// allows (at 144 B a tuple) is refused with the estimate before anything is allocated.
+    /// the maximum needs about 14 GB, plus up to --max-replays replays at about 300 B each (the
+    /// default, as many as the tuples but at least 100000: 44 GB in all at the maximum); a count
+    /// needing more than the machine or `ulimit -v` / `-d` allows (at 144 B a tuple and 300 B a
+    /// replay) is refused with the estimate before anything is allocated.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     tuples: Option<u64>,
     /// Max spout pending (topology.max.spout.pending), 1 to 1000000.

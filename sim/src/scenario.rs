@@ -363,8 +363,9 @@ pub mod workers {
 
 /// One simulation's full description; with the same values (seed included) a run is replayed
 /// exactly. Every duration is at most [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS)
-/// (1,000,000 s; [`ScenarioError::DurationTooLong`]) and the link latencies at most the message
-/// timeout ([`ScenarioError::LatencyAboveTimeout`]), checked by [`Scenario::validate`].
+/// (1,000,000 s; [`ScenarioError::DurationTooLong`]), the link latencies at most the message
+/// timeout ([`ScenarioError::LatencyAboveTimeout`]) and the tree's shortest round trip below 2T +
+/// one tick ([`ScenarioError::RoundTripAboveTimeout`]), checked by [`Scenario::validate`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// The run's seed: every random choice comes from it.
