@@ -386,5 +386,6 @@ pub fn sim_options(sc: &Scenario) -> SimOptions {
         reliable_spouts: Vec::new(),
         planted_bug: sc.planted_bug,
         fails_only_under_faults: true,
+        max_replays: sc.max_replays,
     }
 }

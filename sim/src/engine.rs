@@ -141,11 +141,24 @@ pub struct SimOptions {
     /// timeout (the spout failed it at its timeout, and the acker's `Completed` notice for its
     /// root reached the spout later, counted ignored) is a late ack, not a lost one (until
     /// 2026-12-03 every `fail` was a violation, which `--timeout 1ms --tick 100us` tripped with
-    /// no ack lost). Judged only in a run that finished: one cut at its time limit or stalled is
+    /// no ack lost). A tree that outlived its acker entry is excused too: a message of the tree
+    /// reached its acker 2T or more after the tree's emit (the acker expires an entry silently
+    /// from 2T after its creation, which is no earlier than the emit, so its `Completed` may
+    /// never come: the timeout the configuration asked for, not a lost ack; until 2026-12-03
+    /// `--tuples 300 --timeout 300us --tick 100us` reported one). Judged only in a run that finished: one cut at its time limit or stalled is
     /// a [`Violation::NotFinished`] or [`Violation::TimeStalled`] already, and its failed trees
     /// might have completed later. The seed experiment's delivery guarantees say so: no fault, no
     /// tree failed.
     pub fails_only_under_faults: bool,
+    /// Most replays a run may make: tracked spout emits beyond `input_len` (each replay of a
+    /// failed or timed-out tree is one). Every tracked emit keeps its records for the whole run
+    /// (the oracle's, the source model's, the set of initialized root ids: about
+    /// [`BYTES_PER_REPLAY`] bytes each), so a run whose trees time out faster than they complete
+    /// (a message timeout below the trees' round trip under load, or a task down for longer than
+    /// many timeouts) would grow its memory without bound; the emit past `input_len +` this
+    /// limit ends the run with [`RunError::TooManyReplays`]. `None`: [`replay_limit`]'s default,
+    /// the input's size but at least [`MIN_DEFAULT_REPLAYS`].
+    pub max_replays: Option<u64>,
 }
 
 impl SimOptions {
@@ -174,8 +187,30 @@ impl SimOptions {
             reliable_spouts: Vec::new(),
             planted_bug: None,
             fails_only_under_faults: false,
+            max_replays: None,
         }
     }
+}
+
+/// The smallest default [`SimOptions::max_replays`]: 100 times the default max spout pending, far
+/// above what a run's faults replay (each crash, partition or lost message replays at most the
+/// trees pending at the time: the reliability experiment's worst cell, 5 acker crashes at 100,000
+/// tuples, replays 5,000).
+pub const MIN_DEFAULT_REPLAYS: u64 = 100_000;
+
+/// Bytes of memory a run keeps per replay (a tracked emit beyond the input), rounded up from the
+/// resident peak of a run whose every tree times out: `acker-sim run --seed 1 --timeout 200us
+/// --tick 10us --time-limit 200ms` and `400ms` (`/usr/bin/time -v`: 121348 and 236580 KB for
+/// 399425 and 799425 timed-out trees, 295 B a replay, before 2026-12-03's limit): the emit's
+/// record in the source model and in the oracle, its root in the set of initialized roots, the
+/// failed tree's record for `failed-without-fault`, and the growth slack of their vectors.
+pub const BYTES_PER_REPLAY: u64 = 300;
+
+/// The most replays a run may make ([`SimOptions::max_replays`]): the option if given, else
+/// `input_len` but at least [`MIN_DEFAULT_REPLAYS`].
+pub fn replay_limit(opts: &SimOptions) -> u64 {
+    opts.max_replays
+        .unwrap_or_else(|| opts.input_len.max(MIN_DEFAULT_REPLAYS))
 }
 
 /// The simulated time by which a run must have finished, when no limit is given: after the last
@@ -384,7 +419,9 @@ impl Outcome {
     }
 }
 
-/// Why a run could not start (nothing has run when one is returned).
+/// Why a run could not start (nothing has run when one is returned), or, for
+/// [`RunError::TooManyReplays`] alone, why it was stopped, and [`RunError::Io`] why its trace
+/// was not written.
 #[derive(Debug)]
 pub enum RunError {
     /// The scenario of the built-in experiment is invalid.
@@ -428,6 +465,23 @@ pub enum RunError {
     BadOption(String),
     /// A bad fault spec or schedule (a target beyond the topology, an offset past the input).
     Fault(FaultError),
+    /// The run made more replays than [`SimOptions::max_replays`] allows (the one error returned
+    /// after the run started: it stopped at the emit past the limit, since each replay keeps
+    /// [`BYTES_PER_REPLAY`] bytes until the end). Its trees time out and are replayed faster
+    /// than they complete: a message timeout below the trees' round trip under load (max spout
+    /// pending trees queue behind each bolt), or a task down for many timeouts.
+    TooManyReplays {
+        /// Tracked spout emits made, the input's included.
+        emits: u64,
+        /// The input's size in tracked emits (`input_len`).
+        input: u64,
+        /// The replay limit ([`replay_limit`]).
+        limit: u64,
+        /// Simulated time of the emit past the limit, in ns.
+        at_ns: u64,
+        /// Trees the spouts timed out (their own message timeout) by then.
+        timed_out: u64,
+    },
 }
 
 impl std::fmt::Display for RunError {
@@ -464,6 +518,23 @@ impl std::fmt::Display for RunError {
             RunError::ZeroTimeLimit => f.write_str("the time limit must be positive"),
             RunError::BadOption(s) => f.write_str(s),
             RunError::Fault(e) => e.fmt(f),
+            RunError::TooManyReplays {
+                emits,
+                input,
+                limit,
+                at_ns,
+                timed_out,
+            } => write!(
+                f,
+                "the run replayed more trees than its replay limit (--max-replays {limit}): {emits} \
+                 spout emits for an input of {input} by {:.6} s of simulated time, {timed_out} trees \
+                 timed out; each replay keeps about {BYTES_PER_REPLAY} B until the run ends, so \
+                 the run was stopped here. Its trees time out faster than they complete: give a \
+                 longer message timeout (--timeout), a lower --max-spout-pending (trees queue \
+                 behind each bolt), shorter link latencies (--latency) or a shorter restart delay \
+                 (--restart-delay); or raise --max-replays",
+                *at_ns as f64 / 1e9
+            ),
         }
     }
 }
@@ -838,8 +909,10 @@ impl Simulation {
     /// [`RunError::UnknownComponent`] (an option naming a component the topology lacks),
     /// [`RunError::Fault`] (a fault target beyond the topology), [`RunError::BadOption`] (latency
     /// range empty, a service time not below the message timeout, a tick below 1 µs, a worker
-    /// past [`MAX_WORKERS`], `max_events_per_instant` of 0), [`RunError::Runtime`] if the runtime refuses the config. After the
-    /// run, [`RunError::Io`] if the trace could not be written.
+    /// past [`MAX_WORKERS`], `max_events_per_instant` or `max_replays` of 0), [`RunError::Runtime`] if the runtime refuses the config. After the
+    /// run, [`RunError::Io`] if the trace could not be written. During the run,
+    /// [`RunError::TooManyReplays`] when its replays pass [`SimOptions::max_replays`] (the run
+    /// stops there).
     pub fn run(self) -> Result<Outcome, RunError> {
         // acker-core's and the runtime's plants are process-wide: select this run's (or none).
         #[cfg(feature = "planted-bugs")]
@@ -850,6 +923,15 @@ impl Simulation {
         let mut engine = Engine::new(self)?;
         let outcome = engine.execute();
         engine.trace.finish().map_err(RunError::Io)?;
+        if let Some(at_ns) = engine.over_emits {
+            return Err(RunError::TooManyReplays {
+                emits: engine.emits_seen,
+                input: engine.opts.input_len,
+                limit: replay_limit(&engine.opts),
+                at_ns,
+                timed_out: outcome.spout.timed_out,
+            });
+        }
         Ok(outcome)
     }
 }
@@ -1213,10 +1295,21 @@ struct Engine {
     punctuate: Vec<TaskId>,
     /// [`SimOptions::fails_only_under_faults`]: the `fail` callbacks are followed up below.
     judge_fails: bool,
-    /// Trees whose spout got a `fail`, by root id, with the spout task and message id, until
-    /// the acker's `Completed` notice for the root reaches the spout (a late ack: the entry is
-    /// removed). What is left at the end failed without completing.
-    failed_roots: BTreeMap<u64, (TaskId, MessageId)>,
+    /// Trees whose spout got a `fail`, by root id, with the spout task, the message id and the
+    /// time 2T after the tree's emit, until the acker's `Completed` notice for the root reaches
+    /// the spout (a late ack) or an acker handles a message of the tree at or after that time
+    /// (the tree outlived its acker entry, which may expire from 2T after its creation, itself
+    /// no earlier than the emit): the entry is removed then. What is left at the end failed
+    /// without completing, within 2T of its emit. Only kept while no fault fired (the judgment
+    /// is made only then).
+    failed_roots: BTreeMap<u64, (TaskId, MessageId, u64)>,
+    /// The message timeout T in ns (for [`Engine::failed_roots`]' 2T).
+    timeout_ns: u64,
+    /// Tracked emits past which the run stops with [`RunError::TooManyReplays`]: `input_len` +
+    /// [`replay_limit`].
+    emit_limit: u64,
+    /// When the emits passed `emit_limit`, in simulated ns (the run stops after that event).
+    over_emits: Option<u64>,
     /// `fail` callbacks that decided no emit (their root is unknown), by spout task and message
     /// id: never excused.
     failed_unknown: Vec<(TaskId, MessageId)>,
@@ -1264,6 +1357,11 @@ impl Engine {
             return Err(RunError::BadOption(
                 "max_events_per_instant must be at least 1 (an instant with no event cannot run)"
                     .into(),
+            ));
+        }
+        if opts.max_replays == Some(0) {
+            return Err(RunError::BadOption(
+                "max_replays must be at least 1 (a run could not replay even one lost tree)".into(),
             ));
         }
         if opts.latency_min_ns > opts.latency_max_ns {
@@ -1430,6 +1528,9 @@ impl Engine {
             judge_fails: opts.fails_only_under_faults,
             failed_roots: BTreeMap::new(),
             failed_unknown: Vec::new(),
+            timeout_ns: config.message_timeout_ns,
+            emit_limit: opts.input_len.saturating_add(replay_limit(&opts)),
+            over_emits: None,
             opts,
         })
     }
@@ -1480,6 +1581,12 @@ impl Engine {
                     break;
                 }
             } else {
+                // Checked as the clock moves on, not after every event (a load and a branch
+                // less per event): the events left at the instant the limit was passed still
+                // run (at most `per_instant` of them, so the overshoot is bounded too).
+                if self.over_emits.is_some() {
+                    break;
+                }
                 at_instant = 1;
             }
             self.now = t;
@@ -1587,7 +1694,8 @@ impl Engine {
             // The smallest message id per spout component among the fails never excused by a
             // late `Completed` notice (see `SimOptions::fails_only_under_faults`).
             let mut first: BTreeMap<&str, MessageId> = BTreeMap::new();
-            for &(task, msg_id) in self.failed_roots.values().chain(&self.failed_unknown) {
+            let failed = self.failed_roots.values().map(|&(t, m, _)| (t, m));
+            for (task, msg_id) in failed.chain(self.failed_unknown.iter().copied()) {
                 let c = self.tasks[task as usize].component;
                 if let Some(name) = self.components.get(c) {
                     let e = first.entry(name.as_str()).or_insert(msg_id);
@@ -1828,7 +1936,18 @@ impl Engine {
                         // few words copied instead of the whole 144-byte `Message`, and the slot
                         // keeps them (they own nothing to drop).
                         match &self.slab[i] {
-                            Message::Acker(m) => exec.handle_acker(*m, out),
+                            Message::Acker(m) => {
+                                if !self.failed_roots.is_empty() {
+                                    // A message of a failed tree reaching its acker 2T or more
+                                    // after the emit: the entry may have expired (silently, as
+                                    // Storm's), so the tree's fail is the timeout, excused.
+                                    let root = m.root();
+                                    if self.failed_roots.get(&root).is_some_and(|f| now >= f.2) {
+                                        self.failed_roots.remove(&root);
+                                    }
+                                }
+                                exec.handle_acker(*m, out)
+                            }
                             Message::Notice(n) => {
                                 if let Notice::Completed { root } = *n {
                                     if !self.failed_roots.is_empty() {
@@ -1957,14 +2076,16 @@ impl Engine {
             out.clear_tracked_emits();
         }
         let watch = &mut self.watch;
-        let judge = self.judge_fails;
+        // Judged only in a run where no fault fired: once one has, nothing more is recorded.
+        let judge = self.judge_fails && self.fired.is_empty();
+        let two_t = self.timeout_ns.saturating_mul(2);
         let (failed_roots, failed_unknown) = (&mut self.failed_roots, &mut self.failed_unknown);
         self.callbacks.take(|t, msg_id, acked| {
-            let root = watch.callback(t, msg_id, acked, now);
+            let decided = watch.callback(t, msg_id, acked, now);
             if judge && !acked {
-                match root {
-                    Some(root) => {
-                        failed_roots.insert(root, (t, msg_id));
+                match decided {
+                    Some((root, emit_ns)) => {
+                        failed_roots.insert(root, (t, msg_id, emit_ns.saturating_add(two_t)));
                     }
                     None => failed_unknown.push((t, msg_id)),
                 }
@@ -1972,6 +2093,9 @@ impl Engine {
         });
         if emits > 0 {
             self.emits_seen += emits;
+            if self.emits_seen > self.emit_limit {
+                self.over_emits = Some(now);
+            }
         }
         let newly = match self.probe.as_mut() {
             Some(p) => p(),
@@ -2305,6 +2429,9 @@ impl Engine {
     fn fire(&mut self, i: u32, out: &mut Outbox) {
         let f = self.opts.faults[i as usize];
         self.fired.push(f);
+        // `failed-without-fault` is judged only in a run where no fault fired: its records go.
+        self.failed_roots = BTreeMap::new();
+        self.failed_unknown = Vec::new();
         self.trace.event(&[
             self.now,
             T_FAULT,

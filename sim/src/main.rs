@@ -8,6 +8,7 @@
 //! [`EXIT_STATUS_HELP`] for the exit statuses, also shown under `--help`).
 
 use acker_runtime::cli::{at_least, count_at_least, exit_status, list_items, CliError};
+use acker_sim::engine::BYTES_PER_REPLAY;
 use acker_sim::fault::{self, Fault, FaultKind, FaultSpec};
 use acker_sim::scenario::{Guarantee, PlantedBug, Scenario};
 use acker_sim::shapes::Shape;
@@ -53,10 +54,16 @@ enum Command {
 /// How a duration option is written, shown under each command's `--help`.
 const DURATION_HELP: &str = "Durations (--timeout, --tick, --latency, --progress-every, ..., \
 and the fault times of --faults, as in bolt-crash@2ms) need a unit: ns, us, ms or s, e.g. 30s, \
-2ms, 1.5s, 50us..150us; a bare number other than 0 is refused. Every duration is at most \
-1000000s (about 11.6 days), and the link latencies (--latency's maximum, --local-latency) at most \
-the message timeout (a slower link would time out every tree crossing it, and the replays' \
-messages in flight would fill the memory).";
+2ms, 1.5s, 50us..150us; a bare number other than 0 is refused. Every simulated duration is at \
+most 1000000s (about 11.6 days); the wall-clock intervals --progress-every and --cell-limit at \
+most 604800s (7 days). The link latencies (--latency's maximum, --local-latency) are at most the \
+message timeout (a slower link would time out every tree crossing it, and the replays' messages \
+in flight would fill the memory), and a tree's shortest round trip, 4 x the shortest link \
+latency (spout to bolt to sink to acker to spout: --latency's minimum, or --local-latency with \
+--one-worker), must stay below 2 x --timeout + --tick, the longest a spout keeps a tree pending \
+(else every tree would time out and be replayed without end). A run whose trees still time out \
+faster than they complete (e.g. a --timeout below max spout pending x --bolt-ns, the queue \
+behind a bolt) stops at --max-replays with exit status 2.";
 
 /// The exit statuses, shown under `--help`.
 const EXIT_STATUS_HELP: &str = "Exit status: 0 when every oracle held (also when stdout is a \
@@ -94,6 +101,35 @@ fn at_most_max(s: &str, ns: u64) -> Result<u64, String> {
 /// Refuses a bare number other than 0, naming the units taken ([`require_unit`]).
 fn with_unit(s: &str) -> Result<(), String> {
     require_unit(s)
+}
+
+/// Longest wall-clock interval taken (`search --progress-every`, `experiment --real
+/// --cell-limit`): 7 days, in ns. Not [`MAX_DURATION_NS`], which bounds simulated time.
+const MAX_WALL_NS: u64 = 604_800_000_000_000;
+
+/// clap value parser for a wall-clock interval: a duration with a unit, at most [`MAX_WALL_NS`]
+/// (7 days), with a message of its own (the simulated durations' bound, 1000000s, does not apply
+/// to it).
+fn wall_interval(s: &str) -> Result<u64, String> {
+    if s.trim_start().starts_with('-') {
+        return Err("wall-clock intervals cannot be negative".into());
+    }
+    with_unit(s)?;
+    match parse_duration_ns(s)? {
+        ns if ns > MAX_WALL_NS => Err(format!(
+            "`{}` is longer than the longest wall-clock interval taken, 604800s (7 days)",
+            s.trim()
+        )),
+        ns => Ok(ns),
+    }
+}
+
+/// [`wall_interval`] that must be more than zero (`experiment --real --cell-limit`).
+fn positive_wall_interval(s: &str) -> Result<u64, String> {
+    match wall_interval(s)? {
+        0 => Err("must be more than 0 (e.g. 600s)".into()),
+        ns => Ok(ns),
+    }
 }
 
 /// [`duration`] that must be more than zero (`--time-limit`).
@@ -264,8 +300,10 @@ struct SimArgs {
     /// Unique sequential numbers in the source, 1 to 100000000 [default: 1000 for `run` and
     /// `search`, 100000 for `experiment`, 10000 for `experiment --real --quick`]. A run keeps
     /// about 135 bytes of memory a tuple (measured: 140 MB at 1 million, 540 MB at 4 million), so
-    /// the maximum needs about 14 GB; a count needing more than the machine or `ulimit -v` / `-d`
-    /// allows (at 144 B a tuple) is refused with the estimate before anything is allocated.
+    /// the maximum needs about 14 GB, plus up to --max-replays replays at about 300 B each (the
+    /// default, as many as the tuples but at least 100000: 44 GB in all at the maximum); a count
+    /// needing more than the machine or `ulimit -v` / `-d` allows (at 144 B a tuple and 300 B a
+    /// replay) is refused with the estimate before anything is allocated.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
     tuples: Option<u64>,
     /// Max spout pending (topology.max.spout.pending), 1 to 1000000.
@@ -327,6 +365,13 @@ struct SimArgs {
     /// the schedule.
     #[arg(long, allow_hyphen_values = true, value_parser = positive_duration)]
     time_limit: Option<u64>,
+    /// Most replays a run may make (spout emits beyond --tuples: each failed or timed-out tree
+    /// replayed is one), at least 1 [default: --tuples, at least 100000]. Each keeps about 300 B
+    /// until the run ends, and the memory check of --tuples counts them. A run past it stops with
+    /// exit status 2 (its trees time out faster than they complete: a --timeout too short for
+    /// the load, or a task down for many timeouts).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]
+    max_replays: Option<u64>,
     /// Test only: plant a bug (`search --planted-bug list` prints the names this build takes,
     /// one a line: the simulator's own always, acker-core's and the runtime's only in a build
     /// with `--features planted-bugs`).
@@ -368,6 +413,7 @@ impl SimArgs {
         sc.source_model = self.source_model;
         sc.one_worker = self.one_worker;
         sc.time_limit_ns = self.time_limit;
+        sc.max_replays = self.max_replays;
         sc.planted_bug = self.planted()?;
         sc.validate().map_err(|e| e.to_string())?;
         Ok(sc)
@@ -399,7 +445,8 @@ struct ExperimentArgs {
     #[arg(long, requires = "real", value_name = "CELLS", value_parser = cell_list)]
     cells: Option<String>,
     /// With --real: cut a cell after this long [default: 60 s + 1 s per 1000 tuples].
-    #[arg(long, requires = "real", allow_hyphen_values = true, value_parser = positive_duration)]
+    /// A wall-clock interval, at most 604800s (7 days).
+    #[arg(long, requires = "real", allow_hyphen_values = true, value_parser = positive_wall_interval)]
     cell_limit: Option<u64>,
     /// With --real, test only: plant a bug in the worker (spout-acks-on-read,
     /// sink-without-dedup, bolt-swallows-exception).
@@ -494,7 +541,7 @@ struct SearchArgs {
     /// Write a progress line to stderr at this interval (e.g. 30s): seeds done of --seeds,
     /// violating seeds, elapsed time and an estimate of the time left. Without it, a progress
     /// bar is drawn on stderr only when stderr is a terminal. Either way stdout is unchanged.
-    /// The interval is at least 100ms.
+    /// The interval is at least 100ms and at most 604800s (7 days).
     #[arg(long, value_name = "INTERVAL", allow_hyphen_values = true, value_parser = progress_interval)]
     progress_every: Option<u64>,
     #[command(flatten)]
@@ -522,9 +569,10 @@ fn seed_count(s: &str) -> Result<u64, String> {
 /// Shortest `search --progress-every`: shorter would fill stderr with a line per seed.
 const MIN_PROGRESS_NS: u64 = 100_000_000;
 
-/// clap value parser for `search --progress-every`: a duration of at least [`MIN_PROGRESS_NS`].
+/// clap value parser for `search --progress-every`: a wall-clock interval ([`wall_interval`]) of
+/// at least [`MIN_PROGRESS_NS`].
 fn progress_interval(s: &str) -> Result<u64, String> {
-    match duration(s)? {
+    match wall_interval(s)? {
         ns if ns < MIN_PROGRESS_NS => Err("must be at least 100ms (e.g. 30s)".into()),
         ns => Ok(ns),
     }
@@ -742,7 +790,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         return cmd_real_experiment(a);
     }
     let mut base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
-    check_memory(base.tuples)?;
+    check_memory(&base)?;
     if a.sim.restart_delay.is_none() {
         base.restart_delay_ns = experiment::RESTART_DELAY_NS;
     }
@@ -875,17 +923,26 @@ const BYTES_PER_TUPLE: u64 = 144;
 /// (the machine's, or what `ulimit -v` / `ulimit -d` leaves), before anything is built (new-user
 /// trial: `run --tuples 100000000` under `ulimit -v 1000000` died of SIGABRT in an allocation of
 /// 256 MiB). The runs of `search` and `experiment` are one at a time, so each is checked alike.
-fn check_memory(tuples: u64) -> Result<(), CliError> {
-    let need = tuples.saturating_mul(BYTES_PER_TUPLE);
+///
+/// The run's replays are counted too, up to its replay limit (`sc`'s `max_replays`, at
+/// [`BYTES_PER_REPLAY`] each): the limit is what keeps a run whose trees keep timing out within
+/// this estimate, and its default (the input's size, at least 100000) is part of it.
+fn check_memory(sc: &Scenario) -> Result<(), CliError> {
+    let tuples = sc.tuples;
+    let replays = acker_sim::engine::replay_limit(&sc.sim_options());
+    let need = tuples
+        .saturating_mul(BYTES_PER_TUPLE)
+        .saturating_add(replays.saturating_mul(BYTES_PER_REPLAY));
     // One thread: 16 MB in reserve for the process (it maps about 5 MB at the check).
     acker_runtime::cli::check_memory(
         need,
         16_000_000,
         &format!(
-            "--tuples {tuples} needs about {} of memory (about {BYTES_PER_TUPLE} B a tuple)",
+            "--tuples {tuples} with up to {replays} replays (--max-replays) needs about {} of \
+             memory (about {BYTES_PER_TUPLE} B a tuple and {BYTES_PER_REPLAY} B a replay)",
             acker_runtime::cli::size(need)
         ),
-        "lower --tuples",
+        "lower --tuples or --max-replays",
     )
     .map_err(CliError::Usage)
 }
@@ -924,7 +981,7 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage(AT_MOST_ONCE_NO_ACKERS.to_string()));
     }
     let mut sc = a.sim.scenario(a.seed, g, 1000)?;
-    check_memory(sc.tuples)?;
+    check_memory(&sc)?;
     if let Err(e) = sc.check_plant_can_fire() {
         // Not refused: a search's replay command for a seed whose guarantee the plant cannot act
         // under must still run; but never a silent clean verdict.
@@ -1362,7 +1419,7 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let template = a
         .sim
         .scenario(a.first_seed, fixed.unwrap_or(Guarantee::AtLeastOnce), 1000)?;
-    check_memory(template.tuples)?;
+    check_memory(&template)?;
     if fixed.is_some() {
         // Every seed runs under that guarantee: a plant that cannot fire there cannot be found.
         // (Turning through the three guarantees, the plant fires in the seeds that allow it.)

@@ -26,7 +26,7 @@
 //!
 //! | oracle | checked |
 //! | --- | --- |
-//! | no fault fired, no tree failed (`failed-without-fault`: an ack lost inside the system) | at the end of a run where no fault fired: every `fail` the spout got (an acker's `Failed` notice, or its own message timeout) was followed by the acker's `Completed` notice for the same root (a late ack: the tree only took longer than the timeout, and the spout counted the notice ignored); a failed tree that never completed is the violation |
+//! | no fault fired, no tree failed (`failed-without-fault`: an ack lost inside the system) | at the end of a run where no fault fired: every `fail` the spout got (an acker's `Failed` notice, or its own message timeout) was followed by the acker's `Completed` notice for the same root (a late ack: the tree only took longer than the timeout, and the spout counted the notice ignored) or by a message of the tree reaching its acker 2T or more after the emit (the tree outlived its acker entry, which expires silently from 2T after its creation: the timeout asked for); a failed tree that never completed is the violation |
 
 use crate::scenario::Guarantee;
 use crate::source::{CallbackError, SinkStore};
@@ -135,7 +135,9 @@ pub enum Violation {
     /// what the spout receives: a `fail` (the acker's `Failed` notice, or the spout's own message
     /// timeout) is excused when the acker's `Completed` notice for the same root reaches the
     /// spout later (a late ack: the tree took longer than the timeout, and the spout counted
-    /// the notice ignored); a `fail` whose tree never completes by the end of a run that
+    /// the notice ignored), or when a message of the tree reaches its acker 2T or more after the
+    /// emit (the tree outlived its acker entry, which expires silently from 2T after its
+    /// creation); a `fail` whose tree never completes by the end of a run that
     /// finished is this violation (a run cut at its time limit is [`Violation::NotFinished`]
     /// instead).
     FailedWithoutFault {
@@ -502,15 +504,16 @@ impl Watch {
     /// message id with no undecided emit is a [`CallbackError`] violation, kept while fewer than
     /// 100 violations are held (the list of violations stays short; each message id called back
     /// still gets its per-id entry, so memory grows with the distinct ids, as with emits).
-    /// Returns the root id of the emit it decided (the oldest undecided one of `msg_id`; 0 when
-    /// emitted through [`emit`](Self::emit)), or `None` when it decided none.
+    /// Returns the root id (0 when emitted through [`emit`](Self::emit)) and the emit time in ns
+    /// of the emit it decided (the oldest undecided one of `msg_id`), or `None` when it decided
+    /// none.
     pub fn callback(
         &mut self,
         task: TaskId,
         msg_id: MessageId,
         acked: bool,
         now_ns: u64,
-    ) -> Option<u64> {
+    ) -> Option<(u64, u64)> {
         let i = match self.slot.get(task as usize) {
             Some(&i) if (i as usize) < self.spouts.len() => i as usize,
             _ => return None,
@@ -546,7 +549,7 @@ impl Watch {
                     });
                 }
             }
-            Some(root)
+            Some((root, emit_ns))
         } else {
             if self.violations.len() < 100 {
                 self.violations.push(Violation::Callback(if ever {

@@ -230,6 +230,15 @@ pub enum ScenarioError {
     /// bound, `--latency 30s..30s --max-spout-pending 100000 --tuples 100000`: 188 MB peak
     /// against 50 MB at the default latency, under 2 KB a pending slot).
     LatencyAboveTimeout(&'static str, u64, u64),
+    /// Every tree would time out before its `Completed` notice could reach the spout: the
+    /// topology's shortest tree round trip ([`Scenario::min_round_trip_ns`], the link latencies
+    /// along spout → bolt → sink → acker → spout) is at least the longest a spout keeps a tree
+    /// pending ([`Scenario::longest_pending_ns`], 2T + one tick), so every tree would be replayed
+    /// without end (before 2026-12-03 such runs grew their memory until the process died).
+    /// Carries the round trip, the timeout and the tick, in ns.
+    RoundTripAboveTimeout(u64, u64, u64),
+    /// `max_replays` is 0 (a run could not replay even one lost tree).
+    ZeroReplays,
 }
 
 impl fmt::Display for ScenarioError {
@@ -297,6 +306,23 @@ impl fmt::Display for ScenarioError {
             ScenarioError::DurationTooLong(what, ns) => {
                 f.write_str(&crate::units::check_max_duration(what, *ns).unwrap_err())
             }
+            ScenarioError::RoundTripAboveTimeout(rt, timeout, tick) => write!(
+                f,
+                "the message timeout --timeout {} (with --tick {}) is too short for this \
+                 topology: a tree crosses four links (spout to bolt, bolt to sink, sink to acker, \
+                 acker to spout), so its round trip takes at least {} (4 x the shortest link \
+                 latency, --latency's minimum, or --local-latency with --one-worker), while the \
+                 spout fails a tree pending for 2 x --timeout + --tick ({}) at the latest: every \
+                 tree would time out and be replayed without end. Give a --timeout above {} \
+                 ((round trip - --tick) / 2; several times the round trip to see few timeouts), or \
+                 shorter link latencies",
+                crate::units::format_ns(*timeout),
+                crate::units::format_ns(*tick),
+                crate::units::format_ns(*rt),
+                crate::units::format_ns(timeout.saturating_mul(2).saturating_add(*tick)),
+                crate::units::format_ns(rt.saturating_sub(*tick).div_ceil(2)),
+            ),
+            ScenarioError::ZeroReplays => f.write_str("--max-replays must be at least 1"),
             ScenarioError::LatencyAboveTimeout(what, ns, timeout) => write!(
                 f,
                 "{}",
@@ -337,8 +363,9 @@ pub mod workers {
 
 /// One simulation's full description; with the same values (seed included) a run is replayed
 /// exactly. Every duration is at most [`MAX_DURATION_NS`](crate::units::MAX_DURATION_NS)
-/// (1,000,000 s; [`ScenarioError::DurationTooLong`]) and the link latencies at most the message
-/// timeout ([`ScenarioError::LatencyAboveTimeout`]), checked by [`Scenario::validate`].
+/// (1,000,000 s; [`ScenarioError::DurationTooLong`]), the link latencies at most the message
+/// timeout ([`ScenarioError::LatencyAboveTimeout`]) and the tree's shortest round trip below 2T +
+/// one tick ([`ScenarioError::RoundTripAboveTimeout`]), checked by [`Scenario::validate`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// The run's seed: every random choice comes from it.
@@ -400,6 +427,11 @@ pub struct Scenario {
     /// Stop the run here even if it has not finished (a liveness violation); `None`: derived
     /// from the schedule (see [`Scenario::time_limit_ns`]).
     pub time_limit_ns: Option<u64>,
+    /// Most replays (spout emits beyond `tuples`) the run may make before it stops with
+    /// [`RunError::TooManyReplays`](crate::RunError::TooManyReplays); `None`: `tuples`, at
+    /// least [`MIN_DEFAULT_REPLAYS`](crate::engine::MIN_DEFAULT_REPLAYS) (see
+    /// [`SimOptions::max_replays`](crate::SimOptions::max_replays)). Not part of the trace.
+    pub max_replays: Option<u64>,
 }
 
 impl Scenario {
@@ -432,7 +464,35 @@ impl Scenario {
             faults: Vec::new(),
             planted_bug: None,
             time_limit_ns: None,
+            max_replays: None,
         }
+    }
+
+    /// The shortest time a tree can take from its emit to its `Completed` notice at the spout,
+    /// in ns: the sum of the link latencies along its critical path, spout → processing bolt →
+    /// sink → acker → spout (the acks of the bolt and the sink go to the acker; the last one
+    /// decides), each link at its shortest (`latency_min_ns` between workers, `local_latency_ns`
+    /// with [`one_worker`](Self::one_worker)). Service times do not add to it: a task sends a
+    /// step's messages at the step's start. 0 at-most-once (no acker, no timeout).
+    pub fn min_round_trip_ns(&self) -> u64 {
+        if self.num_ackers() == 0 {
+            return 0;
+        }
+        let hop = if self.one_worker {
+            self.local_latency_ns
+        } else {
+            self.latency_min_ns
+        };
+        hop.saturating_mul(4)
+    }
+
+    /// The longest a spout keeps a tree pending before its own timeout fails it, in ns: it fails
+    /// a tree at its first tick at least two timeout periods (T) past the one of its emit, so
+    /// less than 2T + one tick after the emit (acker-core's `SpoutPending::tick`).
+    pub fn longest_pending_ns(&self) -> u64 {
+        self.message_timeout_ns
+            .saturating_mul(2)
+            .saturating_add(self.tick_interval_ns)
     }
 
     /// Acker tasks actually run: 0 at-most-once.
@@ -528,6 +588,16 @@ impl Scenario {
         }
         if self.message_timeout_ns == 0 {
             return Err(ScenarioError::ZeroTime("the message timeout (--timeout)"));
+        }
+        if self.max_replays == Some(0) {
+            return Err(ScenarioError::ZeroReplays);
+        }
+        if self.min_round_trip_ns() >= self.longest_pending_ns() {
+            return Err(ScenarioError::RoundTripAboveTimeout(
+                self.min_round_trip_ns(),
+                self.message_timeout_ns,
+                self.tick_interval_ns,
+            ));
         }
         if self.tick_interval_ns == 0 {
             return Err(ScenarioError::ZeroTime("the tick interval (--tick)"));

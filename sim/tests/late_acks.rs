@@ -94,6 +94,10 @@ fn a_run_cut_at_its_time_limit_is_not_judged_for_lost_acks() {
         "100us",
         "--time-limit",
         "100ms",
+        // Its trees time out faster than they complete: without room for its replays it would
+        // stop at the default replay limit (100000) before its time limit.
+        "--max-replays",
+        "10000000",
     ]);
     assert_eq!(code, Some(1), "{out}");
     assert_eq!(line(&out, "verdict: "), "verdict: VIOLATION");

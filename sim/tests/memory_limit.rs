@@ -41,9 +41,10 @@ fn tuples_past_the_memory_limit_are_refused_by_name() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         for words in [
-            "--tuples 100000000 needs about 14.4 GB of memory (about 144 B a tuple), more than the ",
+            "--tuples 100000000 with up to 100000000 replays (--max-replays) needs about 44.4 GB \
+             of memory (about 144 B a tuple and 300 B a replay), more than the ",
             "under its limit of 1.0 GB (`ulimit -v`; it maps ",
-            ": lower --tuples",
+            ": lower --tuples or --max-replays",
         ] {
             assert!(err.contains(words), "{args:?}: {err}");
         }

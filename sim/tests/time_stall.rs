@@ -86,6 +86,10 @@ fn zero_times(seed: u64) -> SimOptions {
     o.latency_min_ns = 0;
     o.latency_max_ns = 0;
     o.local_latency_ns = 0;
+    // The endless spout's emits are not bounded by an input: without this the replay limit
+    // (`max_replays`, 100,000 emits past the input) would stop it first, with
+    // `RunError::TooManyReplays`; these tests are about the events-per-instant cap.
+    o.max_replays = Some(u64::MAX);
     o
 }
 

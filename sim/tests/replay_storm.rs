@@ -1,0 +1,220 @@
+//! Runs whose trees time out faster than they complete (new-user trial, 2026-12-03): each replay
+//! keeps its records until the run ends, so such a run grew its memory until the process died.
+//! A run certain to replay every tree is refused up front (its shortest round trip against 2T +
+//! one tick); any other stops at its replay limit (`--max-replays`, exit 2, naming what filled
+//! up and what to change); a run that replays a bounded number of trees still runs, and its
+//! timed-out trees are not taken for lost acks.
+
+use acker_sim::scenario::{Guarantee, Scenario, ScenarioError};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `acker-sim ARGS` under `ulimit -v 1000000` (1 GB), killed after 60 s (no test may hang).
+fn bounded(args: &[&str]) -> Output {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_acker-sim"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acker-sim");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("acker-sim {args:?} did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The trial's two commands: both aborted at 4 GB / took 2.75 GB. Now each stops at the default
+/// replay limit (100000 replays past the input of 1000) with exit 2 under a 1 GB limit.
+#[test]
+fn a_replay_storm_stops_at_the_replay_limit() {
+    for (args, at, cause) in [
+        (
+            &[
+                "run",
+                "--seed",
+                "1",
+                "--timeout",
+                "200us",
+                "--tick",
+                "10us",
+                "--time-limit",
+                "30s",
+            ][..],
+            "by 0.050587 s of simulated time, 100225 trees timed out",
+            "--timeout",
+        ),
+        (
+            &[
+                "run",
+                "--seed",
+                "1",
+                "--restart-delay",
+                "1000000s",
+                "--faults",
+                "worker-crash*1",
+            ][..],
+            "by 6060.000000 s of simulated time, 101000 trees timed out",
+            "--restart-delay",
+        ),
+    ] {
+        let o = bounded(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(
+                "acker-sim: error: the run replayed more trees than its replay limit \
+                 (--max-replays 100000): 101001 spout emits for an input of 1000 "
+            ),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(at), "{args:?}: {err}");
+        assert!(
+            err.contains(cause) && err.contains("raise --max-replays"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+    // The limit as given, exactly.
+    let o = bounded(&[
+        "run",
+        "--seed",
+        "1",
+        "--timeout",
+        "200us",
+        "--tick",
+        "10us",
+        "--max-replays",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("(--max-replays 5): 1006 spout emits for an input of 1000"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A run that replays a bounded number of trees runs, and its timeouts are not lost acks: the
+/// trial's `--tuples 300 --timeout 300us --tick 100us` reported `failed-without-fault` (80 of its
+/// trees outlived their acker entries and never completed).
+#[test]
+fn bounded_replays_run_and_their_timeouts_are_not_lost_acks() {
+    for (args, spout) in [
+        (
+            &[
+                "run",
+                "--seed",
+                "1",
+                "--tuples",
+                "300",
+                "--timeout",
+                "300us",
+                "--tick",
+                "100us",
+            ][..],
+            "spout: acked 300 failed 0 timed out 1748 ignored 1668  acker: completed 1968",
+        ),
+        (
+            &["run", "--seed", "1", "--timeout", "1ms", "--tick", "100us"][..],
+            "spout: acked 1000 failed 0 timed out 272 ignored 272  acker: completed 1272",
+        ),
+    ] {
+        let o = bounded(args);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {out}{}", stderr(&o));
+        assert!(out.contains(spout), "{args:?}: {out}");
+        assert!(out.contains("verdict: ok (every oracle held)"), "{out}");
+    }
+}
+
+/// A timeout certain to fail every tree is refused before anything runs: the tree's shortest
+/// round trip (4 x the shortest link latency) at or past 2T + one tick.
+#[test]
+fn a_timeout_below_the_shortest_round_trip_is_refused() {
+    let o = bounded(&[
+        "run",
+        "--seed",
+        "1",
+        "--latency",
+        "100us..150us",
+        "--timeout",
+        "150us",
+        "--tick",
+        "10us",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "the message timeout --timeout 150us (with --tick 10us) is too short for this \
+             topology: a tree crosses four links (spout to bolt, bolt to sink, sink to acker, \
+             acker to spout), so its round trip takes at least 400us"
+        ) && err.contains("pending for 2 x --timeout + --tick (310us) at the latest")
+            && err.contains("Give a --timeout above 195us"),
+        "{err}"
+    );
+    // The boundary: round trip 200 us, tick 10 us.
+    let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+    (s.latency_min_ns, s.latency_max_ns, s.tick_interval_ns) = (50_000, 50_000, 10_000);
+    s.message_timeout_ns = 95_000;
+    assert_eq!(
+        s.validate(),
+        Err(ScenarioError::RoundTripAboveTimeout(
+            200_000, 95_000, 10_000
+        ))
+    );
+    s.message_timeout_ns = 95_001;
+    assert_eq!(s.validate(), Ok(()));
+    // One worker: the local latency.
+    let mut s = Scenario::new(1, Guarantee::AtLeastOnce);
+    (s.one_worker, s.local_latency_ns, s.tick_interval_ns) = (true, 30_000, 1_000);
+    (s.latency_min_ns, s.latency_max_ns) = (1_000, 1_000);
+    s.message_timeout_ns = 59_500;
+    assert!(matches!(
+        s.validate(),
+        Err(ScenarioError::RoundTripAboveTimeout(120_000, 59_500, 1_000))
+    ));
+    // At-most-once has no timeout to fail a tree.
+    let mut s = Scenario::new(1, Guarantee::AtMostOnce);
+    (s.message_timeout_ns, s.tick_interval_ns) = (10_000, 1_000);
+    (s.latency_min_ns, s.latency_max_ns) = (10_000, 10_000);
+    assert_eq!(s.validate(), Ok(()));
+    s.guarantee = Guarantee::AtLeastOnce;
+    assert!(s.validate().is_err());
+}
+
+/// `--progress-every` and `--cell-limit` are wall-clock intervals: a bound and message of their
+/// own (they used the simulated durations' 1000000s).
+#[test]
+fn wall_clock_intervals_have_their_own_bound() {
+    for args in [
+        &["search", "--seeds", "1", "--progress-every", "700000s"][..],
+        &["experiment", "--real", "--cell-limit", "700000s"][..],
+    ] {
+        let o = bounded(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(
+                "`700000s` is longer than the longest wall-clock interval taken, 604800s (7 days)"
+            ),
+            "{args:?}: {err}"
+        );
+    }
+}
