@@ -21,7 +21,7 @@
 
 use crate::engine::{lock, Outcome, RunError, SimOptions, Simulation};
 use crate::fault::FaultKind;
-use crate::oracle::{self, Violation};
+use crate::oracle::{self, Unfinished, Violation};
 use crate::scenario::reconnect_ns;
 use crate::scenario::{Guarantee, PlantedBug, Scenario};
 use crate::source::{SinkStore, SourceLog, SourceModel};
@@ -323,6 +323,7 @@ impl Sim {
                     violations.push(Violation::NotFinished {
                         limit_ns,
                         uncommitted: log.tuples() - log.committed(),
+                        unfinished: Unfinished::OffsetsUncommitted,
                     })
                 }
                 Violation::TimeStalled { at_ns, events, .. } => {
@@ -330,6 +331,7 @@ impl Sim {
                         at_ns,
                         events,
                         uncommitted: log.tuples() - log.committed(),
+                        unfinished: Unfinished::OffsetsUncommitted,
                     })
                 }
                 v => violations.push(v),

@@ -37,7 +37,7 @@
 use crate::fault::{
     self, ExpandContext, Fault, FaultError, FaultKind, FaultSpec, TargetCounts, Trigger,
 };
-use crate::oracle::{SpoutCallbacks, Violation, Watch};
+use crate::oracle::{SpoutCallbacks, Unfinished, Violation, Watch};
 use crate::queue::EventQueue;
 use crate::rng::{self, SimRng};
 use crate::roots::RootSet;
@@ -1675,11 +1675,13 @@ impl Engine {
                 at_ns: self.now,
                 events,
                 uncommitted: self.watch.outstanding(),
+                unfinished: Unfinished::EmitsUndecided,
             });
         } else if !finished {
             self.violations.push(Violation::NotFinished {
                 limit_ns: limit,
                 uncommitted: self.watch.outstanding(),
+                unfinished: Unfinished::EmitsUndecided,
             });
         }
         self.now = end;

@@ -132,7 +132,7 @@ pub mod units;
 pub use components::Sim;
 pub use engine::{ComponentCounters, Outcome, RunError, SimOptions, Simulation};
 pub use fault::{Fault, FaultKind, FaultSpec, Trigger};
-pub use oracle::{Callbacks, SpoutCallbacks, Violation};
+pub use oracle::{Callbacks, SpoutCallbacks, Unfinished, Violation};
 pub use queue::EventQueue;
 pub use scenario::{Guarantee, PlantedBug, Scenario, ScenarioError};
 pub use source::{RedisOptions, SourceModel};

@@ -790,7 +790,7 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
         return cmd_real_experiment(a);
     }
     let mut base = a.sim.scenario(a.seed, Guarantee::AtLeastOnce, 100_000)?;
-    check_memory(&base)?;
+    check_memory(&mut base)?;
     if a.sim.restart_delay.is_none() {
         base.restart_delay_ns = experiment::RESTART_DELAY_NS;
     }
@@ -926,17 +926,32 @@ const BYTES_PER_TUPLE: u64 = 144;
 ///
 /// The run's replays are counted too, up to its replay limit (`sc`'s `max_replays`, at
 /// [`BYTES_PER_REPLAY`] each): the limit is what keeps a run whose trees keep timing out within
-/// this estimate, and its default (the input's size, at least 100000) is part of it.
-fn check_memory(sc: &Scenario) -> Result<(), CliError> {
+/// this estimate. Without `--max-replays`, the default limit (the input's size, at least
+/// 100000) is lowered to what the memory left after the input holds, so that the replay term
+/// never refuses a run whose input fits (a run with `--tuples 100000000` was accepted before the
+/// limit existed); a run that reaches a lowered limit ends with its error, naming it. Given
+/// explicitly, the limit is counted as it is.
+fn check_memory(sc: &mut Scenario) -> Result<(), CliError> {
+    const RESERVE: u64 = 16_000_000;
     let tuples = sc.tuples;
+    let input = tuples.saturating_mul(BYTES_PER_TUPLE);
+    if sc.max_replays.is_none() {
+        if let Some(bound) = acker_runtime::cli::memory_bound(RESERVE) {
+            let default = acker_sim::engine::replay_limit(&sc.sim_options());
+            // When not even the fewest replays fit, the refusal below speaks of those.
+            let fits =
+                (bound.room.saturating_sub(input) / BYTES_PER_REPLAY).max(MIN_LOWERED_REPLAYS);
+            if fits < default {
+                sc.max_replays = Some(fits);
+            }
+        }
+    }
     let replays = acker_sim::engine::replay_limit(&sc.sim_options());
-    let need = tuples
-        .saturating_mul(BYTES_PER_TUPLE)
-        .saturating_add(replays.saturating_mul(BYTES_PER_REPLAY));
+    let need = input.saturating_add(replays.saturating_mul(BYTES_PER_REPLAY));
     // One thread: 16 MB in reserve for the process (it maps about 5 MB at the check).
     acker_runtime::cli::check_memory(
         need,
-        16_000_000,
+        RESERVE,
         &format!(
             "--tuples {tuples} with up to {replays} replays (--max-replays) needs about {} of \
              memory (about {BYTES_PER_TUPLE} B a tuple and {BYTES_PER_REPLAY} B a replay)",
@@ -946,6 +961,10 @@ fn check_memory(sc: &Scenario) -> Result<(), CliError> {
     )
     .map_err(CliError::Usage)
 }
+
+/// The fewest replays a default replay limit is lowered to (see [`check_memory`]): below it the
+/// run is refused instead, as one that could not replay even a few of its trees.
+const MIN_LOWERED_REPLAYS: u64 = 1000;
 
 fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
     let g: Guarantee = a
@@ -981,7 +1000,7 @@ fn cmd_run(a: RunArgs, given: &[String]) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage(AT_MOST_ONCE_NO_ACKERS.to_string()));
     }
     let mut sc = a.sim.scenario(a.seed, g, 1000)?;
-    check_memory(&sc)?;
+    check_memory(&mut sc)?;
     if let Err(e) = sc.check_plant_can_fire() {
         // Not refused: a search's replay command for a seed whose guarantee the plant cannot act
         // under must still run; but never a silent clean verdict.
@@ -1416,10 +1435,10 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
             .into())
         }
     };
-    let template = a
-        .sim
-        .scenario(a.first_seed, fixed.unwrap_or(Guarantee::AtLeastOnce), 1000)?;
-    check_memory(&template)?;
+    let mut template =
+        a.sim
+            .scenario(a.first_seed, fixed.unwrap_or(Guarantee::AtLeastOnce), 1000)?;
+    check_memory(&mut template)?;
     if fixed.is_some() {
         // Every seed runs under that guarantee: a plant that cannot fire there cannot be found.
         // (Turning through the three guarantees, the plant fires in the seeds that allow it.)

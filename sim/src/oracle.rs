@@ -103,8 +103,11 @@ pub enum Violation {
         /// The time limit.
         limit_ns: u64,
         /// Offsets still uncommitted (the built-in experiment), or tracked emits still undecided
-        /// (a user topology).
+        /// (a user topology): which of the two, `unfinished`
+        /// says.
         uncommitted: u64,
+        /// What `uncommitted` counts.
+        unfinished: Unfinished,
     },
     /// Simulated time stopped advancing: the run executed
     /// [`SimOptions::max_events_per_instant`](crate::SimOptions::max_events_per_instant) events
@@ -117,8 +120,11 @@ pub enum Violation {
         /// The events executed at it (the cap).
         events: u64,
         /// Offsets still uncommitted (the built-in experiment), or tracked emits still undecided
-        /// (a user topology).
+        /// (a user topology): which of the two, `unfinished`
+        /// says.
         uncommitted: u64,
+        /// What `uncommitted` counts.
+        unfinished: Unfinished,
     },
     /// A spout declared reliable never saw some message ids it emitted acked.
     NotAcked {
@@ -175,11 +181,32 @@ impl Violation {
     }
 }
 
+/// What a [`Violation::NotFinished`] or [`Violation::TimeStalled`] counts as left unfinished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unfinished {
+    /// Source offsets not committed by the sink (the built-in experiment's topology).
+    OffsetsUncommitted,
+    /// Tracked spout emits not decided yet (a user topology).
+    EmitsUndecided,
+}
+
+impl fmt::Display for Unfinished {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unfinished::OffsetsUncommitted => "offsets uncommitted",
+            Unfinished::EmitsUndecided => "tracked emits undecided",
+        })
+    }
+}
+
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Violation::Lost { count, first } => {
-                write!(f, "lost: {count} input(s) never reached the sink (first: #{first})")
+                write!(
+                    f,
+                    "lost: {count} input(s) never reached the sink (first: #{first})"
+                )
             }
             Violation::Duplicated { count, first } => write!(
                 f,
@@ -189,7 +216,10 @@ impl fmt::Display for Violation {
                 write!(f, "callback: spout emit {msg_id} got a second ack/fail")
             }
             Violation::Callback(CallbackError::Unknown { msg_id }) => {
-                write!(f, "callback: ack/fail for message id {msg_id}, never emitted")
+                write!(
+                    f,
+                    "callback: ack/fail for message id {msg_id}, never emitted"
+                )
             }
             Violation::TableOverCapacity { len, capacity } => {
                 write!(f, "acker table holds {len} roots, capacity {capacity}")
@@ -205,18 +235,20 @@ impl fmt::Display for Violation {
             Violation::NotFinished {
                 limit_ns,
                 uncommitted,
+                unfinished,
             } => write!(
                 f,
-                "liveness: run not finished by its limit {limit_ns} ns ({uncommitted} offsets uncommitted)"
+                "liveness: run not finished by its limit {limit_ns} ns ({uncommitted} {unfinished})"
             ),
             Violation::TimeStalled {
                 at_ns,
                 events,
                 uncommitted,
+                unfinished,
             } => write!(
                 f,
                 "liveness: simulated time stopped advancing at {at_ns} ns: {events} events ran at \
-                 that instant with work left ({uncommitted} offsets uncommitted), so the time \
+                 that instant with work left ({uncommitted} {unfinished}), so the time \
                  limit would never be reached; steps that take 0 ns (spout_ns, bolt_ns, acker_ns, \
                  link latencies at 0) loop there (the cap is max_events_per_instant)"
             ),

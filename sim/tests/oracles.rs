@@ -6,7 +6,7 @@
 use acker_runtime::{values, Config, Spout, SpoutOutputCollector, TopologyBuilder};
 use acker_sim::oracle::{check_end, Watch};
 use acker_sim::source::{CallbackError, SinkStore};
-use acker_sim::{Callbacks, Guarantee, Violation};
+use acker_sim::{Callbacks, Guarantee, Unfinished, Violation};
 
 /// A sink of 5 positions whose result holds position 0 three times, 2 once, 4 twice; 1 and 3
 /// never (a plain sink, no de-duplication, so the result is what was written).
@@ -106,9 +106,21 @@ fn violations_have_stable_classes_and_messages() {
             Violation::NotFinished {
                 limit_ns: 1000,
                 uncommitted: 3,
+                unfinished: Unfinished::OffsetsUncommitted,
             },
             "not-finished",
             "liveness: run not finished by its limit 1000 ns (3 offsets uncommitted)",
+        ),
+        // A user topology counts its tracked emits, not offsets (new-user trial: a user
+        // topology's 32 undecided emits were printed as "32 offsets uncommitted").
+        (
+            Violation::NotFinished {
+                limit_ns: 1000,
+                uncommitted: 32,
+                unfinished: Unfinished::EmitsUndecided,
+            },
+            "not-finished",
+            "liveness: run not finished by its limit 1000 ns (32 tracked emits undecided)",
         ),
         (
             Violation::NotAcked {

@@ -218,3 +218,52 @@ fn wall_clock_intervals_have_their_own_bound() {
         );
     }
 }
+
+/// Without `--max-replays`, the default replay limit is lowered to what memory holds after the
+/// input, instead of refusing a run whose input fits: under 1 GB, 5,000,000 tuples (720 MB at
+/// 144 B a tuple) fit, but 5,000,000 replays more (1.5 GB at 300 B) do not; the run is accepted
+/// (it reaches its 1 ms time limit, exit 1, with a trace) and not refused (exit 2). Given
+/// explicitly, the same limit is refused, naming it; and an input that does not fit at all is
+/// refused speaking of the fewest replays (1000), not of the default's 44 GB.
+#[test]
+fn the_default_replay_limit_is_lowered_to_the_memory_left() {
+    let o = bounded(&[
+        "run",
+        "--seed",
+        "1",
+        "--tuples",
+        "5000000",
+        "--time-limit",
+        "1ms",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("trace hash "), "{}", stdout(&o));
+    let o = bounded(&[
+        "run",
+        "--seed",
+        "1",
+        "--tuples",
+        "5000000",
+        "--max-replays",
+        "5000000",
+        "--time-limit",
+        "1ms",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "--tuples 5000000 with up to 5000000 replays (--max-replays) needs about 2.2 GB"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let o = bounded(&["run", "--seed", "1", "--tuples", "100000000"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "--tuples 100000000 with up to 1000 replays (--max-replays) needs about 14.4 GB"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
