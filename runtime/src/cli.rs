@@ -426,14 +426,20 @@ pub fn check_acker_count(
              hold a root; give at most {roots}"
         ));
     }
-    let (capacity, park) = if ackers == 0 {
-        (0, 0)
+    let (capacity, park, remembered) = if ackers == 0 {
+        (0, 0, 0)
     } else {
-        (plan.acker_capacity_roots(), plan.acker_park_capacity())
+        (
+            plan.acker_capacity_roots(),
+            plan.acker_park_capacity(),
+            plan.recently_failed_capacity(),
+        )
     };
+    let recently_failed = crate::park::RecentRoots::bytes_for(remembered);
     let per_acker = (capacity as u64)
         .saturating_mul(20)
         .saturating_add((park as u64).saturating_mul(104))
+        .saturating_add(recently_failed as u64)
         .saturating_add(ACKER_TASK_BYTES);
     let pending_sets = (roots as u64).saturating_mul(PENDING_TREE_BYTES);
     let trees = per_acker
@@ -486,8 +492,9 @@ pub fn check_acker_count(
     let needs = format!(
         "--ackers {ackers} and --max-spout-pending {pending} need about {} of memory: {} \
          for {ackers} acker task(s) (about {} each: a table of {capacity} roots at 20 B, \
-         a park queue of {park} messages at up to 104 B and the task) and {} for {spouts} \
-         spout pending set(s) of {pending} trees{besides}",
+         a park queue of {park} messages at up to 104 B, {remembered} roots remembered as \
+         failed at up to 24 B and the task) and {} for {spouts} spout pending set(s) of \
+         {pending} trees{besides}",
         size(trees),
         size(per_acker.saturating_mul(ackers as u64)),
         size(per_acker),

@@ -216,27 +216,28 @@ pub(crate) struct RecentRoots {
     ring: Vec<RootId>,
     next: usize,
     len: usize,
-    /// Index slot → position in `ring` (`NIL`: free).
+    /// Index slot → position in `ring` plus 1 (0: free, so that the index is allocated zeroed
+    /// and its pages stay untouched, and not resident, until roots land there).
     index: Vec<u32>,
     mask: usize,
 }
 
 impl RecentRoots {
     /// An empty set for up to `capacity` roots (at least 1, at most `u32::MAX - 1`), its
-    /// allocations fallible.
+    /// allocations fallible and zeroed: its pages become resident only as roots are held.
     pub(crate) fn try_with_capacity(capacity: usize) -> Result<Self, TryReserveError> {
         let (capacity, index) = Self::sizes(capacity);
         Ok(Self {
             ring: zeroed(capacity)?,
             next: 0,
             len: 0,
-            index: filled(index, NIL)?,
+            index: zeroed(index)?,
             mask: index - 1,
         })
     }
 
     fn sizes(capacity: usize) -> (usize, usize) {
-        let capacity = capacity.clamp(1, NIL as usize - 1);
+        let capacity = capacity.clamp(1, u32::MAX as usize - 1);
         (capacity, (capacity * 2).next_power_of_two())
     }
 
@@ -267,10 +268,10 @@ impl RecentRoots {
         let mut i = self.home(root);
         loop {
             let p = self.index[i];
-            if p == NIL {
+            if p == 0 {
                 return (i, false);
             }
-            if self.ring[p as usize] == root {
+            if self.ring[p as usize - 1] == root {
                 return (i, true);
             }
             i = (i + 1) & self.mask;
@@ -299,22 +300,22 @@ impl RecentRoots {
         }
         self.ring[pos] = root;
         let (i, _) = self.find(root);
-        self.index[i] = pos as u32;
+        self.index[i] = pos as u32 + 1;
         self.next = (pos + 1) % self.ring.len();
     }
 
     /// Frees index slot `i`, shifting back the entries after it that probed past it.
     fn remove_index(&mut self, mut i: usize) {
         loop {
-            self.index[i] = NIL;
+            self.index[i] = 0;
             let mut j = i;
             loop {
                 j = (j + 1) & self.mask;
                 let p = self.index[j];
-                if p == NIL {
+                if p == 0 {
                     return;
                 }
-                let home = self.home(self.ring[p as usize]);
+                let home = self.home(self.ring[p as usize - 1]);
                 // Move `j` back to `i` unless its home lies cyclically in (i, j].
                 let between = if i <= j {
                     i < home && home <= j
@@ -331,14 +332,28 @@ impl RecentRoots {
     }
 }
 
-/// `n` zero root ids, allocated fallibly and zeroed by the allocator (so the pages stay unwritten,
-/// and not resident, until used, as `vec![0; n]` leaves them): the room is first reserved and
-/// released to learn whether the allocator grants it, then taken by `vec![0; n]`.
-fn zeroed(n: usize) -> Result<Vec<RootId>, TryReserveError> {
-    let mut probe: Vec<RootId> = Vec::new();
+/// `n` zeros (root ids, index positions), allocated fallibly and zeroed by the allocator (so the
+/// pages stay unwritten, and not resident, until used, as `vec![0; n]` leaves them): the room is
+/// first reserved and released to learn whether the allocator grants it, then taken by
+/// `vec![0; n]`.
+fn zeroed<T: Zero>(n: usize) -> Result<Vec<T>, TryReserveError> {
+    let mut probe: Vec<T> = Vec::new();
     probe.try_reserve_exact(n)?;
     drop(probe);
-    Ok(vec![0; n])
+    Ok(vec![T::ZERO; n])
+}
+
+/// The integers [`zeroed`] allocates.
+trait Zero: Copy {
+    const ZERO: Self;
+}
+
+impl Zero for u32 {
+    const ZERO: Self = 0;
+}
+
+impl Zero for u64 {
+    const ZERO: Self = 0;
 }
 
 /// `n` copies of `value`, allocated fallibly (`vec![value; n]` aborts the process when the

@@ -209,8 +209,8 @@ struct RunArgs {
     /// than the roots their spouts may keep pending (spout tasks x max spout pending), and
     /// ackers whose tables and park queues (with the spouts' pending sets) need more memory than
     /// the machine has or the process's `ulimit -v` / `ulimit -d` leaves (about 45 KB of address
-    /// space an acker task plus 33 B a root of its table, 20 for the table and 13 for its park
-    /// queue: 2.2 MB an acker at the default 65536-root table), naming the size, before any task is built.
+    /// space an acker task plus 35 B a root of its table, 20 for the table, 13 for its park
+    /// queue and 2 for the roots it remembers as failed: 2.3 MB an acker at the default 65536-root table), naming the size, before any task is built.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
@@ -276,7 +276,8 @@ const PIPELINE_ACKERS_HELP: &str = "Acker tasks tracking the pipeline's trees (0
 nothing is tracked, the spout counts each tree acked as it emits it, so `trees_acked` is the trees \
 emitted). Tasks plus ackers may be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
 roots in flight never holds one), and so does memory: about 45 KB of address space an acker \
-task plus 33 B a root of its table (20 for the table, 13 for its park queue), 2.2 MB an acker at \
+task plus 35 B a root of its table (20 for the table, 13 for its park queue, 2 for the roots it \
+remembers as failed), 2.3 MB an acker at \
 the default 65536-root table, refused with the size when more than the machine or the process's \
 `ulimit -v` / `ulimit -d` allows.";
 
@@ -291,7 +292,8 @@ const BENCH_WORDCOUNT_ACKERS_HELP: &str = "Acker tasks tracking the benchmark's 
 (a line and its words; 0 = at-most-once: nothing is tracked or replayed). Tasks plus ackers may \
 be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
 roots in flight never holds one), and so does memory: about 45 KB of address space an acker \
-task plus 33 B a root of its table (20 for the table, 13 for its park queue), 2.2 MB an acker at \
+task plus 35 B a root of its table (20 for the table, 13 for its park queue, 2 for the roots it \
+remembers as failed), 2.3 MB an acker at \
 the default 65536-root table, refused with the size when more than the machine or the process's \
 `ulimit -v` / `ulimit -d` allows.";
 
@@ -916,6 +918,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
                 "timed_out": c.timed_out,
                 "parked": c.parked,
                 "dropped_full": c.dropped_full,
+                "orphans_avoided": c.orphans_avoided,
             }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
         acker_runtime::cli::round_json_floats(&mut v);
