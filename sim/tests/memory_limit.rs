@@ -41,7 +41,9 @@ fn tuples_past_the_memory_limit_are_refused_by_name() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         for words in [
-            "--tuples 100000000 with up to 100000000 replays (--max-replays) needs about 44.4 GB \
+            // The input alone does not fit: the estimate counts the fewest replays a default
+            // replay limit is lowered to (1000), not the default's 100000000.
+            "--tuples 100000000 with up to 1000 replays (--max-replays) needs about 14.4 GB \
              of memory (about 144 B a tuple and 300 B a replay), more than the ",
             "under its limit of 1.0 GB (`ulimit -v`; it maps ",
             ": lower --tuples or --max-replays",
