@@ -626,11 +626,7 @@ fn merge_counts(out: &mut BTreeMap<Arc<str>, u64>, mut mine: Vec<(Arc<str>, u64)
         u64::from_be_bytes(b)
     };
     // In place (a keyed copy of the list cost 32 B a distinct word more at the end of a run).
-    mine.sort_unstable_by(|a, b| {
-        prefix(&a.0)
-            .cmp(&prefix(&b.0))
-            .then_with(|| a.0.cmp(&b.0))
-    });
+    mine.sort_unstable_by(|a, b| prefix(&a.0).cmp(&prefix(&b.0)).then_with(|| a.0.cmp(&b.0)));
     let old = std::mem::take(out);
     let mut merged = Vec::with_capacity(old.len() + mine.len());
     let (mut a, mut b) = (old.into_iter().peekable(), mine.into_iter().peekable());
@@ -702,7 +698,7 @@ pub fn topology(
 /// `counts`, not copied (a word may be as long as the input).
 pub fn top_words(counts: &BTreeMap<Arc<str>, u64>, n: usize) -> Vec<(&str, u64)> {
     let mut v: Vec<(&str, u64)> = counts.iter().map(|(w, c)| (&**w, *c)).collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     v.truncate(n);
     v
 }

@@ -1446,7 +1446,16 @@ fn a_data_limit_too_small_for_the_input_is_refused_naming_it() {
     let word = common::TempFile::with_text("ulimit-d-word", &"a".repeat(30_000_000));
     let path = word.to_str().expect("utf-8 path");
     let args = |input: &str| {
-        ["wordcount", "--cores", "2", "--no-pin", "--json", "--input", input].map(String::from)
+        [
+            "wordcount",
+            "--cores",
+            "2",
+            "--no-pin",
+            "--json",
+            "--input",
+            input,
+        ]
+        .map(String::from)
     };
     let limit = "this process may still map under its limit of 61.4 MB (`ulimit -d`;";
     // A file: refused before it is read.
@@ -1500,8 +1509,8 @@ fn a_data_limit_too_small_for_the_input_is_refused_naming_it() {
         assert_eq!(json["guarantee"], "exact");
     }
     // tinyshakespeare under `ulimit -d 100000` runs, as it did.
-    let shakespeare =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/tinyshakespeare.txt");
+    let shakespeare = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/tinyshakespeare.txt");
     if shakespeare.exists() {
         let p = shakespeare.to_str().expect("utf-8 path");
         for o in [

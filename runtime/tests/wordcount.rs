@@ -828,7 +828,10 @@ fn cli_one_huge_word_is_held_twice_and_peak_rss_covers_the_summary() {
     assert_eq!(status, Some(0), "acker-run wordcount on one 100 MB word");
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&out).expect("stdout")).expect("one JSON object");
-    assert_eq!((&v["words_total"], &v["distinct_words"]), (&1.into(), &1.into()));
+    assert_eq!(
+        (&v["words_total"], &v["distinct_words"]),
+        (&1.into(), &1.into())
+    );
     assert_eq!(v["guarantee"], "exact");
     assert_eq!(v["top"][0]["word"].as_str().map(str::len), Some(WORD));
     let peak_mb = v["peak_rss_mb"].as_f64().expect("peak_rss_mb");
