@@ -606,7 +606,7 @@ impl BasicBolt for CountBolt {
 
     fn cleanup(&mut self) {
         // Taken, not drained: the table is freed once its words are moved out.
-        let mine: Vec<(Arc<str>, u64)> = std::mem::take(&mut self.counts).into_iter().collect();
+        let mine = std::mem::take(&mut self.counts);
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         merge_counts(&mut out, mine);
     }
@@ -615,7 +615,10 @@ impl BasicBolt for CountBolt {
 /// Adds `mine` (word, count) into `out`, summing the counts of a word in both: sorted once and
 /// merged with `out`'s sorted entries, the map then built in bulk (inserting word by word
 /// searched the tree for each, ≈ 20 string comparisons a word, and split its nodes).
-fn merge_counts(out: &mut BTreeMap<Arc<str>, u64>, mut mine: Vec<(Arc<str>, u64)>) {
+fn merge_counts(
+    out: &mut BTreeMap<Arc<str>, u64>,
+    mine: impl IntoIterator<Item = (Arc<str>, u64)>,
+) {
     // Sorted by the first 8 bytes as one big-endian integer first (byte order, as `str`'s own
     // order), the whole word only when those are equal: most comparisons are one integer
     // compare instead of a `memcmp` call.
@@ -625,11 +628,18 @@ fn merge_counts(out: &mut BTreeMap<Arc<str>, u64>, mut mine: Vec<(Arc<str>, u64)
         b[..n].copy_from_slice(&w.as_bytes()[..n]);
         u64::from_be_bytes(b)
     };
-    // In place (a keyed copy of the list cost 32 B a distinct word more at the end of a run).
-    mine.sort_unstable_by(|a, b| prefix(&a.0).cmp(&prefix(&b.0)).then_with(|| a.0.cmp(&b.0)));
+    // Keyed as they come, with no list of the words before (32 B a distinct word at the end of a
+    // run, not 56); the key computed once a word, not at each comparison (which cost 0.6 x the
+    // whole cleanup more: callgrind, bench wordcount --cores 1).
+    let mut keyed: Vec<(u64, (Arc<str>, u64))> =
+        mine.into_iter().map(|p| (prefix(&p.0), p)).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
     let old = std::mem::take(out);
-    let mut merged = Vec::with_capacity(old.len() + mine.len());
-    let (mut a, mut b) = (old.into_iter().peekable(), mine.into_iter().peekable());
+    let mut merged = Vec::with_capacity(old.len() + keyed.len());
+    let (mut a, mut b) = (
+        old.into_iter().peekable(),
+        keyed.into_iter().map(|(_, p)| p).peekable(),
+    );
     loop {
         let next = match (a.peek(), b.peek()) {
             (None, None) => break,
@@ -647,7 +657,7 @@ fn merge_counts(out: &mut BTreeMap<Arc<str>, u64>, mut mine: Vec<(Arc<str>, u64)
         };
         merged.extend(next);
     }
-    // Sums within `mine` too, should a word come twice (a `HashMap` drain never gives one twice).
+    // Sums within `mine` too, should a word come twice (the map of one count task never holds one twice).
     merged.dedup_by(|later, kept| {
         if later.0 == kept.0 {
             kept.1 += later.1;
