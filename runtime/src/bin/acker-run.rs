@@ -128,8 +128,8 @@ spout keeps at most 1 MiB of text in flight, and a word over 64 KiB is sent alon
 that the split and count bolts share, so the peak stays under 2 x the input size + 200 MB +
 about 100 B a distinct word (the counts), whatever the lines look like; peak_rss_mb reports it
 (Linux). Measured with `/usr/bin/time -v acker-run wordcount --input FILE --json`: one word of
-300 MB, 595 MB; tinyshakespeare repeated to 300 MB, 312 MB; 300 MB of 2,970,298 distinct
-100-byte words, 869 MB; of 23,076,920 distinct 12-byte words, 2.85 GB. The memory check before
+300 MB, 596 MB; tinyshakespeare repeated to 300 MB, 313 MB; 300 MB of 2,970,298 distinct
+100-byte words, 881 MB; of 23,076,920 distinct 12-byte words, 2.94 GB. The memory check before
 a run counts the input at 2 x its size with the acker tables (a file by its size, before it
 is read; standard input once read, or when its buffer cannot grow) and refuses what does not
 fit (exit 2, naming the input, its size, the estimate and the limit); it cannot foresee the
