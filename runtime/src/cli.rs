@@ -557,16 +557,18 @@ pub fn check_acker_count(
         );
         return Err(memory_refusal(&bound, need, &needs, o.remedy));
     }
+    // Memory besides under 1 KB is left out of the message (a word count's input of a few
+    // bytes read "besides 0.0 KB for --input ..."); it is counted all the same.
     let besides = match other {
         Some(Besides {
             bytes,
             option,
             what_for,
             ..
-        }) => {
+        }) if bytes >= 1000 => {
             format!(" (besides {} for {option}: {what_for})", size(bytes))
         }
-        None => String::new(),
+        _ => String::new(),
     };
     if ackers == 0 {
         // No acker table: neither --ackers nor a per-acker size has anything to say
