@@ -6,7 +6,8 @@
 //!
 //! - `lines` emits one tuple `(line_no, line)` per *piece*: every input line holding a
 //!   word (lines of only whitespace hold none and are skipped), cut at whitespace into pieces of
-//!   at most [`MAX_PIECE_BYTES`] when longer (a single word longer than that stays whole). The
+//!   at most [`MAX_PIECE_BYTES`] when longer (a single word longer than that stays whole, and is
+//!   sent alone, without the whitespace after it, as one shared string: [`Value::Shared`]). The
 //!   message id is the piece's 1-based index, `line_no` is the line's 1-based number on the first
 //!   emit and its negation on re-emits (a replay: two values, not three, stay inline in
 //!   [`Values`](crate::Values) and save the tuple an allocation); on `fail` it re-emits the same
@@ -14,12 +15,15 @@
 //!   index is `i` mod `n`. It keeps at most [`MAX_BYTES_IN_FLIGHT`] bytes of text emitted and not
 //!   yet acked or failed (always at least one piece), which bounds the tuples in flight, and so
 //!   the run's memory, whatever the line lengths: a 20 MB line is 320 pieces, 16 in flight.
-//! - `split` emits one `(word)` per whitespace-separated word, anchored to the line. With a fail
+//! - `split` emits one `(word)` per whitespace-separated word, anchored to the line (a word that
+//!   came alone as a shared string is passed on as it is, not copied). With a fail
 //!   rate P it fails a line, before emitting anything, with probability P the first time the line
 //!   is emitted (`line_no > 0`; whichever split task receives it), never on a replay. The draw is
 //!   a fixed hash of (topology seed, line number), so the same seed fails the same lines on any
 //!   number of cores and in any arrival order; the replays then yield exact counts.
-//! - `count` keeps a count per word and hands its counts over in `cleanup`.
+//! - `count` keeps a count per word (a shared string as it came) and hands its counts over in
+//!   `cleanup` ([`SharedCounts`]). So a word is held at most twice in a run: in the input text,
+//!   and in the counts or the one tuple carrying it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
