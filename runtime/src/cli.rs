@@ -307,30 +307,106 @@ fn stdin_was_closed() -> bool {
 }
 
 /// Reads `path` (`-`: standard input) as UTF-8 text, for every command taking `--input`
-/// (`acker-run wordcount`, `acker-run load`, `acker-run bench wordcount`). The input is checked
-/// as it is read, so a file or stream that is not UTF-8 is refused at its first bad byte without
-/// being read to its end (new-user trial: `--input /dev/urandom` read until memory ran out).
+/// (`acker-run wordcount`, `acker-run load`, `acker-run bench wordcount`): [`read_input`] with
+/// its error as a message.
 ///
 /// # Errors
-/// A message naming the input when it cannot be read, and the offset of the first bad byte
-/// when it is not UTF-8.
+/// The message of [`ReadError`].
 pub fn read_text(path: &std::path::Path) -> Result<String, String> {
+    read_input(path).map_err(|e| e.to_string())
+}
+
+/// Why [`read_input`] could not read an input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadError {
+    /// The input cannot be opened or read, is closed standard input, or is not UTF-8: the
+    /// message naming it (and the offset of the first bad byte).
+    Failed(String),
+    /// Memory for the text could not be allocated (e.g. under `ulimit -d`).
+    OutOfMemory {
+        /// How messages name the input ([`input_name`]).
+        name: String,
+        /// Bytes read before the allocation failed.
+        read_bytes: u64,
+        /// Bytes of text the failed allocation was to hold.
+        wanted_bytes: u64,
+    },
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Failed(m) => f.write_str(m),
+            ReadError::OutOfMemory {
+                name,
+                read_bytes,
+                wanted_bytes,
+            } => write!(
+                f,
+                "cannot read {name}: out of memory after {read_bytes} bytes (allocating room \
+                 for {wanted_bytes} bytes of text failed)"
+            ),
+        }
+    }
+}
+
+/// The size in bytes of `path` from its metadata when it is a regular file; `None` for `-`
+/// (standard input) and for anything else (a pipe, a device, a missing file), whose size is
+/// known only once read.
+pub fn regular_file_size(path: &std::path::Path) -> Option<u64> {
+    if is_stdin(path) {
+        return None;
+    }
+    std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+}
+
+/// Reads `path` (`-`: standard input) as UTF-8 text. The input is checked as it is read, so a
+/// file or stream that is not UTF-8 is refused at its first bad byte without being read to its
+/// end (new-user trial: `--input /dev/urandom` read until memory ran out). Memory is taken
+/// fallibly: a regular file's size is reserved at once, exactly (so the text is held once, not
+/// in a buffer up to twice its size); other input grows its buffer by doubling, and by only
+/// what it reads when doubling fails; an allocation that fails is an error, not an abort.
+///
+/// # Errors
+/// [`ReadError::Failed`] naming the input when it cannot be read, and the offset of the first
+/// bad byte when it is not UTF-8; [`ReadError::OutOfMemory`] when the text's memory could not
+/// be allocated.
+pub fn read_input(path: &std::path::Path) -> Result<String, ReadError> {
     let stdin = is_stdin(path);
     let name = input_name(path);
-    let read = |e: io::Error| format!("cannot read {name}: {e}");
+    let read = |e: io::Error| ReadError::Failed(format!("cannot read {name}: {e}"));
     if stdin && stdin_was_closed() {
-        return Err(
+        return Err(ReadError::Failed(
             "--input -: standard input is closed (the program was started with it \
                     closed, e.g. `<&-`): give the text on standard input, or --input PATH"
                 .to_string(),
-        );
+        ));
     }
+    let out_of_memory = |read_bytes: usize, wanted_bytes: usize| ReadError::OutOfMemory {
+        name: name.clone(),
+        read_bytes: read_bytes as u64,
+        wanted_bytes: wanted_bytes as u64,
+    };
+    let mut bytes = Vec::new();
     let mut source: Box<dyn io::Read> = if stdin {
         Box::new(io::stdin().lock())
     } else {
-        Box::new(std::fs::File::open(path).map_err(read)?)
+        let file = std::fs::File::open(path).map_err(read)?;
+        if let Some(size) = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| usize::try_from(m.len()).ok())
+        {
+            bytes
+                .try_reserve_exact(size)
+                .map_err(|_| out_of_memory(0, size))?;
+        }
+        Box::new(file)
     };
-    let mut bytes = Vec::new();
     // Bytes at the front of `bytes` known to be valid UTF-8 (a character cut by a chunk's end
     // is checked again with the next chunk).
     let mut valid = 0;
@@ -342,12 +418,13 @@ pub fn read_text(path: &std::path::Path) -> Result<String, String> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(read(e)),
         };
-        bytes.try_reserve(n).map_err(|_| {
-            format!(
-                "cannot read {name}: out of memory after {} bytes",
-                bytes.len()
-            )
-        })?;
+        // Doubling (amortized), else only what this chunk needs: near a limit the text may
+        // still fit where a doubled buffer would not.
+        if bytes.try_reserve(n).is_err() {
+            bytes
+                .try_reserve_exact(n)
+                .map_err(|_| out_of_memory(bytes.len(), bytes.len().saturating_add(n)))?;
+        }
         bytes.extend_from_slice(&chunk[..n]);
         match std::str::from_utf8(&bytes[valid..]) {
             Ok(_) => valid = bytes.len(),
@@ -360,8 +437,10 @@ pub fn read_text(path: &std::path::Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| not_utf8(&name, e.utf8_error().valid_up_to()))
 }
 
-fn not_utf8(name: &str, offset: usize) -> String {
-    format!("{name} is not UTF-8: invalid byte at offset {offset} (0-based)")
+fn not_utf8(name: &str, offset: usize) -> ReadError {
+    ReadError::Failed(format!(
+        "{name} is not UTF-8: invalid byte at offset {offset} (0-based)"
+    ))
 }
 
 /// How messages name an `--input`: `standard input` for `-`, else `input PATH`.
@@ -398,12 +477,31 @@ pub const ACKER_TASK_BYTES: u64 = 44 * 1024;
 /// under 2.3 GB, so 0.7 to 1.0 GB went to the rest.
 pub const PENDING_TREE_BYTES: u64 = 64;
 
+/// Memory a run takes besides its acker tables and spout pending sets, for
+/// [`check_acker_count`]: how much, for what, and what to change when it does not fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Besides<'a> {
+    /// The bytes, beyond what the process maps already.
+    pub bytes: u64,
+    /// The option (and its value) that takes them, as messages name it: `--min-mb 500`,
+    /// `--input big.txt`.
+    pub option: &'a str,
+    /// What they are for, for the message: `the input repeated to 500.0 MB, held twice: ...`.
+    pub what_for: &'a str,
+    /// What to change when they do not fit (`lower --min-mb`), when they are most of the need.
+    pub remedy: &'a str,
+    /// Bytes of [`bytes`](Self::bytes) the process maps already (standard input read before
+    /// its size was known): counted in the need, not as the process's own mapping, so that
+    /// the message gives the whole need and does not blame the limit on the process itself.
+    pub mapped_already: u64,
+}
+
 /// Refuses an acker count the run cannot use or hold, before any task is built (new-user trial:
 /// `bench wordcount --ackers 65530` asked for about 2.5 GB and under `ulimit -v` died of SIGABRT
 /// in an allocation): more ackers than the roots the spouts may keep pending (`spouts` x max
 /// spout pending: an acker past them can never hold a root), or acker tables, park queues and
 /// spout pending sets that need more memory than this process may have ([`memory_room`]).
-/// `other`: memory another option takes besides, `(bytes, option and value, what for)` (e.g.
+/// `other`: memory another option takes besides ([`Besides`]; e.g.
 /// `bench wordcount --min-mb`'s text); the message names the option that takes the most.
 /// Used by the built-in jobs and the connector job alike, before any task is built or server
 /// touched.
@@ -414,7 +512,7 @@ pub fn check_acker_count(
     plan: &crate::Plan,
     spouts: usize,
     cores: usize,
-    other: Option<(u64, &str, &str)>,
+    other: Option<Besides<'_>>,
 ) -> Result<(), String> {
     let ackers = plan.config().num_ackers;
     let pending = plan.config().pending_capacity();
@@ -445,34 +543,38 @@ pub fn check_acker_count(
     let trees = per_acker
         .saturating_mul(ackers as u64)
         .saturating_add(pending_sets);
-    let other_bytes = other.map_or(0, |(b, _, _)| b);
+    let other_bytes = other.map_or(0, |o| o.bytes);
     let need = trees.saturating_add(other_bytes);
-    let Some(bound) = memory_bound(thread_margin(cores)) else {
+    let mapped_already = other.map_or(0, |o| o.mapped_already);
+    let Some(bound) = memory_bound_besides(thread_margin(cores), mapped_already) else {
         return Ok(());
     };
     if need <= bound.room {
         return Ok(());
     }
-    if let Some((bytes, option, what_for)) = other.filter(|&(b, _, _)| b >= trees) {
+    if let Some(o) = other.filter(|o| o.bytes >= trees) {
         let needs = format!(
-            "{option} needs about {} of memory for {what_for} ({} with the {ackers} acker \
-             task(s) and {spouts} spout pending set(s))",
-            size(bytes),
+            "{} needs about {} of memory for {} ({} with the {ackers} acker task(s) and \
+             {spouts} spout pending set(s))",
+            o.option,
+            size(o.bytes),
+            o.what_for,
             size(need),
         );
-        let option_name = option.split_whitespace().next().unwrap_or(option);
-        return Err(memory_refusal(
-            &bound,
-            need,
-            &needs,
-            &format!("lower {option_name}"),
-        ));
+        return Err(memory_refusal(&bound, need, &needs, o.remedy));
     }
+    // Memory besides under 1 KB is left out of the message (a word count's input of a few
+    // bytes read "besides 0.0 KB for --input ..."); it is counted all the same.
     let besides = match other {
-        Some((bytes, option, what_for)) => {
+        Some(Besides {
+            bytes,
+            option,
+            what_for,
+            ..
+        }) if bytes >= 1000 => {
             format!(" (besides {} for {option}: {what_for})", size(bytes))
         }
-        None => String::new(),
+        _ => String::new(),
     };
     if ackers == 0 {
         // No acker table: neither --ackers nor a per-acker size has anything to say
@@ -596,6 +698,13 @@ pub struct MemoryBound {
 /// thread stacks and allocator arenas: [`thread_margin`] for `acker-run`, less for a program of
 /// one thread).
 pub fn memory_bound(margin: impl Into<Margin>) -> Option<MemoryBound> {
+    memory_bound_besides(margin, 0)
+}
+
+/// [`memory_bound`], with `counted` bytes of what the process maps now left out of its mapping
+/// (counted in the need instead: text read before its size was known), so that the room
+/// includes them.
+pub fn memory_bound_besides(margin: impl Into<Margin>, counted: u64) -> Option<MemoryBound> {
     let margin = margin.into();
     let mut bound: Option<MemoryBound> = physical_memory_bytes().map(|b| MemoryBound {
         room: b,
@@ -627,15 +736,20 @@ pub fn memory_bound(margin: impl Into<Margin>) -> Option<MemoryBound> {
         ("Max data size", kib("VmData:"), "ulimit -d", margin.data),
     ] {
         let Some(max) = limit(name) else { continue };
-        let mapped = used.unwrap_or(0);
+        let mapped = used.unwrap_or(0).saturating_sub(counted);
         let left = max.saturating_sub(mapped).saturating_sub(margin);
+        let besides = if counted > 0 {
+            format!(" besides the {} counted above", size(counted))
+        } else {
+            String::new()
+        };
         if bound.as_ref().is_none_or(|b| left < b.room) {
             bound = Some(MemoryBound {
                 room: left,
                 what: format!(
                     "the {} this process may still map under its limit of {} (`{ulimit}`; it \
-                     maps {} already and keeps {} in reserve for thread stacks and allocator \
-                     arenas)",
+                     maps {}{besides} already and keeps {} in reserve for thread stacks and \
+                     allocator arenas)",
                     size(left),
                     size(max),
                     size(mapped),

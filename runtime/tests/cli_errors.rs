@@ -1416,6 +1416,114 @@ fn a_data_limit_keeps_a_margin_for_the_stacks_not_the_arenas() {
     );
 }
 
+/// [`under_ulimit_d`] with standard input read from the file `stdin`.
+fn under_ulimit_d_stdin<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    kib: u64,
+    args: &[S],
+    stdin: &std::path::Path,
+) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -d {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_acker-run"))
+        .args(args)
+        .stdin(std::fs::File::open(stdin).expect("stdin file"));
+    common::output_bounded(
+        &mut cmd,
+        LIMIT,
+        &format!("ulimit -d {kib}; acker-run {args:?} < {}", stdin.display()),
+    )
+}
+
+/// New-user trial: under a `ulimit -d` too small for the input, `wordcount` died of SIGABRT
+/// ("memory allocation of N bytes failed"; once it hung after that line instead): the memory
+/// check counted the acker tables and pending sets, not the input text, which a run holds up
+/// to twice. A file is now checked by its size before it is read, standard input once read
+/// (or when its buffer could not grow): refused with exit 2, naming the input, its size, the
+/// estimate and the limit. A run that fits still runs, and exact.
+#[test]
+fn a_data_limit_too_small_for_the_input_is_refused_naming_it() {
+    let word = common::TempFile::with_text("ulimit-d-word", &"a".repeat(30_000_000));
+    let path = word.to_str().expect("utf-8 path");
+    let args = |input: &str| {
+        [
+            "wordcount",
+            "--cores",
+            "2",
+            "--no-pin",
+            "--json",
+            "--input",
+            input,
+        ]
+        .map(String::from)
+    };
+    let limit = "this process may still map under its limit of 61.4 MB (`ulimit -d`;";
+    // A file: refused before it is read.
+    let o = under_ulimit_d(60_000, &args(path));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--input {path} needs about 60.0 MB of memory for its 30.0 MB of text (30000000 \
+             bytes), which a word count holds up to 2 times"
+        )) && err.contains("(63.3 MB with the 1 acker task(s) and 1 spout pending set(s))")
+            && err.contains(limit)
+            && err.contains("give a smaller input, or raise the limit"),
+        "{err}"
+    );
+    // Standard input that fits in memory once: refused once read, the text counted in the
+    // need (not blamed on the process itself).
+    let o = under_ulimit_d_stdin(60_000, &args("-"), &word);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "--input - needs about 60.0 MB of memory for its 30.0 MB of text (30000000 bytes)"
+        ) && err.contains("besides the 30.0 MB counted above already")
+            && err.contains(limit),
+        "{err}"
+    );
+    // Standard input longer than the limit: reading stops when the buffer cannot grow, and
+    // the same refusal names what was read.
+    let big = common::TempFile::with_text("ulimit-d-big", &"a".repeat(100_000_000));
+    let o = under_ulimit_d_stdin(60_000, &args("-"), &big);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--input - needs about")
+            && err.contains("of memory for at least the")
+            && err.contains("when room for more could not be allocated")
+            && err.contains("under its limit of 61.4 MB (`ulimit -d`;")
+            && err.contains("give a smaller input, or raise the limit"),
+        "{err}"
+    );
+    // Room for twice the word (the limit under which it died of SIGABRT, or hung after
+    // "memory allocation of 5795635 bytes failed", when the spout, split and count bolts each
+    // copied it): it runs, exact, from the file and from standard input.
+    for o in [
+        under_ulimit_d(100_000, &args(path)),
+        under_ulimit_d_stdin(100_000, &args("-"), &word),
+    ] {
+        let json = common::json_of_success(&o);
+        assert_eq!(json["words_total"], 1);
+        assert_eq!(json["guarantee"], "exact");
+    }
+    // tinyshakespeare under `ulimit -d 100000` runs, as it did.
+    let shakespeare = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/tinyshakespeare.txt");
+    if shakespeare.exists() {
+        let p = shakespeare.to_str().expect("utf-8 path");
+        for o in [
+            under_ulimit_d(100_000, &args(p)),
+            under_ulimit_d_stdin(100_000, &args("-"), &shakespeare),
+        ] {
+            let json = common::json_of_success(&o);
+            assert_eq!(json["words_total"], 202_651);
+            assert_eq!(json["guarantee"], "exact");
+        }
+    }
+}
+
 /// New-user trial: `bench wordcount --ackers 65530` allocated about 2.5 GB of acker tables and,
 /// under `ulimit -v`, died of SIGABRT. The count is bounded by the roots the spouts may keep
 /// pending, and the acker tasks' memory is computed before any is built and refused with its

@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use acker_runtime::cli::{
-    at_least, check_acker_capacity, count_at_least, exit_status_with_usage, read_text, CliError,
+    at_least, check_acker_capacity, count_at_least, exit_status_with_usage, CliError,
 };
 use acker_runtime::shell::{self, RunReport, ShellOptions, MAX_CORES_PER_CPU};
 use acker_runtime::wordcount::{self, generate_sentences, plain_count, top_words, Lines};
@@ -109,7 +109,9 @@ The summary (and the same figures in --json):
      included; lines_lost counts the lost ones.
   elapsed            wall time from start to the end of the drain; pieces/s = trees acked per
      second (a tree is a piece), words/s = words_total per second.
-  peak memory        the process's peak resident memory (VmHWM, Linux; peak_rss_mb).
+  peak memory        the process's peak resident memory (VmHWM, Linux; peak_rss_mb), read
+     once the summary is built (with --json, the whole object, whose top holds the words
+     again): the peak of the whole run, its summary included; writing it out streams it.
   complete latency   from the spout's emit of a line to the moment the acker's completion notice
      left for the spout (p50, p99, max over acked trees); 'not measured' with --ackers 0.
   component table    per component, summed over its tasks: emitted = emit calls by user code
@@ -121,9 +123,17 @@ The summary (and the same figures in --json):
      timed out = the spout's timeouts. __acker is the acker tasks.
 Progress: when stderr is a terminal, a progress line (pieces acked of the total) appears on it
 once a run has lasted a second, and is cleared at the end.
-Memory: the input is held once (no per-line index), and a spout keeps at most 1 MiB of text in
-flight, so the peak stays under 2 x the input size + 200 MB whatever the lines look like
-(reading a file briefly holds it twice); peak_rss_mb reports it (Linux).
+Memory: the input is held once (no per-line index; a file is read into a buffer of its size), a
+spout keeps at most 1 MiB of text in flight, and a word over 64 KiB is sent alone as one string
+that the split and count bolts share, so the peak stays under 2 x the input size + 200 MB +
+about 100 B a distinct word (the counts), whatever the lines look like; peak_rss_mb reports it
+(Linux). Measured with `/usr/bin/time -v acker-run wordcount --input FILE --json`: one word of
+300 MB, 596 MB; tinyshakespeare repeated to 300 MB, 313 MB; 300 MB of 2,970,298 distinct
+100-byte words, 881 MB; of 23,076,920 distinct 12-byte words, 2.94 GB. The memory check before
+a run counts the input at 2 x its size with the acker tables (a file by its size, before it
+is read; standard input once read, or when its buffer cannot grow) and refuses what does not
+fit (exit 2, naming the input, its size, the estimate and the limit); it cannot foresee the
+distinct words, so an input of tens of millions of them may still run out of memory.
 ",
     exit_status_help!()
 );
@@ -419,7 +429,7 @@ fn plan(
 fn plan_with(
     topology: &acker_runtime::Topology,
     run: &RunArgs,
-    other: Option<(u64, &str, &str)>,
+    other: Option<acker_runtime::cli::Besides<'_>>,
 ) -> Result<acker_runtime::Plan, CliError> {
     let config = config(run);
     // The config comes from the flags: a refused config is a bad argument.
@@ -757,6 +767,62 @@ fn conflicts_with_connectors(args: &WordcountArgs) -> Option<String> {
     ))
 }
 
+/// How many times a word count may hold its input text at once: the text, and its words again
+/// in the count bolts' maps when they are all distinct or one word is most of it (the spout
+/// sends a word over `MAX_PIECE_BYTES` as a shared string that the split and count bolts keep
+/// without copying). Reading a regular file holds it once (its size is reserved exactly).
+const INPUT_COPIES: u64 = 2;
+
+/// What to change when the input does not fit.
+const INPUT_REMEDY: &str = "give a smaller input, or raise the limit";
+
+/// How the memory check names the input `path` of `bytes` bytes (`partial`: the bytes read
+/// when its buffer could not grow, the input being longer): the option, and what the memory
+/// is for.
+fn input_memory_words(path: &std::path::Path, bytes: u64, partial: bool) -> (String, String) {
+    let its = if partial { "at least the" } else { "its" };
+    (
+        format!("--input {}", path.display()),
+        format!(
+            "{its} {} of text ({bytes} bytes{}), which a word count holds up to \
+             {INPUT_COPIES} times (the text, and its words again in the counts when they are \
+             all distinct or one word is most of it)",
+            acker_runtime::cli::size(bytes),
+            if partial {
+                ", when room for more could not be allocated"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
+/// Refuses a word count whose input of `bytes` bytes, held [`INPUT_COPIES`] times, does not fit with
+/// the acker tables and pending sets the run's flags ask for ([`plan_with`]), before the text
+/// is read (a topology over no text is planned for the check: the tasks do not depend on it).
+fn check_input_memory(
+    args: &WordcountArgs,
+    path: &std::path::Path,
+    bytes: u64,
+    partial: bool,
+) -> Result<(), CliError> {
+    let (topology, _) = wordcount::topology(Lines::default(), cores(&args.run), args.fail_rate)
+        .map_err(|e| e.to_string())?;
+    let (option, what_for) = input_memory_words(path, bytes, partial);
+    plan_with(
+        &topology,
+        &args.run,
+        Some(acker_runtime::cli::Besides {
+            bytes: bytes.saturating_mul(INPUT_COPIES),
+            option: &option,
+            what_for: &what_for,
+            remedy: INPUT_REMEDY,
+            mapped_already: 0,
+        }),
+    )
+    .map(drop)
+}
+
 /// `acker-run wordcount`; `ackers_given`: whether `--ackers` was on the command line.
 fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError> {
     // Only the connectors' at-most-once check reads it.
@@ -845,22 +911,68 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             &mut io::stdout().lock(),
         );
     }
+    let n = cores(&args.run);
+    // The input's memory is checked with the acker tables' before the text is read: a regular
+    // file's size is known from its metadata; standard input (or a pipe) is read fallibly and
+    // checked once read, or when its buffer could not grow (new-user trial: under a `ulimit -d`
+    // too small for the input, the run died of SIGABRT in an allocation).
     let text = match &args.input {
-        Some(p) => read_text(p)?,
+        Some(p) => {
+            if let Some(size) = acker_runtime::cli::regular_file_size(p) {
+                check_input_memory(&args, p, size, false)?;
+            }
+            match acker_runtime::cli::read_input(p) {
+                Ok(text) => text,
+                Err(e @ acker_runtime::cli::ReadError::OutOfMemory { wanted_bytes, .. }) => {
+                    // Refused by name as above; the read error itself should the check pass
+                    // (the allocation failed for another reason).
+                    check_input_memory(&args, p, wanted_bytes, true)?;
+                    return Err(CliError::Run(e.to_string()));
+                }
+                Err(e) => return Err(CliError::Run(e.to_string())),
+            }
+        }
         None => generate_sentences(BUILTIN_LINES, args.run.seed),
     };
-    let lines = Lines::from_text(&text);
-    drop(text);
-    let n = cores(&args.run);
+    let input_bytes = text.len() as u64;
+    // The text itself, not a copy of it.
+    let lines = Lines::from_string(text);
     let (topology, outputs) =
         wordcount::topology(lines.clone(), n, args.fail_rate).map_err(|e| e.to_string())?;
-    let plan = plan(&topology, &args.run)?;
+    // Input of unknown size (standard input, a pipe) is checked now that it is read: the text
+    // is mapped already (counted in the need, not as the process's own), its second copy not
+    // yet.
+    let unsized_input = args
+        .input
+        .as_deref()
+        .filter(|p| acker_runtime::cli::regular_file_size(p).is_none());
+    let plan = match unsized_input {
+        Some(p) => {
+            let (option, what_for) = input_memory_words(p, input_bytes, false);
+            plan_with(
+                &topology,
+                &args.run,
+                Some(acker_runtime::cli::Besides {
+                    bytes: input_bytes.saturating_mul(INPUT_COPIES),
+                    option: &option,
+                    what_for: &what_for,
+                    remedy: INPUT_REMEDY,
+                    mapped_already: input_bytes,
+                }),
+            )?
+        }
+        None => plan(&topology, &args.run)?,
+    };
     let progress = Progress::start(outputs.stats.clone(), lines.pieces() as u64);
     acker_runtime::cli::say_config_warnings("acker-run", plan.config());
     let report = shell::run(&plan, &shell_options(&args.run)).map_err(|e| e.to_string());
     drop(progress);
     let report = report?;
-    let counts: BTreeMap<String, u64> =
+    // The text is no longer needed: freed before the summary is built, so that the summary's
+    // copy of a long word (in `--json`'s `top`) does not come on top of it.
+    let (lines_total, pieces_total) = (lines.len(), lines.pieces());
+    drop((plan, topology, lines));
+    let counts: BTreeMap<std::sync::Arc<str>, u64> =
         std::mem::take(&mut *outputs.counts.lock().unwrap_or_else(|p| p.into_inner()));
     let words_total: u64 = counts.values().sum();
     let top = top_words(&counts, 10);
@@ -885,12 +997,11 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     // Measured over acked trees only: none with zero ackers, and none when no tree was acked
     // (an empty input), where a 0 would read as a measurement.
     let latency_measured = args.run.ackers > 0 && spout.acked > 0;
-    let peak_mb = peak_rss_mb();
     let mut out = io::stdout().lock();
     if args.json {
         let mut v = serde_json::json!({
-            "lines_total": lines.len(),
-            "pieces_total": lines.pieces(),
+            "lines_total": lines_total,
+            "pieces_total": pieces_total,
             "lines_emitted": stats.lines_emitted.load(Ordering::Relaxed),
             "acked": spout.acked,
             "failed": spout.failed,
@@ -901,11 +1012,13 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             "words_exact": words_exact,
             "words_total": words_total,
             "distinct_words": counts.len(),
-            "top": top.iter().map(|(w, c)| serde_json::json!({"word": w, "count": c})).collect::<Vec<_>>(),
+            // Filled below, each word copied once (`json!` copies a value it is given again).
+            "top": null,
             "elapsed_ms": elapsed_ms,
             "words_per_sec": words_total as f64 / report.elapsed.as_secs_f64().max(1e-9),
             "complete_latency_us": latency_measured.then(|| serde_json::json!({"p50": p50, "p99": p99, "max": max})),
-            "peak_rss_mb": peak_mb,
+            // Read below, once the object holds everything.
+            "peak_rss_mb": null,
             "cores": report.cores,
             "ackers": args.run.ackers,
             "undecided": report.undecided_roots,
@@ -921,9 +1034,23 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
                 "orphans_avoided": c.orphans_avoided,
             }))).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
+        v["top"] = serde_json::Value::Array(
+            top.iter()
+                .map(|&(w, c)| {
+                    let mut m = serde_json::Map::new();
+                    m.insert("word".to_string(), w.into());
+                    m.insert("count".to_string(), c.into());
+                    serde_json::Value::Object(m)
+                })
+                .collect(),
+        );
+        // The peak of the whole run, the summary included: writing it streams the object out
+        // without another copy.
+        v["peak_rss_mb"] = peak_rss_mb().into();
         acker_runtime::cli::round_json_floats(&mut v);
         writeln!(out, "{v}")?;
     } else {
+        let peak_mb = peak_rss_mb();
         writeln!(
             out,
             "word count on {} ({} line{} holding words, {} piece{} of up to {} KiB), {} core{}, \
@@ -933,10 +1060,10 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
                 // `-` as the messages name it (new-user trial: the header said `on -`).
                 .map(acker_runtime::cli::input_label)
                 .unwrap_or_else(|| format!("built-in sentences (seed {})", args.run.seed)),
-            lines.len(),
-            if lines.len() == 1 { "" } else { "s" },
-            lines.pieces(),
-            if lines.pieces() == 1 { "" } else { "s" },
+            lines_total,
+            if lines_total == 1 { "" } else { "s" },
+            pieces_total,
+            if pieces_total == 1 { "" } else { "s" },
             wordcount::MAX_PIECE_BYTES / 1024,
             report.cores,
             if report.cores == 1 { "" } else { "s" },
@@ -1322,14 +1449,16 @@ fn bench_wordcount_cmd(
         plan_with(
             &topology,
             &run,
-            Some((
-                text_bytes.saturating_mul(2),
-                &format!("--min-mb {min_mb}"),
-                &format!(
+            Some(acker_runtime::cli::Besides {
+                bytes: text_bytes.saturating_mul(2),
+                option: &format!("--min-mb {min_mb}"),
+                what_for: &format!(
                     "the input repeated to {}, held twice: the text and the topology's copy",
                     acker_runtime::cli::size(text_bytes)
                 ),
-            )),
+                remedy: "lower --min-mb",
+                mapped_already: 0,
+            }),
         )?;
     }
     let mut text = String::new();
