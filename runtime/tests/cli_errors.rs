@@ -1466,7 +1466,7 @@ fn a_data_limit_too_small_for_the_input_is_refused_naming_it() {
         err.contains(&format!(
             "--input {path} needs about 60.0 MB of memory for its 30.0 MB of text (30000000 \
              bytes), which a word count holds up to 2 times"
-        )) && err.contains("(63.3 MB with the 1 acker task(s) and 1 spout pending set(s))")
+        )) && err.contains("(63.4 MB with the 1 acker task(s) and 1 spout pending set(s))")
             && err.contains(limit)
             && err.contains("give a smaller input, or raise the limit"),
         "{err}"
