@@ -92,7 +92,7 @@ impl ParkQueue {
     /// The index slot of `root`, or the free slot where it would go.
     #[inline]
     fn find(&self, root: RootId) -> (usize, bool) {
-        let mut i = (root.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & self.mask;
+        let mut i = home_slot(root, self.mask);
         loop {
             let k = self.keys[i];
             if k == root {
@@ -106,31 +106,8 @@ impl ParkQueue {
     }
 
     /// Removes index slot `i` (backward-shift deletion keeps every probe chain unbroken).
-    fn remove_index(&mut self, mut i: usize) {
-        loop {
-            self.keys[i] = 0;
-            let mut j = i;
-            loop {
-                j = (j + 1) & self.mask;
-                let k = self.keys[j];
-                if k == 0 {
-                    return;
-                }
-                let home = (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & self.mask;
-                // Move `j` back to `i` unless its home lies cyclically in (i, j].
-                let between = if i <= j {
-                    i < home && home <= j
-                } else {
-                    i < home || home <= j
-                };
-                if !between {
-                    self.keys[i] = k;
-                    self.ends[i] = self.ends[j];
-                    i = j;
-                    break;
-                }
-            }
-        }
+    fn remove_index(&mut self, i: usize) {
+        remove_probed(self, i);
     }
 
     /// Parks `m` behind the other messages of its root; `Err(m)` when `capacity` are parked.
@@ -257,15 +234,10 @@ impl RecentRoots {
         self.len == 0
     }
 
-    #[inline]
-    fn home(&self, root: RootId) -> usize {
-        (root.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & self.mask
-    }
-
     /// The index slot holding `root`, or the free slot where it would go.
     #[inline]
     fn find(&self, root: RootId) -> (usize, bool) {
-        let mut i = self.home(root);
+        let mut i = home_slot(root, self.mask);
         loop {
             let p = self.index[i];
             if p == 0 {
@@ -305,30 +277,87 @@ impl RecentRoots {
     }
 
     /// Frees index slot `i`, shifting back the entries after it that probed past it.
-    fn remove_index(&mut self, mut i: usize) {
+    fn remove_index(&mut self, i: usize) {
+        remove_probed(self, i);
+    }
+}
+
+/// An open-addressing index with linear probing over `mask + 1` slots, for [`remove_probed`].
+trait ProbedIndex {
+    /// The index's slot count minus one (a power of two minus one).
+    fn mask(&self) -> usize;
+    /// The home slot of the entry in slot `j`, or `None` when slot `j` is free.
+    fn home_of(&self, j: usize) -> Option<usize>;
+    /// Moves the entry of slot `from` into slot `to`.
+    fn move_entry(&mut self, to: usize, from: usize);
+    /// Frees slot `i`.
+    fn clear(&mut self, i: usize);
+}
+
+/// The home slot of `root` in an index of `mask + 1` slots (the golden-ratio multiply's high
+/// half), for both indexes of this module.
+#[inline]
+fn home_slot(root: RootId, mask: usize) -> usize {
+    (root.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & mask
+}
+
+/// Frees slot `i` of `index` by backward-shift deletion, which keeps every probe chain unbroken:
+/// each later entry of the run is moved back into the hole unless its home lies cyclically in
+/// (hole, its slot].
+fn remove_probed<I: ProbedIndex>(index: &mut I, mut i: usize) {
+    let mask = index.mask();
+    loop {
+        index.clear(i);
+        let mut j = i;
         loop {
-            self.index[i] = 0;
-            let mut j = i;
-            loop {
-                j = (j + 1) & self.mask;
-                let p = self.index[j];
-                if p == 0 {
-                    return;
-                }
-                let home = self.home(self.ring[p as usize - 1]);
-                // Move `j` back to `i` unless its home lies cyclically in (i, j].
-                let between = if i <= j {
-                    i < home && home <= j
-                } else {
-                    i < home || home <= j
-                };
-                if !between {
-                    self.index[i] = p;
-                    i = j;
-                    break;
-                }
+            j = (j + 1) & mask;
+            let Some(home) = index.home_of(j) else {
+                return;
+            };
+            let between = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
+            if !between {
+                index.move_entry(i, j);
+                i = j;
+                break;
             }
         }
+    }
+}
+
+impl ProbedIndex for ParkQueue {
+    fn mask(&self) -> usize {
+        self.mask
+    }
+    fn home_of(&self, j: usize) -> Option<usize> {
+        let k = self.keys[j];
+        (k != 0).then(|| home_slot(k, self.mask))
+    }
+    fn move_entry(&mut self, to: usize, from: usize) {
+        self.keys[to] = self.keys[from];
+        self.ends[to] = self.ends[from];
+    }
+    fn clear(&mut self, i: usize) {
+        self.keys[i] = 0;
+    }
+}
+
+impl ProbedIndex for RecentRoots {
+    fn mask(&self) -> usize {
+        self.mask
+    }
+    fn home_of(&self, j: usize) -> Option<usize> {
+        let p = self.index[j];
+        (p != 0).then(|| home_slot(self.ring[p as usize - 1], self.mask))
+    }
+    fn move_entry(&mut self, to: usize, from: usize) {
+        self.index[to] = self.index[from];
+    }
+    fn clear(&mut self, i: usize) {
+        self.index[i] = 0;
     }
 }
 

@@ -1341,29 +1341,25 @@ fn the_cores_limit_says_it_counts_the_affinity_set() {
 
 /// `acker-run ARGS` under `ulimit -v KIB` (a shell sets the limit, then becomes acker-run).
 fn under_ulimit_v<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(kib: u64, args: &[S]) -> Output {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_acker-run"))
-        .args(args);
-    common::output_bounded(
-        &mut cmd,
+    common::under_ulimit(
+        'v',
+        kib,
+        env!("CARGO_BIN_EXE_acker-run"),
+        "acker-run",
+        args,
         LIMIT,
-        &format!("ulimit -v {kib}; acker-run {args:?}"),
     )
 }
 
 /// `acker-run ARGS` under `ulimit -d KIB` (the data segment: `VmData`), bounded in time.
 fn under_ulimit_d<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(kib: u64, args: &[S]) -> Output {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!("ulimit -d {kib} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_acker-run"))
-        .args(args);
-    common::output_bounded(
-        &mut cmd,
+    common::under_ulimit(
+        'd',
+        kib,
+        env!("CARGO_BIN_EXE_acker-run"),
+        "acker-run",
+        args,
         LIMIT,
-        &format!("ulimit -d {kib}; acker-run {args:?}"),
     )
 }
 

@@ -1,30 +1,22 @@
 //! `acker-sim` under a memory limit: a `--tuples` the process cannot hold is refused before
 //! anything is built, naming the option, the estimate and the limit (exit 2), never a SIGABRT.
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
-/// `acker-sim ARGS` under `ulimit -v KIB` (a shell sets the limit, then becomes acker-sim),
-/// killed after 60 s (no test may hang).
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
+
+/// `acker-sim ARGS` under `ulimit -v KIB`, killed after 60 s (no test may hang).
 fn under_ulimit_v(kib: u64, args: &[&str]) -> Output {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_acker-sim"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run acker-sim");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("ulimit -v {kib}; acker-sim {args:?} did not end within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    common::under_ulimit(
+        'v',
+        kib,
+        env!("CARGO_BIN_EXE_acker-sim"),
+        "acker-sim",
+        args,
+        Duration::from_secs(60),
+    )
 }
 
 /// New-user trial: `run --seed 1 --tuples 100000000` under `ulimit -v 1000000` died of SIGABRT

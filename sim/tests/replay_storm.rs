@@ -6,29 +6,22 @@
 //! timed-out trees are not taken for lost acks.
 
 use acker_sim::scenario::{Guarantee, Scenario, ScenarioError};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
+
+#[path = "../../runtime/tests/common/mod.rs"]
+mod common;
 
 /// `acker-sim ARGS` under `ulimit -v 1000000` (1 GB), killed after 60 s (no test may hang).
 fn bounded(args: &[&str]) -> Output {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -v 1000000 && exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_acker-sim"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run acker-sim");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("acker-sim {args:?} did not end within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
+    common::under_ulimit(
+        'v',
+        1_000_000,
+        env!("CARGO_BIN_EXE_acker-sim"),
+        "acker-sim",
+        args,
+        Duration::from_secs(60),
+    )
 }
 
 fn stderr(o: &Output) -> String {

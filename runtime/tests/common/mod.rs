@@ -47,6 +47,29 @@ pub fn wait_bounded(mut child: Child, stdin: Option<&[u8]>, limit: Duration, wha
     }
 }
 
+/// Runs `program ARGS` under `ulimit -LIMIT_FLAG KIB` (`v`: address space, `d`: data segment;
+/// a shell sets the limit, then becomes the program) with stdout and stderr captured, within
+/// `limit` (see [`wait_bounded`]); `name` names the program in a failure.
+pub fn under_ulimit<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    limit_flag: char,
+    kib: u64,
+    program: &str,
+    name: &str,
+    args: &[S],
+    limit: Duration,
+) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -{limit_flag} {kib} && exec \"$0\" \"$@\""))
+        .arg(program)
+        .args(args);
+    output_bounded(
+        &mut cmd,
+        limit,
+        &format!("ulimit -{limit_flag} {kib}; {name} {args:?}"),
+    )
+}
+
 /// Runs `cmd` to completion with stdout and stderr captured, within `limit` (see
 /// [`wait_bounded`]).
 pub fn output_bounded(cmd: &mut Command, limit: Duration, what: &str) -> Output {
