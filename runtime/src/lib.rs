@@ -89,7 +89,8 @@ pub use topology::{
     default_acker_park_capacity, BoltDeclarer, BoltFactory, Config, ConfigError, Grouping,
     Placement, Plan, SpoutDeclarer, SpoutFactory, SpoutWrapper, TaskInfo, TaskKind, Topology,
     TopologyBuilder, TopologyError, ACKER_COMPONENT, DEFAULT_PENDING_CAPACITY,
-    MAX_ACKER_CAPACITY_ROOTS, MAX_PENDING_CAPACITY,
+    DEFAULT_RECENTLY_FAILED_ROOTS, MAX_ACKER_CAPACITY_ROOTS, MAX_PENDING_CAPACITY,
+    MIN_DEFAULT_RECENTLY_FAILED_ROOTS,
 };
 
 #[cfg(test)]

@@ -221,10 +221,23 @@ pub struct Config {
     /// pending trees, the table holds each tree the spout timed out until the acker's entry
     /// expires (2T to 3T after its last insertion), and orphans: messages for a tree already
     /// decided. The late messages of a failed tree's other branches make none while the acker
-    /// remembers the root ([`Plan::recently_failed_capacity`]), so the default suits a steady
-    /// failure rate; size it up for many timeouts, or for branches that finish long after
-    /// their tree failed.
+    /// remembers the root ([`Config::acker_recently_failed_roots`]); size the table up for many
+    /// timeouts, and that setting for failed trees whose branches stay in flight for long.
     pub acker_capacity_roots: Option<usize>,
+    /// Roots one acker task remembers as decided `Failed`, so that the late acks, fails and
+    /// resets of those trees' other branches are dropped instead of each making an orphan
+    /// entry (see [`AckerExecutor`](crate::AckerExecutor), "Late messages of failed trees").
+    /// Counted in failures, not in time: the most recent this many failures are remembered, so
+    /// it must cover the failed trees whose branches may still be on their way, which is at
+    /// most the tuples in flight (rings, staging, inputs a bolt holds). `None` =
+    /// [`DEFAULT_RECENTLY_FAILED_ROOTS`] (65,536: the envelopes of 16 rings of the default
+    /// 4,096, a 4-thread shell) shared among the acker tasks, as the roots are (at least
+    /// [`MIN_DEFAULT_RECENTLY_FAILED_ROOTS`] each); `Some(n)`: `n` for each acker task;
+    /// `Some(0)` remembers none (Storm's behaviour: every late message makes an orphan). At
+    /// most [`MAX_ACKER_CAPACITY_ROOTS`] ([`ConfigError::RecentlyFailedRootsTooLarge`]). 16 to
+    /// 24 bytes a root of address space, allocated zeroed, written only as trees fail (1 MiB in
+    /// all by default).
+    pub acker_recently_failed_roots: Option<usize>,
     /// Ignored; kept so that existing configs compile. A bolt no longer has a bounded table of
     /// open inputs: each [`Input`](crate::Input) carries its own anchoring state (as Storm's
     /// tuples do), so a bolt that holds or drops inputs blocks no other input (see
@@ -243,6 +256,7 @@ impl Default for Config {
             max_spout_pending: None,
             tick_interval_ns: 1_000_000_000,
             acker_capacity_roots: None,
+            acker_recently_failed_roots: None,
             max_open_inputs: 1024,
             seed: 0x5eed,
         }
@@ -266,6 +280,8 @@ pub enum ConfigError {
     ZeroTickInterval,
     /// `acker_capacity_roots` is `Some(0)`.
     ZeroCapacity,
+    /// `acker_recently_failed_roots` is over [`MAX_ACKER_CAPACITY_ROOTS`].
+    RecentlyFailedRootsTooLarge,
     /// The tasks plus the ackers exceed [`MAX_TASKS`] (65,535: task ids 0 to 65,534; the id
     /// 65,535 is reserved, see [`MAX_TASKS`]).
     TooManyTasks,
@@ -304,6 +320,14 @@ impl fmt::Display for ConfigError {
             ConfigError::ZeroTimeout => "message timeout must be positive",
             ConfigError::ZeroTickInterval => "tick interval must be positive",
             ConfigError::ZeroCapacity => "acker capacity must be positive",
+            ConfigError::RecentlyFailedRootsTooLarge => {
+                return write!(
+                    f,
+                    "the roots an acker remembers as failed must be at most \
+                     {MAX_ACKER_CAPACITY_ROOTS} (they are allocated whole when the acker task is \
+                     built)"
+                )
+            }
             ConfigError::TooManyTasks => {
                 return write!(
                     f,
@@ -834,6 +858,9 @@ impl Topology {
         if config.acker_capacity_roots == Some(0) {
             return Err(ConfigError::ZeroCapacity);
         }
+        if config.acker_recently_failed_roots > Some(MAX_ACKER_CAPACITY_ROOTS) {
+            return Err(ConfigError::RecentlyFailedRootsTooLarge);
+        }
         let total = self.inner.num_tasks.saturating_add(config.num_ackers);
         if total > MAX_TASKS {
             return Err(ConfigError::TooManyTasks);
@@ -876,6 +903,10 @@ impl Topology {
             tasks,
             acker_capacity,
             acker_park_capacity: default_acker_park_capacity(acker_capacity),
+            recently_failed_capacity: config.acker_recently_failed_roots.unwrap_or(
+                (DEFAULT_RECENTLY_FAILED_ROOTS / config.num_ackers.max(1))
+                    .max(MIN_DEFAULT_RECENTLY_FAILED_ROOTS),
+            ),
         })
     }
 }
@@ -947,7 +978,21 @@ pub struct Plan {
     tasks: Vec<TaskInfo>,
     pub(crate) acker_capacity: usize,
     pub(crate) acker_park_capacity: usize,
+    recently_failed_capacity: usize,
 }
+
+/// The roots the acker tasks remember as failed, shared among them (each at least
+/// [`MIN_DEFAULT_RECENTLY_FAILED_ROOTS`]), unless [`Config::acker_recently_failed_roots`] says
+/// otherwise: 65,536, the envelopes 16 rings of the shell's default 4,096 hold (a 4-thread
+/// shell), since the late messages of a failed tree's other branches are at most the tuples in
+/// flight. Found too small at `max(capacity / 8, 64)` (128 for the default table): a bolt 300 µs
+/// a tuple behind a 4-thread shell let more than 1,000 failed trees' late acks wait in its ring,
+/// and the orphans filled the table (new-user trial).
+pub const DEFAULT_RECENTLY_FAILED_ROOTS: usize = 65_536;
+
+/// The fewest roots each acker task remembers as failed by default, however many ackers share
+/// [`DEFAULT_RECENTLY_FAILED_ROOTS`].
+pub const MIN_DEFAULT_RECENTLY_FAILED_ROOTS: usize = 64;
 
 /// The default size of an acker's park queue for `acker_capacity` roots:
 /// `max(acker_capacity / 8, 64)` messages (see [`Plan::acker_park_capacity`]).
@@ -1001,13 +1046,11 @@ impl Plan {
     }
 
     /// Roots one acker task remembers as decided `Failed`, to drop the late acks, fails and
-    /// resets of those trees' other branches instead of making orphan entries of them (see
-    /// [`AckerExecutor`](crate::AckerExecutor), "Late messages of failed trees"):
-    /// `max(`[`acker_capacity_roots`](Self::acker_capacity_roots)` / 8, 64)`, the most recent
-    /// kept, 16 to 24 bytes each (8 for the root, 8 to 16 for its share of the index),
-    /// preallocated when the acker is built: at most 3 bytes a table slot beside the table's 20.
+    /// resets of those trees' other branches instead of making orphan entries of them:
+    /// [`Config::acker_recently_failed_roots`], by default [`DEFAULT_RECENTLY_FAILED_ROOTS`]
+    /// divided among the acker tasks, at least [`MIN_DEFAULT_RECENTLY_FAILED_ROOTS`] each.
     pub fn recently_failed_capacity(&self) -> usize {
-        (self.acker_capacity / 8).max(64)
+        self.recently_failed_capacity
     }
 
     /// This plan with acker park queues of `messages` entries (0: a message refused by a full

@@ -1462,7 +1462,7 @@ fn a_data_limit_too_small_for_the_input_is_refused_naming_it() {
         err.contains(&format!(
             "--input {path} needs about 60.0 MB of memory for its 30.0 MB of text (30000000 \
              bytes), which a word count holds up to 2 times"
-        )) && err.contains("(63.4 MB with the 1 acker task(s) and 1 spout pending set(s))")
+        )) && err.contains("(64.3 MB with the 1 acker task(s) and 1 spout pending set(s))")
             && err.contains(limit)
             && err.contains("give a smaller input, or raise the limit"),
         "{err}"
@@ -1556,7 +1556,7 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
          give at most 16384\n"
     );
     assert_eq!(o.status.code(), Some(2));
-    // Within that bound, but 16000 ackers of about 81 KB (1.3 GB) under a 600 MB limit.
+    // Within that bound, but 16000 ackers of about 80 KB (1.3 GB) under a 600 MB limit.
     let o = under_ulimit_v(600_000, &bench("16000"));
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -1564,8 +1564,8 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
     assert!(
         message.starts_with(
             "error: --ackers 16000 and --max-spout-pending 16384 need about 1.3 GB of memory: 1.3 \
-             GB for 16000 acker task(s) (about 80.9 KB each: a table of 1024 roots at 20 B, a \
-             park queue of 128 messages at up to 104 B, 128 roots remembered as failed at up to \
+             GB for 16000 acker task(s) (about 79.9 KB each: a table of 1024 roots at 20 B, a \
+             park queue of 128 messages at up to 104 B, 64 roots remembered as failed at up to \
              24 B and the task) and 1.0 MB for 1 spout \
              pending set(s) of 16384 trees (besides 2.0 MB for --min-mb 1: the input repeated to \
              1.0 MB, held twice: the text and the topology's copy), more than the "
@@ -1595,9 +1595,9 @@ fn acker_counts_the_run_cannot_use_or_hold_are_refused() {
     let message = message_of_argument_error(&stderr(&o), "bench pipeline");
     assert!(
         message.starts_with(
-            "error: --ackers 1 and --max-spout-pending 10000000 need about 2.1 GB of memory: 1.4 \
-             GB for 1 acker task(s) (about 1.4 GB each: a table of 40000000 roots at 20 B, a park \
-             queue of 5000000 messages at up to 104 B, 5000000 roots remembered as failed at up \
+            "error: --ackers 1 and --max-spout-pending 10000000 need about 2.0 GB of memory: 1.3 \
+             GB for 1 acker task(s) (about 1.3 GB each: a table of 40000000 roots at 20 B, a park \
+             queue of 5000000 messages at up to 104 B, 65536 roots remembered as failed at up \
              to 24 B and the task) and 640.0 MB for 1 spout \
              pending set(s) of 10000000 trees, more than the "
         ),
@@ -1747,7 +1747,7 @@ fn connector_job_refuses_acker_counts_and_memory_before_any_server() {
         ),
         (
             ["--acker-capacity", "100000000"],
-            "error: --ackers 1 and --max-spout-pending 2001 need about 3.5 GB of memory: ",
+            "error: --ackers 1 and --max-spout-pending 2001 need about 3.3 GB of memory: ",
         ),
     ] {
         let o = under_ulimit_v(600_000, &with(&extra));

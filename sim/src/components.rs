@@ -220,6 +220,7 @@ pub fn build(sc: &Scenario) -> Result<(World, Topology, Config), String> {
         max_spout_pending: Some(sc.max_spout_pending),
         tick_interval_ns: sc.tick_interval_ns,
         acker_capacity_roots: None,
+        acker_recently_failed_roots: None,
         max_open_inputs: 1024,
         seed: 0,
     };

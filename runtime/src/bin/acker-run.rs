@@ -219,8 +219,10 @@ struct RunArgs {
     /// than the roots their spouts may keep pending (spout tasks x max spout pending), and
     /// ackers whose tables and park queues (with the spouts' pending sets) need more memory than
     /// the machine has or the process's `ulimit -v` / `ulimit -d` leaves (about 45 KB of address
-    /// space an acker task plus 35 B a root of its table, 20 for the table, 13 for its park
-    /// queue and 2 for the roots it remembers as failed: 2.3 MB an acker at the default 65536-root table), naming the size, before any task is built.
+    /// space an acker task, 1 MiB for the 65536 roots the ackers remember as failed (shared
+    /// among them, at least 64 each), plus 33 B a root of
+    /// its table, 20 for the table and 13 for its park queue: 3.3 MB an acker at the default
+    /// 65536-root table), naming the size, before any task is built.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = count_at_least::<0>)]
     ackers: usize,
     /// Max spout pending: the most trees a spout task keeps pending (emitted, neither acked nor
@@ -286,8 +288,9 @@ const PIPELINE_ACKERS_HELP: &str = "Acker tasks tracking the pipeline's trees (0
 nothing is tracked, the spout counts each tree acked as it emits it, so `trees_acked` is the trees \
 emitted). Tasks plus ackers may be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
 roots in flight never holds one), and so does memory: about 45 KB of address space an acker \
-task plus 35 B a root of its table (20 for the table, 13 for its park queue, 2 for the roots it \
-remembers as failed), 2.3 MB an acker at \
+task, 1 MiB for the 65536 roots the ackers remember as failed (shared among them, at least 64 \
+each), plus 33 B a root of its table (20 for the \
+table, 13 for its park queue), 3.3 MB an acker at \
 the default 65536-root table, refused with the size when more than the machine or the process's \
 `ulimit -v` / `ulimit -d` allows.";
 
@@ -302,8 +305,9 @@ const BENCH_WORDCOUNT_ACKERS_HELP: &str = "Acker tasks tracking the benchmark's 
 (a line and its words; 0 = at-most-once: nothing is tracked or replayed). Tasks plus ackers may \
 be at most 65535 (task ids 0 to 65534; the id 65535 is reserved). The topology's spout tasks x max spout pending bound the count (an acker past the \
 roots in flight never holds one), and so does memory: about 45 KB of address space an acker \
-task plus 35 B a root of its table (20 for the table, 13 for its park queue, 2 for the roots it \
-remembers as failed), 2.3 MB an acker at \
+task, 1 MiB for the 65536 roots the ackers remember as failed (shared among them, at least 64 \
+each), plus 33 B a root of its table (20 for the \
+table, 13 for its park queue), 3.3 MB an acker at \
 the default 65536-root table, refused with the size when more than the machine or the process's \
 `ulimit -v` / `ulimit -d` allows.";
 
