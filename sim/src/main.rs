@@ -826,7 +826,12 @@ fn cmd_experiment(a: ExperimentArgs) -> Result<ExitCode, CliError> {
     out.flush()?;
     let mut rows = Vec::with_capacity(cells.len());
     for (g, k, c) in cells {
-        let (row, _) = experiment::run_cell(&base, g, k, c).map_err(|e| e.to_string())?;
+        // An error names its cell (second trial: a cell that hit the replay limit ended the
+        // experiment without saying which).
+        let (row, _) = experiment::run_cell(&base, g, k, c).map_err(|e| {
+            let fault = k.map_or("no fault".to_string(), |k| format!("{} × {c}", k.name()));
+            format!("cell {} with {fault}: {e}", g.name())
+        })?;
         bar.set_message(format!("{} {} {}", row.guarantee, row.fault, row.injected));
         bar.inc(1);
         let text = if a.json {
@@ -1512,7 +1517,14 @@ fn cmd_search(a: SearchArgs, given: &[String]) -> Result<ExitCode, CliError> {
             writeln!(out, "{}", search::replay_command(&sc))?;
             continue;
         }
-        let o = Sim::run(sc.clone(), None).map_err(|e| e.to_string())?;
+        // An error names its seed and how to replay it alone (second trial: a seed that hit the
+        // replay limit ended the search without saying which).
+        let o = Sim::run(sc.clone(), None).map_err(|e| {
+            format!(
+                "seed {seed}: {e} (replay this seed alone: {})",
+                search::replay_command(&sc)
+            )
+        })?;
         messages += o.delivered;
         bar.inc(1);
         if o.ok() {

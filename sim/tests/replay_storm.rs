@@ -260,3 +260,47 @@ fn the_default_replay_limit_is_lowered_to_the_memory_left() {
         stderr(&o)
     );
 }
+
+/// A run of `search` or `experiment` that hits the replay limit ends the job, naming the seed
+/// (with its replay command) or the cell (second trial: the error named neither, so the run to
+/// look at was unknown). The replay command runs that seed alone and stops at the same limit.
+#[test]
+fn search_and_experiment_name_the_run_that_hit_the_replay_limit() {
+    let o = bounded(&["search", "--seeds", "3", "--restart-delay", "1000000s"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(
+            "acker-sim: error: seed 1: the run replayed more trees than its replay limit \
+             (--max-replays 100000)"
+        ),
+        "{err}"
+    );
+    let replay = err
+        .split("(replay this seed alone: acker-sim ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no replay command in: {err}"));
+    let args: Vec<String> = replay
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_string())
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let again = bounded(&args);
+    assert_eq!(again.status.code(), Some(2), "{args:?}: {}", stderr(&again));
+    assert!(
+        stderr(&again).contains("101001 spout emits for an input of 1000"),
+        "{}",
+        stderr(&again)
+    );
+    let o = bounded(&["experiment", "--timeout", "200us", "--tick", "10us"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "acker-sim: error: cell at-least-once with no fault: the run replayed more trees \
+             than its replay limit"
+        ),
+        "{err}"
+    );
+}
