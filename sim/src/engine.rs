@@ -151,12 +151,13 @@ pub struct SimOptions {
     /// tree failed.
     pub fails_only_under_faults: bool,
     /// Most replays a run may make: tracked spout emits beyond `input_len` (each replay of a
-    /// failed or timed-out tree is one). Every tracked emit keeps its records for the whole run
+    /// failed or timed-out tree is one), and most failed or timed-out trees (each a replay
+    /// owed). Every tracked emit keeps its records for the whole run
     /// (the oracle's, the source model's, the set of initialized root ids: about
     /// [`BYTES_PER_REPLAY`] bytes each), so a run whose trees time out faster than they complete
     /// (a message timeout below the trees' round trip under load, or a task down for longer than
     /// many timeouts) would grow its memory without bound; the emit past `input_len +` this
-    /// limit ends the run with [`RunError::TooManyReplays`]. `None`: [`replay_limit`]'s default,
+    /// limit, or the fail past it, ends the run with [`RunError::TooManyReplays`]. `None`: [`replay_limit`]'s default,
     /// the input's size but at least [`MIN_DEFAULT_REPLAYS`].
     pub max_replays: Option<u64>,
 }
@@ -465,12 +466,15 @@ pub enum RunError {
     BadOption(String),
     /// A bad fault spec or schedule (a target beyond the topology, an offset past the input).
     Fault(FaultError),
-    /// The run made more replays than [`SimOptions::max_replays`] allows (the one error returned
-    /// after the run started: it stopped at the emit past the limit, since each replay keeps
+    /// The run made more replays, or failed more trees (each a replay owed), than
+    /// [`SimOptions::max_replays`] allows (the one error returned after the run started: it
+    /// stopped at the emit or fail past the limit, since each failed tree and its replay keep
     /// [`BYTES_PER_REPLAY`] bytes until the end). Its trees time out and are replayed faster
     /// than they complete: a message timeout below the trees' round trip under load (max spout
     /// pending trees queue behind each bolt), or a task down for many timeouts.
     TooManyReplays {
+        /// Fail callbacks (trees failed or timed out, each a replay owed) by then.
+        failed: u64,
         /// Tracked spout emits made, the input's included.
         emits: u64,
         /// The input's size in tracked emits (`input_len`).
@@ -519,6 +523,7 @@ impl std::fmt::Display for RunError {
             RunError::BadOption(s) => f.write_str(s),
             RunError::Fault(e) => e.fmt(f),
             RunError::TooManyReplays {
+                failed,
                 emits,
                 input,
                 limit,
@@ -526,10 +531,11 @@ impl std::fmt::Display for RunError {
                 timed_out,
             } => write!(
                 f,
-                "the run replayed more trees than its replay limit (--max-replays {limit}): {emits} \
-                 spout emits for an input of {input} by {:.6} s of simulated time, {timed_out} trees \
-                 timed out; each replay keeps about {BYTES_PER_REPLAY} B until the run ends, so \
-                 the run was stopped here. Its trees time out faster than they complete: give a \
+                "the run failed or replayed more trees than its replay limit (--max-replays \
+                 {limit}): {failed} trees failed or timed out ({timed_out} by the message \
+                 timeout) and {emits} spout emits for an input of {input} by {:.6} s of simulated \
+                 time; each failed tree and its replay keep about {BYTES_PER_REPLAY} B until the \
+                 run ends, so the run was stopped here. Its trees time out faster than they complete: give a \
                  longer message timeout (--timeout), a lower --max-spout-pending (trees queue \
                  behind each bolt), shorter link latencies (--latency) or a shorter restart delay \
                  (--restart-delay); or raise --max-replays",
@@ -925,6 +931,7 @@ impl Simulation {
         engine.trace.finish().map_err(RunError::Io)?;
         if let Some(at_ns) = engine.over_emits {
             return Err(RunError::TooManyReplays {
+                failed: engine.fails_seen,
                 emits: engine.emits_seen,
                 input: engine.opts.input_len,
                 limit: replay_limit(&engine.opts),
@@ -1286,6 +1293,8 @@ struct Engine {
     every_event: bool,
     probe: Option<ProgressProbe>,
     emits_seen: u64,
+    /// Fail callbacks (failed or timed-out trees) so far: replays owed.
+    fails_seen: u64,
     tick_ns: u64,
     num_ackers: usize,
     outage_hook: Option<OutageHook>,
@@ -1522,6 +1531,7 @@ impl Engine {
             every_event,
             probe: sim.probe,
             emits_seen: 0,
+            fails_seen: 0,
             outage_hook: sim.outage_hook,
             outages: [0, 0],
             punctuate,
@@ -2082,7 +2092,9 @@ impl Engine {
         let judge = self.judge_fails && self.fired.is_empty();
         let two_t = self.timeout_ns.saturating_mul(2);
         let (failed_roots, failed_unknown) = (&mut self.failed_roots, &mut self.failed_unknown);
+        let mut fails = 0u64;
         self.callbacks.take(|t, msg_id, acked| {
+            fails += u64::from(!acked);
             let decided = watch.callback(t, msg_id, acked, now);
             if judge && !acked {
                 match decided {
@@ -2096,6 +2108,17 @@ impl Engine {
         if emits > 0 {
             self.emits_seen += emits;
             if self.emits_seen > self.emit_limit {
+                self.over_emits = Some(now);
+            }
+        }
+        // Each failed or timed-out tree is a replay owed, and keeps its records (about 145 B)
+        // whether or not it is replayed yet: a spout that emits its whole input before its
+        // replays let 1,000,225 trees time out under `--max-replays 1000` (second trial: 283 MB
+        // for 1M tuples, an abort under `ulimit -v 300000`). So the fails count against the
+        // limit too.
+        if fails > 0 {
+            self.fails_seen += fails;
+            if self.fails_seen > self.emit_limit - self.opts.input_len {
                 self.over_emits = Some(now);
             }
         }

@@ -366,8 +366,10 @@ struct SimArgs {
     #[arg(long, allow_hyphen_values = true, value_parser = positive_duration)]
     time_limit: Option<u64>,
     /// Most replays a run may make (spout emits beyond --tuples: each failed or timed-out tree
-    /// replayed is one), at least 1 [default: --tuples, at least 100000]. Each keeps about 300 B
-    /// until the run ends, and the memory check of --tuples counts them. A run past it stops with
+    /// replayed is one), and most failed or timed-out trees (each a replay owed), at least 1
+    /// [default: --tuples, at least 100000, lowered to what memory holds after the input]. Each
+    /// failed tree and its replay keep about 300 B until the run ends, and the memory check of
+    /// --tuples counts them. A run past it stops with
     /// exit status 2 (its trees time out faster than they complete: a --timeout too short for
     /// the load, or a task down for many timeouts).
     #[arg(long, allow_negative_numbers = true, value_parser = at_least::<1>)]

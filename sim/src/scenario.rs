@@ -427,7 +427,8 @@ pub struct Scenario {
     /// Stop the run here even if it has not finished (a liveness violation); `None`: derived
     /// from the schedule (see [`Scenario::time_limit_ns`]).
     pub time_limit_ns: Option<u64>,
-    /// Most replays (spout emits beyond `tuples`) the run may make before it stops with
+    /// Most replays (spout emits beyond `tuples`), and failed or timed-out trees, the run may
+    /// have before it stops with
     /// [`RunError::TooManyReplays`](crate::RunError::TooManyReplays); `None`: `tuples`, at
     /// least [`MIN_DEFAULT_REPLAYS`](crate::engine::MIN_DEFAULT_REPLAYS) (see
     /// [`SimOptions::max_replays`](crate::SimOptions::max_replays)). Not part of the trace.

@@ -49,7 +49,8 @@ fn a_replay_storm_stops_at_the_replay_limit() {
                 "--time-limit",
                 "30s",
             ][..],
-            "by 0.050587 s of simulated time, 100225 trees timed out",
+            "100225 trees failed or timed out (100225 by the message timeout) and 100627 spout \
+             emits for an input of 1000 by 0.050400 s of simulated time",
             "--timeout",
         ),
         (
@@ -62,7 +63,8 @@ fn a_replay_storm_stops_at_the_replay_limit() {
                 "--faults",
                 "worker-crash*1",
             ][..],
-            "by 6060.000000 s of simulated time, 101000 trees timed out",
+            "101000 trees failed or timed out (101000 by the message timeout) and 101001 spout \
+             emits for an input of 1000 by 6060.000000 s of simulated time",
             "--restart-delay",
         ),
     ] {
@@ -71,8 +73,8 @@ fn a_replay_storm_stops_at_the_replay_limit() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
             err.contains(
-                "acker-sim: error: the run replayed more trees than its replay limit \
-                 (--max-replays 100000): 101001 spout emits for an input of 1000 "
+                "acker-sim: error: the run failed or replayed more trees than its replay limit \
+                 (--max-replays 100000): "
             ),
             "{args:?}: {err}"
         );
@@ -97,7 +99,10 @@ fn a_replay_storm_stops_at_the_replay_limit() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("(--max-replays 5): 1006 spout emits for an input of 1000"),
+        stderr(&o).contains(
+            "(--max-replays 5): 399 trees failed or timed out (399 by the message timeout) and \
+             800 spout emits for an input of 1000"
+        ),
         "{}",
         stderr(&o)
     );
@@ -271,8 +276,8 @@ fn search_and_experiment_name_the_run_that_hit_the_replay_limit() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.starts_with(
-            "acker-sim: error: seed 1: the run replayed more trees than its replay limit \
-             (--max-replays 100000)"
+            "acker-sim: error: seed 1: the run failed or replayed more trees than its replay \
+             limit (--max-replays 100000)"
         ),
         "{err}"
     );
@@ -289,7 +294,7 @@ fn search_and_experiment_name_the_run_that_hit_the_replay_limit() {
     let again = bounded(&args);
     assert_eq!(again.status.code(), Some(2), "{args:?}: {}", stderr(&again));
     assert!(
-        stderr(&again).contains("101001 spout emits for an input of 1000"),
+        stderr(&again).contains("101001 spout emits for an input of 1000 by"),
         "{}",
         stderr(&again)
     );
@@ -298,8 +303,46 @@ fn search_and_experiment_name_the_run_that_hit_the_replay_limit() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains(
-            "acker-sim: error: cell at-least-once with no fault: the run replayed more trees \
-             than its replay limit"
+            "acker-sim: error: cell at-least-once with no fault: the run failed or replayed more \
+             trees than its replay limit"
+        ),
+        "{err}"
+    );
+}
+
+/// Failed trees count against the replay limit: the built-in spout emits its whole input before
+/// its replays, so with every tree timing out, 1,000,225 trees failed under `--max-replays 1000`
+/// before the limit was reached, each keeping its records (second trial: 283 MB for 1M tuples,
+/// SIGABRT under `ulimit -v 250000`). Now the run stops at the fail past the limit, exit 2,
+/// within that limit.
+#[test]
+fn failed_trees_count_against_the_replay_limit() {
+    let o = common::under_ulimit(
+        'v',
+        250_000,
+        env!("CARGO_BIN_EXE_acker-sim"),
+        "acker-sim",
+        &[
+            "run",
+            "--seed",
+            "1",
+            "--tuples",
+            "1000000",
+            "--timeout",
+            "200us",
+            "--tick",
+            "10us",
+            "--max-replays",
+            "1000",
+        ],
+        Duration::from_secs(60),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "the run failed or replayed more trees than its replay limit (--max-replays 1000): \
+             1177 trees failed or timed out (1177 by the message timeout)"
         ),
         "{err}"
     );
