@@ -317,8 +317,7 @@ fn failed_trees_leave_no_orphans() {
 #[test]
 fn a_steady_failure_rate_never_stalls_the_topology() {
     use acker_runtime::local::LocalShell;
-    use acker_runtime::{values, Bolt, Input, MessageId, OutputCollector, TaskKind};
-    use std::collections::HashSet;
+    use acker_runtime::{values, MessageId, TaskKind};
     use std::sync::{Arc, Mutex};
 
     #[derive(Default)]
@@ -349,23 +348,6 @@ fn a_steady_failure_rate_never_stalls_the_topology() {
             self.replay.push(id)
         }
     }
-    struct Failer(HashSet<i64>);
-    impl Bolt for Failer {
-        fn execute(&mut self, i: Input, c: &mut OutputCollector<'_>) {
-            let id = i.values()[0].as_int().unwrap();
-            if id % 50 == 0 && self.0.insert(id) {
-                c.fail(i).unwrap();
-            } else {
-                c.ack(i).unwrap();
-            }
-        }
-    }
-    struct Acks;
-    impl Bolt for Acks {
-        fn execute(&mut self, i: Input, c: &mut OutputCollector<'_>) {
-            c.ack(i).unwrap();
-        }
-    }
 
     for timeouts in [false, true] {
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -381,9 +363,10 @@ fn a_steady_failure_rate_never_stalls_the_topology() {
             1,
         )
         .output_fields(&["id"]);
-        b.set_bolt("failer", || Failer(HashSet::new()), 1)
+        b.set_bolt("failer", || FailFirst::new(50, 1), 1)
             .shuffle_grouping("src");
-        b.set_bolt("other", || Acks, 1).shuffle_grouping("src");
+        b.set_bolt("other", || AckAll { sleep_us: 0 }, 1)
+            .shuffle_grouping("src");
         let config = Config {
             max_spout_pending: Some(64),
             enable_message_timeouts: timeouts,
@@ -445,8 +428,7 @@ fn a_steady_failure_rate_never_stalls_the_topology() {
 #[test]
 fn late_acks_behind_a_slow_bolt_leave_no_orphans_on_four_threads() {
     use acker_runtime::shell::ShellOptions;
-    use acker_runtime::{values, Bolt, Input, MessageId, OutputCollector};
-    use std::collections::HashMap;
+    use acker_runtime::{values, MessageId};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
@@ -484,25 +466,6 @@ fn late_acks_behind_a_slow_bolt_leave_no_orphans_on_four_threads() {
             self.next == IDS && self.outstanding == 0
         }
     }
-    struct FailThrice(HashMap<i64, u32>);
-    impl Bolt for FailThrice {
-        fn execute(&mut self, i: Input, c: &mut OutputCollector<'_>) {
-            let n = self.0.entry(i.values()[0].as_int().unwrap()).or_insert(0);
-            *n += 1;
-            if *n <= 3 {
-                c.fail(i).unwrap();
-            } else {
-                c.ack(i).unwrap();
-            }
-        }
-    }
-    struct Slow;
-    impl Bolt for Slow {
-        fn execute(&mut self, i: Input, c: &mut OutputCollector<'_>) {
-            std::thread::sleep(Duration::from_micros(100));
-            c.ack(i).unwrap();
-        }
-    }
 
     let acked = Arc::new(AtomicU64::new(0));
     let a = acked.clone();
@@ -518,9 +481,10 @@ fn late_acks_behind_a_slow_bolt_leave_no_orphans_on_four_threads() {
         1,
     )
     .output_fields(&["id"]);
-    b.set_bolt("failer", || FailThrice(HashMap::new()), 1)
+    b.set_bolt("failer", || FailFirst::new(1, 3), 1)
         .shuffle_grouping("src");
-    b.set_bolt("slow", || Slow, 1).shuffle_grouping("src");
+    b.set_bolt("slow", || AckAll { sleep_us: 100 }, 1)
+        .shuffle_grouping("src");
     let plan = b
         .build()
         .unwrap()
@@ -559,4 +523,49 @@ fn late_acks_behind_a_slow_bolt_leave_no_orphans_on_four_threads() {
     );
     // Each failed tree's late ack, unless it came before the fail (a scheduling matter).
     assert!((1..=3 * IDS).contains(&acker.orphans_avoided), "{acker:?}");
+}
+
+/// Fails the inputs whose id (the first value) is divisible by `every` on their first `times`
+/// attempts, and acks the rest: a bolt of the failure tests above.
+struct FailFirst {
+    every: i64,
+    times: u32,
+    attempts: std::collections::HashMap<i64, u32>,
+}
+
+impl FailFirst {
+    fn new(every: i64, times: u32) -> Self {
+        Self {
+            every,
+            times,
+            attempts: std::collections::HashMap::new(),
+        }
+    }
+}
+
+impl acker_runtime::Bolt for FailFirst {
+    fn execute(&mut self, i: acker_runtime::Input, c: &mut acker_runtime::OutputCollector<'_>) {
+        let id = i.values()[0].as_int().unwrap();
+        let n = self.attempts.entry(id).or_insert(0);
+        *n += 1;
+        if id % self.every == 0 && *n <= self.times {
+            c.fail(i).unwrap();
+        } else {
+            c.ack(i).unwrap();
+        }
+    }
+}
+
+/// Acks every input, after sleeping `sleep_us` µs (0: at once).
+struct AckAll {
+    sleep_us: u64,
+}
+
+impl acker_runtime::Bolt for AckAll {
+    fn execute(&mut self, i: acker_runtime::Input, c: &mut acker_runtime::OutputCollector<'_>) {
+        if self.sleep_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.sleep_us));
+        }
+        c.ack(i).unwrap();
+    }
 }
