@@ -69,6 +69,7 @@ pub struct Lines {
     text: Arc<String>,
     lines: usize,
     pieces: usize,
+    long_words: usize,
 }
 
 impl Lines {
@@ -85,16 +86,18 @@ impl Lines {
             text: Arc::new(text),
             lines: 0,
             pieces: 0,
+            long_words: 0,
         };
-        let (mut lines, mut pieces, mut last_line) = (0, 0, 0);
-        for (line_no, _) in l.iter() {
+        let (mut lines, mut pieces, mut long_words, mut last_line) = (0, 0, 0, 0);
+        for (line_no, piece) in l.iter() {
             pieces += 1;
+            long_words += usize::from(piece.len() > MAX_PIECE_BYTES);
             if line_no != last_line {
                 lines += 1;
                 last_line = line_no;
             }
         }
-        (l.lines, l.pieces) = (lines, pieces);
+        (l.lines, l.pieces, l.long_words) = (lines, pieces, long_words);
         l
     }
 
@@ -112,6 +115,12 @@ impl Lines {
     /// every cut of a long line.
     pub fn pieces(&self) -> usize {
         self.pieces
+    }
+
+    /// Pieces longer than [`MAX_PIECE_BYTES`]: each a single word too long to cut, which goes
+    /// whole in a piece of its own.
+    pub fn long_words(&self) -> usize {
+        self.long_words
     }
 
     /// Whitespace-separated words over every line (what `wc -w` counts for ASCII text).

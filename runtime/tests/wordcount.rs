@@ -729,7 +729,7 @@ fn cli_summary_counts_pieces_and_says_so() {
 
 /// The text summary's top-10 table cuts a word longer than 40 characters to its first 40 and
 /// `… (N chars)`; `--json` keeps it whole (new-user trial: a 200,000-character word was printed
-/// in full).
+/// in full). The header counts the word's piece as longer than 64 KiB.
 #[test]
 fn cli_summary_cuts_long_words_and_json_keeps_them() {
     let word = "x".repeat(200_000);
@@ -746,6 +746,15 @@ fn cli_summary_cuts_long_words_and_json_keeps_them() {
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(
         s.contains(&format!("  {}… (200000 chars)\n", "x".repeat(40))),
+        "{s}"
+    );
+    // The header says the word went whole (second trial: "1 piece of up to 64 KiB" for a
+    // 300 MB word).
+    assert!(
+        s.contains(
+            "(2 lines holding words, 2 pieces of up to 64 KiB but for 1 single word longer than \
+             that), 1 core, 1 acker(s)"
+        ),
         "{s}"
     );
     assert!(s.len() < 5_000, "the summary is {} bytes", s.len());

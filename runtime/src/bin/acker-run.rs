@@ -974,7 +974,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
     let report = report?;
     // The text is no longer needed: freed before the summary is built, so that the summary's
     // copy of a long word (in `--json`'s `top`) does not come on top of it.
-    let (lines_total, pieces_total) = (lines.len(), lines.pieces());
+    let (lines_total, pieces_total, long_words) = (lines.len(), lines.pieces(), lines.long_words());
     drop((plan, topology, lines));
     let counts: BTreeMap<std::sync::Arc<str>, u64> =
         std::mem::take(&mut *outputs.counts.lock().unwrap_or_else(|p| p.into_inner()));
@@ -1057,7 +1057,7 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
         let peak_mb = peak_rss_mb();
         writeln!(
             out,
-            "word count on {} ({} line{} holding words, {} piece{} of up to {} KiB), {} core{}, \
+            "word count on {} ({} line{} holding words, {} piece{} of up to {} KiB{}), {} core{}, \
              {} acker(s)",
             args.input
                 .as_deref()
@@ -1069,6 +1069,13 @@ fn wordcount_cmd(args: WordcountArgs, ackers_given: bool) -> Result<(), CliError
             pieces_total,
             if pieces_total == 1 { "" } else { "s" },
             wordcount::MAX_PIECE_BYTES / 1024,
+            // A word longer than a piece goes whole (second trial: a 300 MB word was said to be
+            // "1 piece of up to 64 KiB").
+            match long_words {
+                0 => String::new(),
+                1 => " but for 1 single word longer than that".to_string(),
+                n => format!(" but for {n} single words longer than that"),
+            },
             report.cores,
             if report.cores == 1 { "" } else { "s" },
             args.run.ackers
