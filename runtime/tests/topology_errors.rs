@@ -352,6 +352,34 @@ fn pending_and_acker_capacities_past_their_bounds_are_refused_at_plan_time() {
         .unwrap_err();
         assert_eq!(e, ConfigError::AckerCapacityTooLarge, "{n}");
     }
+    // The roots an acker remembers as failed: the same bound, refused by name.
+    for n in [MAX_ACKER_CAPACITY_ROOTS + 1, usize::MAX] {
+        let e = plan(Config {
+            acker_recently_failed_roots: Some(n),
+            ..Config::default()
+        })
+        .unwrap_err();
+        assert_eq!(e, ConfigError::RecentlyFailedRootsTooLarge, "{n}");
+        assert!(
+            e.to_string()
+                .contains("remembers as failed must be at most 100000000"),
+            "{e}"
+        );
+    }
+    for (ackers, n) in [(1, 65_536), (4, 16_384), (2_000, 64)] {
+        let p = plan(Config {
+            num_ackers: ackers,
+            ..Config::default()
+        })
+        .unwrap();
+        assert_eq!(p.recently_failed_capacity(), n, "{ackers} ackers");
+    }
+    let p = plan(Config {
+        acker_recently_failed_roots: Some(0),
+        ..Config::default()
+    })
+    .unwrap();
+    assert_eq!(p.recently_failed_capacity(), 0);
     // At the bounds: planned, and the default acker capacity stays within its bound.
     let p = plan(Config {
         max_spout_pending: Some(MAX_PENDING_CAPACITY),

@@ -47,12 +47,10 @@ use crate::park::{ParkQueue, RecentRoots};
 /// off they never expired. So the acker remembers the roots it decided `Failed` most recently
 /// (at most [`recently_failed_capacity`](crate::Plan::recently_failed_capacity) of them, by
 /// default 65,536 shared among the ackers, oldest forgotten first: a count of failures, not a
-/// time, so it must cover
-/// the failed trees whose branches are still in flight) and drops acks, fails and resets for
-/// them, counted in
-/// [`ExecutorCounters::orphans_avoided`]: the tree is decided, its spout heard `Failed` once, and
-/// nothing for the root can change that. A late message for a root already forgotten makes an
-/// orphan as before. Inits are never dropped.
+/// time, so it must cover the failed trees whose branches are still in flight) and drops acks,
+/// fails and resets for them, counted in [`ExecutorCounters::orphans_avoided`]: the tree is
+/// decided, its spout heard `Failed` once, and nothing for the root can change that. A late
+/// message for a root already forgotten makes an orphan as before. Inits are never dropped.
 pub struct AckerExecutor {
     pub(super) task: TaskId,
     pub(super) table: AckerTable<Vec<acker_core::Slot>>,
