@@ -334,8 +334,8 @@ fn bench_wordcount_reads_its_input_as_wordcount_does() {
         &format!("error: input {bad} is not UTF-8: invalid byte at offset 3 (0-based)"),
     );
     let _ = std::fs::remove_file(&path);
-    let child = bin()
-        .args([
+    let o = common::output_with_stdin(
+        bin().args([
             "bench",
             "wordcount",
             "--input",
@@ -347,15 +347,8 @@ fn bench_wordcount_reads_its_input_as_wordcount_does() {
             "--cores",
             "1",
             "--no-pin",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn acker-run");
-    let o = common::wait_bounded(
-        child,
-        Some(b"to be or not to be\n"),
+        ]),
+        b"to be or not to be\n",
         LIMIT,
         "bench wordcount -",
     );
@@ -370,14 +363,12 @@ fn bench_wordcount_reads_its_input_as_wordcount_does() {
 /// required (clap lists the options the error was about), as `bench pipeline` did `--seconds`.
 #[test]
 fn bench_messages_name_standard_input_and_usage_shows_options_optional() {
-    let child = bin()
-        .args(["bench", "wordcount", "--input", "-", "--min-mb", "1"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn acker-run");
-    let o = common::wait_bounded(child, Some(b""), LIMIT, "bench wordcount - (empty)");
+    let o = common::output_with_stdin(
+        bin().args(["bench", "wordcount", "--input", "-", "--min-mb", "1"]),
+        b"",
+        LIMIT,
+        "bench wordcount - (empty)",
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("error: standard input is empty"),

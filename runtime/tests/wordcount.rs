@@ -598,19 +598,16 @@ fn cli_empty_input_reports_latency_as_not_measured() {
     assert!(v["complete_latency_us"].is_null(), "{v}");
 }
 
-/// Input that is not UTF-8 is refused, naming the offset of the first bad byte.
 /// New-user trial: the text header said `word count on - (...)` where every message calls `-`
 /// standard input.
 #[test]
 fn cli_header_names_standard_input() {
-    let child = bin()
-        .args(["wordcount", "--cores", "1", "--no-pin", "--input", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = common::wait_bounded(child, Some(b"to be or not\n"), LIMIT, "wordcount --input -");
+    let out = common::output_with_stdin(
+        bin().args(["wordcount", "--cores", "1", "--no-pin", "--input", "-"]),
+        b"to be or not\n",
+        LIMIT,
+        "wordcount --input -",
+    );
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -619,24 +616,15 @@ fn cli_header_names_standard_input() {
     );
 }
 
+/// Input that is not UTF-8 is refused, naming the offset of the first bad byte.
 #[test]
 fn cli_non_utf8_input_names_the_offset_of_the_first_bad_byte() {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = bin()
-        .args(["wordcount", "--input", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"one two\nth\xffree\n")
-        .unwrap();
-    let out = common::wait_bounded(child, None, LIMIT, "acker-run on non-UTF-8 input");
+    let out = common::output_with_stdin(
+        bin().args(["wordcount", "--input", "-"]),
+        b"one two\nth\xffree\n",
+        LIMIT,
+        "acker-run on non-UTF-8 input",
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -47,6 +47,18 @@ pub fn wait_bounded(mut child: Child, stdin: Option<&[u8]>, limit: Duration, wha
     }
 }
 
+/// Runs `cmd` with `stdin` written to its standard input, stdout and stderr captured, within
+/// `limit` (see [`wait_bounded`]).
+pub fn output_with_stdin(cmd: &mut Command, stdin: &[u8], limit: Duration, what: &str) -> Output {
+    let child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start it: {e}"));
+    wait_bounded(child, Some(stdin), limit, what)
+}
+
 /// Runs `program ARGS` under `ulimit -LIMIT_FLAG KIB` (`v`: address space, `d`: data segment;
 /// a shell sets the limit, then becomes the program) with stdout and stderr captured, within
 /// `limit` (see [`wait_bounded`]); `name` names the program in a failure.
